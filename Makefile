@@ -1,0 +1,41 @@
+# The two commands of the README. Each sets itself up, idempotently:
+#   make demo   start a local control plane, install the CRDs, apply a sample RayCluster
+#   make test   lint, then every test tier (unit, components, integration, e2e)
+# Built binaries live in ~/.cache/pulumi-ray (override with PULUMI_RAY_CACHE).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: test demo lint venv localcluster pulumi-engine crds clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+localcluster: venv
+	$(PY) -m hack.localcluster build
+
+lint: venv
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
+
+test: venv localcluster lint
+	$(PY) -m pytest
+
+demo: venv localcluster
+	$(PY) -m hack.demo
+
+crds: venv
+	$(PY) -m operator_runtime.api.crds
+
+clean:
+	rm -rf $(VENV) .localcluster .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,21 @@
+"""A real local control plane for tests and the demo, built from pinned Go modules.
+
+``python -m hack.localcluster build|up|down|status|env``; tests use
+:func:`start_for_tests` through the ``local_cluster`` fixture in ``tests/conftest.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hack.localcluster.build import Toolset, cache_root, ensure_built, toolset
+from hack.localcluster.cluster import LocalCluster
+
+__all__ = ["LocalCluster", "Toolset", "cache_root", "ensure_built", "start_for_tests", "toolset"]
+
+
+def start_for_tests(state_dir: Path) -> LocalCluster:
+    """Build (or reuse) the binaries and start a cluster that dies with this process."""
+    cluster = LocalCluster(state_dir=state_dir, tools=ensure_built(), die_with_parent=True)
+    cluster.start()
+    return cluster

@@ -1,0 +1,393 @@
+"""Run a real control plane on 127.0.0.1: etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler, and kwok for fake nodes whose pods become Running and Ready.
+
+Every component is a child process with its log in the state directory. The state
+(ports, pids) is written to ``state.json`` so that ``python -m hack.localcluster down``
+from another process can stop what ``up`` started. A cluster started for a test session
+dies with its parent (``die_with_parent``), so a killed pytest leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import json
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hack.localcluster import nodes, pki
+from hack.localcluster.build import Toolset
+
+SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
+POD_CIDR = "10.244.0.0/16"
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+_PR_SET_PDEATHSIG = 1
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:
+    # Linux only: the kernel kills the child when the process that started it exits.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _progress(message: str) -> None:
+    print(f"[localcluster] {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class LocalCluster:
+    """A control plane rooted in ``state_dir``; ``start()`` it, ``stop()`` it."""
+
+    state_dir: Path
+    tools: Toolset
+    die_with_parent: bool = False
+    etcd_port: int = 0
+    etcd_peer_port: int = 0
+    apiserver_port: int = 0
+    pids: dict[str, int] = field(default_factory=dict)
+    _processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+
+    # -- paths and client configuration -------------------------------------------------
+
+    @property
+    def pki(self) -> pki.Pki:
+        return pki.Pki(self.state_dir / "pki")
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state_dir / "kubeconfig"
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.apiserver_port}"
+
+    @property
+    def etcd_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.etcd_port}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment for clients: KUBECONFIG, and the built kubectl first on PATH."""
+        path = f"{self.tools.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+        return {**os.environ, "KUBECONFIG": str(self.kubeconfig), "PATH": path}
+
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the built kubectl against this cluster; on failure the error carries stderr."""
+        command = [str(self.tools.path("kubectl")), f"--kubeconfig={self.kubeconfig}", *args]
+        result = subprocess.run(
+            command, input=input, capture_output=True, text=True, timeout=timeout
+        )
+        if check and result.returncode != 0:
+            raise subprocess.CalledProcessError(
+                result.returncode, command, output=result.stdout, stderr=result.stderr
+            )
+        return result
+
+    def get_json(self, *args: str) -> dict[str, Any]:
+        """``kubectl get ARGS -o json``, parsed."""
+        parsed: dict[str, Any] = json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+        return parsed
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self, *, node_count: int = 4) -> None:
+        """Start every component, wait until the API server is ready and nodes are Ready."""
+        started = time.monotonic()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        (self.state_dir / "logs").mkdir(exist_ok=True)
+        self.etcd_port, self.etcd_peer_port, self.apiserver_port = (
+            _free_port(),
+            _free_port(),
+            _free_port(),
+        )
+        pki.create(self.pki.directory)
+        self._write_kubeconfig()
+        try:
+            for component in COMPONENTS:
+                self._launch(component)
+                if component == "etcd":
+                    self._wait("etcd", self._etcd_healthy)
+                elif component == "kube-apiserver":
+                    self._wait("kube-apiserver", self._apiserver_ready)
+            self._save_state()
+            nodes.create(self, count=node_count)
+            self._wait("fake nodes Ready", lambda: nodes.all_ready(self), timeout=120)
+        except BaseException:
+            self.stop()
+            raise
+        _progress(f"control plane up in {time.monotonic() - started:.1f}s at {self.server}")
+
+    def stop(self) -> None:
+        """Stop every component (reverse order); leaves no process behind."""
+        for component in reversed(COMPONENTS):
+            self._terminate(component)
+        self._save_state()
+
+    def restart_component(self, component: str, down_seconds: float) -> None:
+        """Stop one component, keep it down for ``down_seconds``, start it again."""
+        self._terminate(component)
+        time.sleep(down_seconds)
+        self._launch(component)
+        if component == "kube-apiserver":
+            self._wait("kube-apiserver", self._apiserver_ready)
+        elif component == "etcd":
+            self._wait("etcd", self._etcd_healthy)
+        self._save_state()
+
+    def alive(self) -> dict[str, bool]:
+        """Which components' processes are running."""
+        return {name: _pid_alive(self.pids.get(name)) for name in COMPONENTS}
+
+    def compact(self) -> int:
+        """Compact etcd up to its current revision (old resourceVersions then give 410)."""
+        header = self._etcd_call("/v3/kv/range", {"key": base64.b64encode(b"/").decode()})
+        revision = int(header["header"]["revision"])
+        self._etcd_call("/v3/kv/compaction", {"revision": str(revision), "physical": True})
+        return revision
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _arguments(self, component: str) -> list[str]:
+        tls = self.pki
+        kubeconfig = f"--kubeconfig={self.kubeconfig}"
+        if component == "etcd":
+            peer = f"http://127.0.0.1:{self.etcd_peer_port}"
+            return [
+                f"--data-dir={self.state_dir / 'etcd'}",
+                f"--listen-client-urls={self.etcd_endpoint}",
+                f"--advertise-client-urls={self.etcd_endpoint}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=default={peer}",
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ]
+        if component == "kube-apiserver":
+            return [
+                f"--etcd-servers={self.etcd_endpoint}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={self.apiserver_port}",
+                f"--cert-dir={self.state_dir / 'apiserver-certs'}",
+                f"--tls-cert-file={tls.serving_cert}",
+                f"--tls-private-key-file={tls.serving_key}",
+                f"--client-ca-file={tls.ca_cert}",
+                "--authorization-mode=Node,RBAC",
+                f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={tls.service_account_public_key}",
+                f"--service-account-signing-key-file={tls.service_account_key}",
+                "--allow-privileged=true",
+                "--profiling=false",
+                "--v=1",
+            ]
+        if component == "kube-controller-manager":
+            return [
+                kubeconfig,
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                "--secure-port=0",
+                f"--service-account-private-key-file={tls.service_account_key}",
+                f"--root-ca-file={tls.ca_cert}",
+                f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+                "--controllers=*",
+                "--profiling=false",
+                "--v=1",
+            ]
+        if component == "kube-scheduler":
+            return [
+                kubeconfig,
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                "--secure-port=0",
+                "--profiling=false",
+                "--v=1",
+            ]
+        if component == "kwok":
+            return [
+                kubeconfig,
+                "--manage-all-nodes=false",
+                f"--manage-nodes-with-annotation-selector={nodes.MANAGED_ANNOTATION}=fake",
+                f"--cidr={POD_CIDR}",
+                "--node-ip=10.244.255.254",
+                "--node-lease-duration-seconds=40",
+            ]
+        raise ValueError(f"unknown component {component!r}; one of {', '.join(COMPONENTS)}")
+
+    def _launch(self, component: str) -> None:
+        binary = self.tools.path(component)
+        log = (self.state_dir / "logs" / f"{component}.log").open("ab")
+        process = subprocess.Popen(
+            [str(binary), *self._arguments(component)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if self.die_with_parent else None,
+            env={**os.environ, "HOME": str(self.state_dir)},
+        )
+        log.close()
+        self._processes[component] = process
+        self.pids[component] = process.pid
+
+    def _terminate(self, component: str, grace: float = 10.0) -> None:
+        pid = self.pids.pop(component, None)
+        process = self._processes.pop(component, None)
+        if pid is None or not _pid_alive(pid):
+            return
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if process is not None and process.poll() is not None:
+                return
+            if process is None and not _pid_alive(pid):
+                return
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)
+        if process is not None:
+            process.wait()
+
+    def _wait(self, what: str, ready: Callable[[], bool], timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for component, process in self._processes.items():
+                if process.poll() is not None:
+                    log = self.state_dir / "logs" / f"{component}.log"
+                    tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
+                    raise RuntimeError(
+                        f"{component} exited with code {process.returncode} while waiting for "
+                        f"{what}; last lines of {log}:\n{tail}"
+                    )
+            if ready():
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"{what} not ready after {timeout:.0f}s; logs in {self.state_dir}/logs")
+
+    def _etcd_call(self, path: str, body: dict[str, object]) -> dict[str, Any]:
+        request = urllib.request.Request(
+            self.etcd_endpoint + path, data=json.dumps(body).encode(), method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=5) as response:
+            answer: dict[str, Any] = json.load(response)
+            return answer
+
+    def _etcd_healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.etcd_endpoint}/health", timeout=2) as response:
+                return bool(json.load(response).get("health") == "true")
+        except (OSError, ValueError):
+            return False
+
+    def _admin_ssl_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.pki.ca_cert))
+        context.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
+        return context
+
+    def _apiserver_ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(
+                f"{self.server}/readyz", timeout=2, context=self._admin_ssl_context()
+            ) as response:
+                return bool(response.status == 200)
+        except (OSError, urllib.error.HTTPError):
+            return False
+
+    def _write_kubeconfig(self) -> None:
+        tls = self.pki
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "local",
+                    "cluster": {
+                        "server": self.server,
+                        "certificate-authority": str(tls.ca_cert),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": "admin",
+                    "user": {
+                        "client-certificate": str(tls.admin_cert),
+                        "client-key": str(tls.admin_key),
+                    },
+                }
+            ],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": "admin"}}],
+            "current-context": "local",
+        }
+        self.kubeconfig.write_text(json.dumps(config, indent=2) + "\n")
+
+    def _save_state(self) -> None:
+        state = {
+            "bin_dir": str(self.tools.bin_dir),
+            "etcd_port": self.etcd_port,
+            "etcd_peer_port": self.etcd_peer_port,
+            "apiserver_port": self.apiserver_port,
+            "pids": self.pids,
+        }
+        (self.state_dir / "state.json").write_text(json.dumps(state, indent=2) + "\n")
+
+    @classmethod
+    def load(cls, state_dir: Path) -> LocalCluster:
+        """The cluster whose state ``up`` left in ``state_dir``."""
+        state = json.loads((state_dir / "state.json").read_text())
+        return cls(
+            state_dir=state_dir,
+            tools=Toolset(bin_dir=Path(state["bin_dir"])),
+            etcd_port=state["etcd_port"],
+            etcd_peer_port=state["etcd_peer_port"],
+            apiserver_port=state["apiserver_port"],
+            pids={name: int(pid) for name, pid in state["pids"].items()},
+        )
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie still answers kill(0); it is dead for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def format_env(cluster: LocalCluster, names: Sequence[str] = ("KUBECONFIG",)) -> str:
+    """Shell ``export`` lines for a client of ``cluster``."""
+    env = cluster.env
+    lines = [f"export {name}={env[name]}" for name in names]
+    lines.append(f"export PATH={cluster.tools.bin_dir}:$PATH")
+    return "\n".join(lines)

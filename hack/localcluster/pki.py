@@ -1,0 +1,153 @@
+"""Certificates and keys for a throwaway control plane.
+
+One CA signs the API server's serving certificate and an admin client certificate in
+``system:masters`` (RBAC stays on; the admin is simply allowed everything). A separate
+RSA key pair signs service-account tokens.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+_VALIDITY = datetime.timedelta(days=30)
+
+
+@dataclass(frozen=True)
+class Pki:
+    """Paths of the PEM files in a PKI directory."""
+
+    directory: Path
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.directory / "ca.crt"
+
+    @property
+    def serving_cert(self) -> Path:
+        return self.directory / "apiserver.crt"
+
+    @property
+    def serving_key(self) -> Path:
+        return self.directory / "apiserver.key"
+
+    @property
+    def admin_cert(self) -> Path:
+        return self.directory / "admin.crt"
+
+    @property
+    def admin_key(self) -> Path:
+        return self.directory / "admin.key"
+
+    @property
+    def service_account_key(self) -> Path:
+        return self.directory / "sa.key"
+
+    @property
+    def service_account_public_key(self) -> Path:
+        return self.directory / "sa.pub"
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    path.chmod(0o600)
+
+
+def _name(common_name: str, organization: str | None = None) -> x509.Name:
+    attributes = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+    if organization:
+        attributes.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+    return x509.Name(attributes)
+
+
+def _issue(
+    subject: x509.Name,
+    public_key: ec.EllipticCurvePublicKey,
+    issuer: x509.Name,
+    issuer_key: ec.EllipticCurvePrivateKey,
+    *,
+    ca: bool = False,
+    usage: x509.ObjectIdentifier | None = None,
+    san: list[x509.GeneralName] | None = None,
+) -> x509.Certificate:
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if usage is not None:
+        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+    if san:
+        builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def create(directory: Path) -> Pki:
+    """Write a fresh CA, serving and admin certificates, and service-account keys."""
+    directory.mkdir(parents=True, exist_ok=True)
+    pki = Pki(directory)
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = _name("pulumi-ray-local-ca")
+    ca_cert = _issue(ca_name, ca_key.public_key(), ca_name, ca_key, ca=True)
+    pki.ca_cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+
+    serving_key = ec.generate_private_key(ec.SECP256R1())
+    serving_names: list[x509.GeneralName] = [
+        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+        x509.IPAddress(ipaddress.ip_address("10.96.0.1")),
+        x509.DNSName("localhost"),
+        x509.DNSName("kubernetes"),
+        x509.DNSName("kubernetes.default"),
+        x509.DNSName("kubernetes.default.svc"),
+        x509.DNSName("kubernetes.default.svc.cluster.local"),
+    ]
+    serving = _issue(
+        _name("kube-apiserver"),
+        serving_key.public_key(),
+        ca_name,
+        ca_key,
+        usage=ExtendedKeyUsageOID.SERVER_AUTH,
+        san=serving_names,
+    )
+    pki.serving_cert.write_bytes(serving.public_bytes(serialization.Encoding.PEM))
+    _write_key(pki.serving_key, serving_key)
+
+    admin_key = ec.generate_private_key(ec.SECP256R1())
+    admin = _issue(
+        _name("pulumi-ray-admin", "system:masters"),
+        admin_key.public_key(),
+        ca_name,
+        ca_key,
+        usage=ExtendedKeyUsageOID.CLIENT_AUTH,
+    )
+    pki.admin_cert.write_bytes(admin.public_bytes(serialization.Encoding.PEM))
+    _write_key(pki.admin_key, admin_key)
+
+    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    _write_key(pki.service_account_key, sa_key)
+    pki.service_account_public_key.write_bytes(
+        sa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return pki
