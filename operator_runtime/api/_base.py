@@ -8,7 +8,7 @@ and ``RayClusterSpec(worker_group_specs=[...])`` parse alike. Unknown keys are r
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -16,7 +16,7 @@ from typing_extensions import TypeAliasType
 
 JSONValue = TypeAliasType(
     "JSONValue",
-    "Union[str, int, float, bool, None, list[JSONValue], dict[str, JSONValue]]",
+    "str | int | float | bool | list[JSONValue] | dict[str, JSONValue] | None",
 )
 """Any JSON value, as found in embedded Kubernetes objects."""
 

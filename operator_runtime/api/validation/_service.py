@@ -1,0 +1,127 @@
+"""Rules for a RayService: the initializing-timeout annotation and the spec."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from operator_runtime.api.errors import ErrorCode as C
+from operator_runtime.api.errors import Violation
+from operator_runtime.api.features import FeatureGates
+from operator_runtime.api.rayservice import RayServiceSpec
+from operator_runtime.api.validation import _names
+from operator_runtime.api.validation._cluster import cluster_spec_violations
+from operator_runtime.api.validation._cluster_features import (
+    autoscaling_enabled,
+    k8s_token_auth_enabled,
+)
+from operator_runtime.api.validation._pod import metadata_name
+from operator_runtime.api.validation._syntax import parse_go_duration, parse_go_int
+
+UPGRADE_TYPES = ("NewCluster", "NewClusterWithIncrementalUpgrade", "None")
+
+
+def timeout_annotation_violations(annotations: Mapping[str, str]) -> Iterator[Violation]:
+    raw = annotations.get(_names.INITIALIZING_TIMEOUT_ANNOTATION, "")
+    if not raw:
+        return
+    # A Go duration is tried first, then whole seconds, as KubeRay does.
+    seconds = parse_go_duration(raw)
+    if seconds is None:
+        whole = parse_go_int(raw)
+        seconds = None if whole is None else float(whole)
+    if seconds is None or seconds <= 0:
+        yield Violation(
+            C.RAYSERVICE_INVALID_INITIALIZING_TIMEOUT,
+            f"metadata.annotations[{_names.INITIALIZING_TIMEOUT_ANNOTATION}]",
+            f"{raw!r} is not a positive duration",
+            "use a Go duration such as 30m or 1h, or a positive number of seconds",
+        )
+
+
+def service_spec_violations(
+    spec: RayServiceSpec, annotations: Mapping[str, str], gates: FeatureGates
+) -> Iterator[Violation]:
+    cluster = spec.ray_cluster_config
+    if k8s_token_auth_enabled(cluster):
+        yield Violation(
+            C.RAYSERVICE_K8S_TOKEN_AUTH,
+            "spec.rayClusterConfig.authOptions.enableK8sTokenAuth",
+            "Kubernetes token authentication is not supported for RayService",
+            "turn enableK8sTokenAuth off (use mode: token)",
+        )
+    yield from cluster_spec_violations(cluster, annotations, gates, "spec.rayClusterConfig")
+    if metadata_name(cluster.head_group_spec.head_service):
+        yield Violation(
+            C.RAYSERVICE_HEAD_SERVICE_NAME,
+            "spec.rayClusterConfig.headGroupSpec.headService.metadata.name",
+            "the head Service of a RayService's cluster cannot be named",
+            "remove metadata.name; the operator names it per cluster",
+        )
+    strategy = spec.upgrade_strategy
+    kind = strategy.type if strategy is not None else None
+    if kind is not None and kind not in UPGRADE_TYPES:
+        yield Violation(
+            C.RAYSERVICE_UPGRADE_TYPE,
+            "spec.upgradeStrategy.type",
+            f"unknown upgrade strategy type {kind!r}",
+            f"use one of {', '.join(UPGRADE_TYPES)}",
+        )
+    if gates.ray_service_incremental_upgrade and kind == "NewClusterWithIncrementalUpgrade":
+        yield from _incremental(spec)
+
+
+def _incremental(spec: RayServiceSpec) -> Iterator[Violation]:
+    path = "spec.upgradeStrategy.clusterUpgradeOptions"
+    if not autoscaling_enabled(spec.ray_cluster_config):
+        yield Violation(
+            C.RAYSERVICE_INCREMENTAL_NEEDS_AUTOSCALING,
+            "spec.rayClusterConfig.enableInTreeAutoscaling",
+            "NewClusterWithIncrementalUpgrade needs the Ray autoscaler",
+            "set rayClusterConfig.enableInTreeAutoscaling: true",
+        )
+    options = spec.upgrade_strategy.cluster_upgrade_options if spec.upgrade_strategy else None
+    if options is None:
+        yield Violation(
+            C.RAYSERVICE_INCREMENTAL_NO_OPTIONS,
+            path,
+            "NewClusterWithIncrementalUpgrade needs clusterUpgradeOptions",
+            "set stepSizePercent, intervalSeconds and gatewayClassName",
+        )
+        return
+    surge = 100 if options.max_surge_percent is None else options.max_surge_percent
+    if not 0 <= surge <= 100:
+        yield Violation(
+            C.RAYSERVICE_MAX_SURGE_RANGE,
+            f"{path}.maxSurgePercent",
+            f"maxSurgePercent is {surge}",
+            "use a value from 0 to 100",
+        )
+    step = options.step_size_percent
+    if not 0 <= step <= 100:
+        yield Violation(
+            C.RAYSERVICE_STEP_SIZE_RANGE,
+            f"{path}.stepSizePercent",
+            f"stepSizePercent is {step}",
+            "use a value from 0 to 100",
+        )
+    elif step > surge:
+        yield Violation(
+            C.RAYSERVICE_STEP_SIZE_ABOVE_MAX_SURGE,
+            f"{path}.stepSizePercent",
+            f"stepSizePercent {step} is greater than maxSurgePercent {surge}",
+            "set stepSizePercent <= maxSurgePercent",
+        )
+    if options.interval_seconds <= 0:
+        yield Violation(
+            C.RAYSERVICE_NONPOSITIVE_INTERVAL,
+            f"{path}.intervalSeconds",
+            f"intervalSeconds is {options.interval_seconds}",
+            "set it to 1 or more",
+        )
+    if not options.gateway_class_name:
+        yield Violation(
+            C.RAYSERVICE_NO_GATEWAY_CLASS,
+            f"{path}.gatewayClassName",
+            "gatewayClassName is empty",
+            "name the GatewayClass installed in the cluster",
+        )
