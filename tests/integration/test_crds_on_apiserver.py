@@ -1,0 +1,221 @@
+"""Our generated CRDs on a real kube-apiserver: they install, explain themselves, accept
+every sample manifest, and refuse what the schema and the CEL rules forbid."""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hack.localcluster import LocalCluster
+from operator_runtime.api import RayCluster, RayCronJob, RayJob, RayService
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CRD_DIR = REPO_ROOT / "operator_runtime" / "api" / "crds"
+SAMPLES = sorted((REPO_ROOT / "examples" / "manifests").glob("*.yaml"))
+MODELS: dict[str, type[RayCluster | RayJob | RayService | RayCronJob]] = {
+    "RayCluster": RayCluster,
+    "RayJob": RayJob,
+    "RayService": RayService,
+    "RayCronJob": RayCronJob,
+}
+
+
+@pytest.fixture(scope="module")
+def crds(local_cluster: LocalCluster) -> LocalCluster:
+    # Server-side apply: the CRDs are larger than the client-side last-applied annotation.
+    local_cluster.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
+    local_cluster.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s",
+        *[f"crd/{plural}.ray.io" for plural in ("rayclusters", "rayjobs", "rayservices",
+                                                "raycronjobs")],
+    )  # fmt: skip
+    return local_cluster
+
+
+def _load(path: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(path.read_text())
+    return loaded
+
+
+def _create(cluster: LocalCluster, namespace: str, manifest: dict[str, Any]) -> str:
+    """``kubectl create`` with strict server-side field validation; returns stderr."""
+    result = cluster.kubectl(
+        "-n", namespace, "create", "--validate=strict", "-f", "-",
+        input=yaml.safe_dump(manifest), check=False,
+    )  # fmt: skip
+    return "" if result.returncode == 0 else result.stderr
+
+
+def _minimal_cluster() -> dict[str, Any]:
+    return _load(REPO_ROOT / "examples" / "manifests" / "raycluster-minimal.yaml")
+
+
+def _rayjob() -> dict[str, Any]:
+    return _load(REPO_ROOT / "examples" / "manifests" / "rayjob.yaml")
+
+
+def test_samples_cover_every_kind_and_scenario() -> None:
+    names = {path.stem for path in SAMPLES}
+    assert {
+        "raycluster-minimal",
+        "raycluster-autoscaler",
+        "raycluster-gpu",
+        "raycluster-gcs-ft-redis",
+        "raycluster-multihost",
+        "rayjob",
+        "rayservice-incremental",
+        "raycronjob",
+    } <= names
+    assert {_load(path)["kind"] for path in SAMPLES} == set(MODELS)
+
+
+def test_kubectl_explain_shows_our_field_docs(crds: LocalCluster) -> None:
+    explained = crds.kubectl("explain", "raycluster.spec.headGroupSpec").stdout
+    head_fields = RayCluster.model_json_schema(by_alias=True)["$defs"]["HeadGroupSpec"]
+    description = head_fields["properties"]["rayStartParams"]["description"]
+    assert "rayStartParams" in explained
+    assert " ".join(description.split()[:4]) in " ".join(explained.split())
+    containers = crds.kubectl(
+        "explain", "raycluster.spec.workerGroupSpecs.template.spec.containers"
+    ).stdout
+    assert "imagePullPolicy" in containers and "livenessProbe" in containers
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda path: path.stem)
+def test_sample_is_accepted_and_round_trips_through_the_models(
+    crds: LocalCluster, namespace: str, sample: Path
+) -> None:
+    manifest = _load(sample)
+    assert _create(crds, namespace, manifest) == ""
+    kind, name = manifest["kind"], manifest["metadata"]["name"]
+    stored = crds.get_json("-n", namespace, f"{kind.lower()}.ray.io", name)
+    model = MODELS[kind].model_validate(stored)
+    assert MODELS[kind].model_validate(model.to_dict()) == model
+    assert model.to_dict()["metadata"]["uid"] == stored["metadata"]["uid"]
+    # What the user wrote is what the server kept (defaults may only add keys).
+    assert _contains(stored["spec"], MODELS[kind].model_validate(manifest).to_dict()["spec"])
+
+
+def _contains(actual: Any, expected: Any) -> bool:
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            key in actual and _contains(actual[key], value) for key, value in expected.items()
+        )
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(expected)
+            and all(_contains(a, e) for a, e in zip(actual, expected, strict=True))
+        )
+    return bool(actual == expected)
+
+
+def test_printer_columns_match_kuberay(crds: LocalCluster, namespace: str) -> None:
+    assert _create(crds, namespace, _minimal_cluster()) == ""
+    header = crds.kubectl("-n", namespace, "get", "rayclusters", "-o", "wide").stdout
+    columns = header.splitlines()[0]
+    for column in ("DESIRED WORKERS", "AVAILABLE WORKERS", "CPUS", "MEMORY", "GPUS", "TPUS",
+                   "STATUS", "AGE", "HEAD POD IP", "HEAD SERVICE IP"):  # fmt: skip
+        assert column in columns
+
+
+def test_unknown_field_in_a_pod_template_is_refused(crds: LocalCluster, namespace: str) -> None:
+    manifest = _minimal_cluster()
+    container = manifest["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]
+    container["imagePullPolicyy"] = "Always"
+    error = _create(crds, namespace, manifest)
+    assert "unknown field" in error
+    assert "imagePullPolicyy" in error
+
+
+def test_container_without_a_name_is_refused(crds: LocalCluster, namespace: str) -> None:
+    manifest = _minimal_cluster()
+    del manifest["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["name"]
+    assert "name: Required value" in _create(crds, namespace, manifest)
+
+
+def test_managed_by_must_be_a_known_controller(crds: LocalCluster, namespace: str) -> None:
+    manifest = _minimal_cluster()
+    manifest["spec"]["managedBy"] = "someone-else"
+    assert "managedBy field value must be either" in _create(crds, namespace, manifest)
+
+
+def test_managed_by_is_immutable(crds: LocalCluster, namespace: str) -> None:
+    manifest = _minimal_cluster()
+    manifest["spec"]["managedBy"] = "ray.io/kuberay-operator"
+    assert _create(crds, namespace, manifest) == ""
+    with pytest.raises(subprocess.CalledProcessError) as refused:
+        crds.kubectl(
+            "-n", namespace, "patch", "raycluster", manifest["metadata"]["name"], "--type=merge",
+            "-p", '{"spec":{"managedBy":"kueue.x-k8s.io/multikueue"}}',
+        )  # fmt: skip
+    assert "managedBy field is immutable" in refused.value.stderr
+
+
+def test_gcs_fault_tolerance_backend_is_immutable(crds: LocalCluster, namespace: str) -> None:
+    manifest = _load(REPO_ROOT / "examples" / "manifests" / "raycluster-gcs-ft-redis.yaml")
+    manifest["spec"]["gcsFaultToleranceOptions"]["backend"] = "redis"
+    assert _create(crds, namespace, manifest) == ""
+    with pytest.raises(subprocess.CalledProcessError) as refused:
+        crds.kubectl(
+            "-n", namespace, "patch", "raycluster", manifest["metadata"]["name"], "--type=merge",
+            "-p", '{"spec":{"gcsFaultToleranceOptions":{"backend":"rocksdb"}}}',
+        )  # fmt: skip
+    assert "backend is immutable" in refused.value.stderr
+
+
+def test_upgrade_strategy_type_is_an_enum(crds: LocalCluster, namespace: str) -> None:
+    manifest = _minimal_cluster()
+    manifest["spec"]["upgradeStrategy"] = {"type": "Rolling"}
+    error = _create(crds, namespace, manifest)
+    assert "spec.upgradeStrategy.type" in error and "Unsupported value" in error
+
+
+@pytest.mark.parametrize(
+    ("strategy", "message"),
+    [
+        (
+            {"onSuccess": {"policy": "DeleteCluster"}, "onFailure": {"policy": "DeleteNone"},
+             "deletionRules": [{"policy": "DeleteCluster",
+                                "condition": {"jobStatus": "SUCCEEDED"}}]},
+            "cannot be used together within the same deletionStrategy",
+        ),
+        (
+            {"onSuccess": {"policy": "DeleteCluster"}},
+            "requires either BOTH onSuccess and onFailure",
+        ),
+        (
+            {"deletionRules": [{"policy": "DeleteCluster",
+                                "condition": {"jobStatus": "FAILED",
+                                              "jobDeploymentStatus": "Failed"}}]},
+            "cannot be used together within the same deletion condition",
+        ),
+        (
+            {"deletionRules": [{"policy": "DeleteCluster", "condition": {"ttlSeconds": 10}}]},
+            "requires either the JobStatus or the JobDeploymentStatus",
+        ),
+    ],
+    ids=["legacy-and-rules", "legacy-incomplete", "condition-both", "condition-neither"],
+)  # fmt: skip
+def test_deletion_strategy_rules_are_enforced_by_the_api_server(
+    crds: LocalCluster, namespace: str, strategy: dict[str, Any], message: str
+) -> None:
+    manifest = copy.deepcopy(_rayjob())
+    manifest["spec"]["deletionStrategy"] = strategy
+    manifest["spec"].pop("shutdownAfterJobFinishes", None)
+    assert message in _create(crds, namespace, manifest)
+
+
+def test_pre_running_deadline_must_be_positive(crds: LocalCluster, namespace: str) -> None:
+    manifest = _rayjob()
+    manifest["spec"]["preRunningDeadlineSeconds"] = 0
+    error = _create(crds, namespace, manifest)
+    assert (
+        "spec.preRunningDeadlineSeconds" in error
+        and "should be greater than or equal to 1" in error
+    )
