@@ -1,0 +1,25 @@
+"""Annotation keys KubeRay reads from users or writes on the objects it creates."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class AnnotationKey(StrEnum):
+    """Every annotation key the operator reads or writes."""
+
+    FT_ENABLED = "ray.io/ft-enabled"
+    EXTERNAL_STORAGE_NAMESPACE = "ray.io/external-storage-namespace"
+    GCS_FT_DELETION_TIMEOUT = "ray.io/gcs-ft-deletion-timeout"
+    OVERWRITE_CONTAINER_CMD = "ray.io/overwrite-container-cmd"
+    ENABLE_SERVE_SERVICE = "ray.io/enable-serve-service"
+    UPGRADE_STRATEGY_RECREATE_HASH = "ray.io/upgrade-strategy-recreate-hash"
+    KUBERAY_VERSION = "ray.io/kuberay-version"
+    HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE = (
+        "ray.io/hash-without-replicas-and-workers-to-delete"
+    )
+    NUM_WORKER_GROUPS = "ray.io/num-worker-groups"
+    DISABLE_PROVISIONED_HEAD_RESTART = "ray.io/disable-provisioned-head-restart"
+    INITIALIZING_TIMEOUT = "ray.io/initializing-timeout"
+    CRONJOB_SCHEDULED_TIMESTAMP = "ray.io/cronjob-scheduled-timestamp"
+    INGRESS_CLASS = "kubernetes.io/ingress.class"

@@ -1,0 +1,84 @@
+"""Pure builders: ray.io/v1 models -> the Kubernetes objects KubeRay would create.
+
+Every builder is keyword-only and takes one frozen ``*Params`` object; none does I/O,
+logs, reads the clock or draws random numbers (random names and tokens are inputs),
+and the same input always gives the same output, key order included. Operator-wide
+settings (feature gates, env-var switches of KubeRay) arrive as ``RenderOptions``.
+"""
+
+from operator_runtime.render.cluster import (
+    ClusterRenderParams,
+    desired_worker_replicas,
+    render_cluster,
+)
+from operator_runtime.render.ingress import IngressParams, build_head_ingress
+from operator_runtime.render.jobs import RedisCleanupJobParams, build_redis_cleanup_job
+from operator_runtime.render.metadata import owner_reference, pod_labels
+from operator_runtime.render.names import check_label, check_name, pod_name
+from operator_runtime.render.options import RenderOptions
+from operator_runtime.render.pods import PodParams, RenderError, build_pod
+from operator_runtime.render.quantity import QuantityError, parse_quantity, quantity_value
+from operator_runtime.render.raystart import RayStart, RayStartInput, build_ray_start
+from operator_runtime.render.rbac import (
+    OPERATOR_PERMISSIONS,
+    AutoscalerRbacParams,
+    ClusterRoleParams,
+    Permission,
+    build_autoscaler_role,
+    build_autoscaler_role_binding,
+    build_autoscaler_service_account,
+    build_operator_cluster_role,
+)
+from operator_runtime.render.services import (
+    ServiceParams,
+    build_head_service,
+    build_headless_service,
+    build_serve_service,
+)
+from operator_runtime.render.storage import (
+    AuthSecretParams,
+    GcsStoragePvcParams,
+    build_auth_secret,
+    build_gcs_storage_pvc,
+)
+
+__all__ = [
+    "OPERATOR_PERMISSIONS",
+    "AuthSecretParams",
+    "AutoscalerRbacParams",
+    "ClusterRenderParams",
+    "ClusterRoleParams",
+    "GcsStoragePvcParams",
+    "IngressParams",
+    "Permission",
+    "PodParams",
+    "QuantityError",
+    "RayStart",
+    "RayStartInput",
+    "RedisCleanupJobParams",
+    "RenderError",
+    "RenderOptions",
+    "ServiceParams",
+    "build_auth_secret",
+    "build_autoscaler_role",
+    "build_autoscaler_role_binding",
+    "build_autoscaler_service_account",
+    "build_gcs_storage_pvc",
+    "build_head_ingress",
+    "build_head_service",
+    "build_headless_service",
+    "build_operator_cluster_role",
+    "build_pod",
+    "build_ray_start",
+    "build_redis_cleanup_job",
+    "build_serve_service",
+    "check_label",
+    "check_name",
+    "desired_worker_replicas",
+    "owner_reference",
+    "parse_quantity",
+    "pod_labels",
+    "pod_name",
+    "quantity_value",
+    "render_cluster",
+]

@@ -1,0 +1,55 @@
+"""Operator-wide settings that change what the builders produce.
+
+KubeRay reads most of these from environment variables at the moment it builds an
+object; here the operator reads them once at start-up and hands them in, so the
+builders stay pure and a test can vary them without touching ``os.environ``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final
+
+from operator_runtime.api import FeatureGates, JSONObject
+
+KUBERAY_VERSION: Final = "v1.7.0"
+"""The KubeRay release we reimplement; reported in usage stats and pod annotations."""
+DEFAULT_CLUSTER_DOMAIN: Final = "cluster.local"
+
+
+def _frozen_map() -> Mapping[str, str]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class RenderOptions:
+    """Everything besides the custom resource that shapes the rendered objects."""
+
+    kuberay_version: str = KUBERAY_VERSION
+    cluster_domain: str = DEFAULT_CLUSTER_DOMAIN
+    """``CLUSTER_DOMAIN``."""
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    default_container_envs: tuple[JSONObject, ...] = ()
+    """Env vars added to every Ray container unless it sets the name itself."""
+    head_sidecar_containers: tuple[JSONObject, ...] = ()
+    worker_sidecar_containers: tuple[JSONObject, ...] = ()
+    default_pod_annotations: Mapping[str, str] = field(default_factory=_frozen_map)
+    """Added to every pod where the key is unset."""
+    default_pod_labels: Mapping[str, str] = field(default_factory=_frozen_map)
+    """Added to every pod where the key is unset."""
+    enable_init_container_injection: bool = True
+    """``ENABLE_INIT_CONTAINER_INJECTION``: the worker ``wait-gcs-ready`` init container."""
+    enable_probes_injection: bool = True
+    """``ENABLE_PROBES_INJECTION``."""
+    enable_login_shell: bool = False
+    """``ENABLE_LOGIN_SHELL``: ``/bin/bash -cl`` instead of ``-c``."""
+    deterministic_head_pod_name: bool = False
+    """``ENABLE_DETERMINISTIC_HEAD_POD_NAME``: head pod named ``<c>-head``."""
+    head_cluster_ip_service: bool = False
+    """``ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE``: a ClusterIP head Service, not headless."""
+
+    def bash_command(self) -> list[str]:
+        """The shell every generated container runs its script with."""
+        return ["/bin/bash", "-cl" if self.enable_login_shell else "-c", "--"]

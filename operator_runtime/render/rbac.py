@@ -1,0 +1,176 @@
+"""RBAC: the autoscaler's ServiceAccount/Role/RoleBinding in the cluster's namespace,
+and the operator's own ClusterRole, rendered from one table of what it really uses."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from operator_runtime.api import JSONObject, JSONValue, RayCluster
+from operator_runtime.render.metadata import cluster_labels, object_meta
+from operator_runtime.render.names import (
+    autoscaler_service_account_name,
+    check_name,
+    cluster_name,
+    namespace_of,
+)
+
+RBAC_API_VERSION: Final = "rbac.authorization.k8s.io/v1"
+DEFAULT_CLUSTER_ROLE_NAME: Final = "kuberay-operator"
+
+
+@dataclass(frozen=True, slots=True)
+class Permission:
+    """One need of one controller: these verbs on these resources of an API group."""
+
+    controller: str
+    group: str
+    resources: tuple[str, ...]
+    verbs: tuple[str, ...]
+    why: str
+
+
+_CRUD: Final = ("get", "list", "watch", "create", "update", "patch", "delete")
+_READ_CREATE: Final = ("get", "list", "watch", "create")
+
+OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
+    Permission("manager", "coordination.k8s.io", ("leases",), ("get", "create", "update"),
+               "leader election"),
+    Permission("manager", "events.k8s.io", ("events",), ("create", "patch"), "events"),
+    Permission("manager", "", ("events",), ("create", "patch"),
+               "events where events.k8s.io/v1 is not served"),
+    Permission("raycluster", "ray.io", ("rayclusters",),
+               ("get", "list", "watch", "update", "patch"),
+               "watch clusters, add/remove the GCS FT finalizer"),
+    Permission("raycluster", "ray.io", ("rayclusters/status",), ("get", "update", "patch"),
+               "status"),
+    Permission("raycluster", "ray.io", ("rayclusters/finalizers",), ("update",),
+               "owner references that block deletion"),
+    Permission("raycluster", "", ("pods",), (*_CRUD, "deletecollection"),
+               "head and worker pods; suspend deletes them all at once"),
+    Permission("raycluster", "", ("pods/resize",), ("patch",),
+               "granted to the autoscaler Role, so the operator must hold it too"),
+    Permission("raycluster", "", ("services",), _CRUD, "head, serve and headless Services"),
+    Permission("raycluster", "", ("serviceaccounts",), (*_READ_CREATE, "delete"),
+               "autoscaler ServiceAccount"),
+    Permission("raycluster", "", ("secrets",), _READ_CREATE, "auth token Secret"),
+    Permission("raycluster", "", ("persistentvolumeclaims",), _CRUD, "RocksDB GCS storage"),
+    Permission("raycluster", "rbac.authorization.k8s.io", ("roles",),
+               (*_READ_CREATE, "update", "delete"), "autoscaler Role"),
+    Permission("raycluster", "rbac.authorization.k8s.io", ("rolebindings",),
+               (*_READ_CREATE, "delete"), "autoscaler RoleBinding"),
+    Permission("raycluster", "networking.k8s.io", ("ingresses",), _CRUD, "dashboard Ingress"),
+    Permission("raycluster", "batch", ("jobs",), (*_READ_CREATE, "delete"),
+               "Redis cleanup Job of GCS FT"),
+)  # fmt: skip
+"""Every permission the operator's controllers use; the ClusterRole is rendered from
+this table and a test compares it with what the reconcile steps declare."""
+
+
+@dataclass(frozen=True, slots=True)
+class AutoscalerRbacParams:
+    cluster: RayCluster
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterRoleParams:
+    name: str = DEFAULT_CLUSTER_ROLE_NAME
+    permissions: tuple[Permission, ...] = OPERATOR_PERMISSIONS
+    controllers: frozenset[str] | None = None
+    """Only these controllers' needs (None: all), e.g. when some are disabled."""
+
+
+def autoscaler_service_account_needed(cluster: RayCluster) -> bool:
+    """The operator creates the ServiceAccount only if the user named none; a user-named
+    one must exist already (KubeRay reports AutoscalerServiceAccountNotFound)."""
+    spec = cluster.spec.head_group_spec.template.get("spec")
+    named = isinstance(spec, dict) and bool(spec.get("serviceAccountName"))
+    return bool(cluster.spec.enable_in_tree_autoscaling) and not named
+
+
+def build_autoscaler_service_account(*, params: AutoscalerRbacParams) -> JSONObject:
+    cluster = params.cluster
+    meta = object_meta(
+        name=check_name(autoscaler_service_account_name(cluster)),
+        namespace=namespace_of(cluster),
+        labels=cluster_labels(cluster),
+        cluster=cluster,
+    )
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}
+
+
+def build_autoscaler_role(*, params: AutoscalerRbacParams) -> JSONObject:
+    """What the autoscaler does: read and patch pods (deletion marks, resize) and the
+    RayCluster (replicas, workersToDelete)."""
+    cluster = params.cluster
+    rules: list[JSONValue] = [
+        _rule("", ("pods",), ("get", "list", "watch", "patch")),
+        _rule("", ("pods/resize",), ("patch",)),
+        _rule("ray.io", ("rayclusters",), ("get", "patch")),
+    ]
+    meta = object_meta(
+        name=check_name(cluster_name(cluster)),
+        namespace=namespace_of(cluster),
+        labels=cluster_labels(cluster),
+        cluster=cluster,
+    )
+    return {"apiVersion": RBAC_API_VERSION, "kind": "Role", "metadata": meta, "rules": rules}
+
+
+def build_autoscaler_role_binding(*, params: AutoscalerRbacParams) -> JSONObject:
+    cluster = params.cluster
+    namespace = namespace_of(cluster)
+    meta = object_meta(
+        name=check_name(cluster_name(cluster)),
+        namespace=namespace,
+        labels=cluster_labels(cluster),
+        cluster=cluster,
+    )
+    subject: JSONObject = {
+        "kind": "ServiceAccount",
+        "name": check_name(autoscaler_service_account_name(cluster)),
+        "namespace": namespace,
+    }
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "RoleBinding",
+        "metadata": meta,
+        "subjects": [subject],
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": check_name(cluster_name(cluster)),
+        },
+    }
+
+
+def build_operator_cluster_role(*, params: ClusterRoleParams) -> JSONObject:
+    """One rule per (API group, verb set), resources sorted, like controller-gen."""
+    wanted = [
+        p
+        for p in params.permissions
+        if params.controllers is None or p.controller in params.controllers
+    ]
+    verbs_by_resource: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for permission in wanted:
+        for resource in permission.resources:
+            verbs_by_resource[(permission.group, resource)].update(permission.verbs)
+    grouped: dict[tuple[str, tuple[str, ...]], list[str]] = defaultdict(list)
+    for (group, resource), verbs in verbs_by_resource.items():
+        grouped[(group, tuple(sorted(verbs)))].append(resource)
+    rules: list[JSONValue] = [
+        _rule(group, sorted(resources), verbs)
+        for (group, verbs), resources in sorted(grouped.items(), key=lambda item: item[0])
+    ]
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "ClusterRole",
+        "metadata": {"name": params.name},
+        "rules": rules,
+    }
+
+
+def _rule(group: str, resources: Iterable[str], verbs: Iterable[str]) -> JSONObject:
+    return {"apiGroups": [group], "resources": list(resources), "verbs": list(verbs)}
