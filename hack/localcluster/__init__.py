@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hack.localcluster.build import Toolset, cache_root, ensure_built, toolset
+from hack.gobuild import cache_root
+from hack.localcluster.build import Toolset, ensure_built, toolset
 from hack.localcluster.cluster import LocalCluster
 
 __all__ = ["LocalCluster", "Toolset", "cache_root", "ensure_built", "start_for_tests", "toolset"]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hack.localcluster import nodes, pki
-from hack.localcluster.build import Toolset
+from hack.localcluster.build import BINARIES, Toolset
 
 SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
 POD_CIDR = "10.244.0.0/16"
@@ -360,7 +360,7 @@ class LocalCluster:
         state = json.loads((state_dir / "state.json").read_text())
         return cls(
             state_dir=state_dir,
-            tools=Toolset(bin_dir=Path(state["bin_dir"])),
+            tools=Toolset(root=Path(state["bin_dir"]).parent, binaries=BINARIES),
             etcd_port=state["etcd_port"],
             etcd_peer_port=state["etcd_peer_port"],
             apiserver_port=state["apiserver_port"],

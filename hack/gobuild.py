@@ -1,0 +1,148 @@
+"""Build pinned Go binaries once, into a cache outside the repository, and reuse them.
+
+No release downloads are reachable where this project is built, so every tool we run
+(the control plane, kwok, the Pulumi engine, KubeRay's operator for side-by-side runs)
+comes from the Go module proxy through a wrapper module whose committed go.mod/go.sum
+pin it. A build lands in ``<cache>/<family>/<stamp>/`` with a ``VERSIONS`` file; the
+stamp digests the versions, the wrapper modules and a recipe revision, so a pin change
+builds afresh and an unchanged pin costs a few stats. A file lock lets two sessions ask
+at once: one builds, the other waits and finds the result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+HEARTBEAT_SECONDS = 60.0
+"""How often a long `go` command reports that it is still running."""
+
+
+def cache_root() -> Path:
+    """Where built tools live: ``$PULUMI_RAY_CACHE`` or ``~/.cache/pulumi-ray``."""
+    configured = os.environ.get("PULUMI_RAY_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "pulumi-ray"
+
+
+def progress(family: str, message: str) -> None:
+    print(f"[{family}] {message}", file=sys.stderr, flush=True)
+
+
+def wrapper_digest(gomod_dir: Path, wrappers: Iterable[str], *extra: str) -> str:
+    """A short digest of wrapper modules' go.mod/go.sum and any extra text."""
+    digest = hashlib.sha256("\n".join(extra).encode())
+    for wrapper in sorted(wrappers):
+        for file_name in ("go.mod", "go.sum"):
+            digest.update((gomod_dir / wrapper / file_name).read_bytes())
+    return digest.hexdigest()[:10]
+
+
+@dataclass(frozen=True)
+class Built:
+    """The binaries of one stamp: ``root/bin/<name>`` and ``root/VERSIONS``."""
+
+    root: Path
+    binaries: tuple[str, ...]
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.root / "bin"
+
+    def path(self, binary: str) -> Path:
+        return self.bin_dir / binary
+
+    @property
+    def complete(self) -> bool:
+        return (self.root / "VERSIONS").is_file() and all(
+            self.path(binary).is_file() for binary in self.binaries
+        )
+
+
+def go() -> str:
+    found = shutil.which("go")
+    if found is None:
+        raise RuntimeError(
+            "this tool is built from Go modules, but no `go` is on PATH; "
+            "install Go >= 1.25 and run again"
+        )
+    return found
+
+
+def go_env() -> dict[str, str]:
+    # -mod=readonly: a build must never rewrite a committed go.mod/go.sum; the wrappers'
+    # go.sum already holds every hash, so no checksum-database lookup happens either.
+    flags = [f for f in os.environ.get("GOFLAGS", "").split() if not f.startswith("-mod=")]
+    return {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": " ".join([*flags, "-mod=readonly"])}
+
+
+def run_go(family: str, what: str, arguments: list[str], cwd: Path) -> None:
+    """Run one long go command, reporting progress while it runs; fail with its name."""
+    progress(family, f"{what} ...")
+    started = time.monotonic()
+    with subprocess.Popen([go(), *arguments], cwd=cwd, env=go_env()) as process:
+        while True:
+            try:
+                process.wait(timeout=HEARTBEAT_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                progress(family, f"  still running: {what} ({time.monotonic() - started:.0f}s)")
+    if process.returncode != 0:
+        raise RuntimeError(
+            f"{what} failed (exit {process.returncode}) in {cwd}; see the go output above"
+        )
+    progress(family, f"  done in {time.monotonic() - started:.0f}s")
+
+
+@contextlib.contextmanager
+def _lock(directory: Path) -> Iterator[None]:
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / ".build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def ensure(
+    built: Built,
+    *,
+    family: str,
+    build: Callable[[Path], None],
+    versions_text: str,
+    force: bool = False,
+    expected: str = "several minutes",
+) -> Built:
+    """Run ``build(bin_dir)`` into a staging directory unless ``built`` is complete.
+
+    The staging directory is renamed into place only when every step succeeded, so an
+    interrupted build is never mistaken for a finished one.
+    """
+    if built.complete and not force:
+        return built
+    with _lock(built.root.parent):
+        if built.complete and not force:
+            return built
+        staging = Path(tempfile.mkdtemp(prefix=".building-", dir=built.root.parent))
+        started = time.monotonic()
+        progress(family, f"building into {built.root} (first time: {expected})")
+        try:
+            (staging / "bin").mkdir()
+            build(staging / "bin")
+            (staging / "VERSIONS").write_text(versions_text)
+            shutil.rmtree(built.root, ignore_errors=True)
+            staging.rename(built.root)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        progress(family, f"built in {time.monotonic() - started:.0f}s")
+    return built
