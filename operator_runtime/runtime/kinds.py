@@ -1,0 +1,132 @@
+"""Resource kinds: how a group/version/kind maps to a REST path.
+
+The kinds the operator uses are registered up front (no discovery round trip, and a
+typo fails at start-up). Anything else is resolved once through API discovery and
+remembered. Objects stay plain JSON dicts throughout the runtime.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+Object = dict[str, Any]
+"""A Kubernetes object as decoded JSON."""
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """One served resource: ``apps/v1`` + ``Deployment`` is ``deployments``, namespaced."""
+
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool = True
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+    def path(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> str:
+        """The REST path; ``namespace=None`` on a namespaced kind means all namespaces."""
+        prefix = f"/apis/{self.api_version}" if self.group else f"/api/{self.api_version}"
+        parts = [prefix]
+        if self.namespaced and namespace:
+            parts.append(f"namespaces/{namespace}")
+        parts.append(self.plural)
+        if name is not None:
+            parts.append(name)
+            if subresource:
+                parts.append(subresource)
+        return "/".join(parts)
+
+    def __str__(self) -> str:
+        return f"{self.kind}.{self.api_version}"
+
+
+def _k(api_version: str, kind: str, plural: str, namespaced: bool = True) -> ResourceKind:
+    return ResourceKind(api_version, kind, plural, namespaced)
+
+
+POD = _k("v1", "Pod", "pods")
+SERVICE = _k("v1", "Service", "services")
+CONFIG_MAP = _k("v1", "ConfigMap", "configmaps")
+SECRET = _k("v1", "Secret", "secrets")
+SERVICE_ACCOUNT = _k("v1", "ServiceAccount", "serviceaccounts")
+PERSISTENT_VOLUME_CLAIM = _k("v1", "PersistentVolumeClaim", "persistentvolumeclaims")
+CORE_EVENT = _k("v1", "Event", "events")
+NAMESPACE = _k("v1", "Namespace", "namespaces", namespaced=False)
+NODE = _k("v1", "Node", "nodes", namespaced=False)
+EVENT = _k("events.k8s.io/v1", "Event", "events")
+LEASE = _k("coordination.k8s.io/v1", "Lease", "leases")
+JOB = _k("batch/v1", "Job", "jobs")
+INGRESS = _k("networking.k8s.io/v1", "Ingress", "ingresses")
+NETWORK_POLICY = _k("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies")
+ROLE = _k("rbac.authorization.k8s.io/v1", "Role", "roles")
+ROLE_BINDING = _k("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings")
+RAY_CLUSTER = _k("ray.io/v1", "RayCluster", "rayclusters")
+RAY_JOB = _k("ray.io/v1", "RayJob", "rayjobs")
+RAY_SERVICE = _k("ray.io/v1", "RayService", "rayservices")
+RAY_CRON_JOB = _k("ray.io/v1", "RayCronJob", "raycronjobs")
+GATEWAY = _k("gateway.networking.k8s.io/v1", "Gateway", "gateways")
+HTTP_ROUTE = _k("gateway.networking.k8s.io/v1", "HTTPRoute", "httproutes")
+
+KNOWN_KINDS: tuple[ResourceKind, ...] = (
+    POD, SERVICE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, PERSISTENT_VOLUME_CLAIM, CORE_EVENT,
+    NAMESPACE, NODE, EVENT, LEASE, JOB, INGRESS, NETWORK_POLICY, ROLE, ROLE_BINDING,
+    RAY_CLUSTER, RAY_JOB, RAY_SERVICE, RAY_CRON_JOB, GATEWAY, HTTP_ROUTE,
+)  # fmt: skip
+
+Discover = Callable[[str], list[Object]]
+"""Fetches the ``resources`` of an APIResourceList for an apiVersion."""
+
+
+class KindRegistry:
+    """apiVersion + kind -> ``ResourceKind``, known kinds first, discovery as a fallback."""
+
+    def __init__(
+        self, kinds: Iterable[ResourceKind] = KNOWN_KINDS, discover: Discover | None = None
+    ) -> None:
+        self._lock = threading.Lock()
+        self._kinds = {(k.api_version, k.kind): k for k in kinds}
+        self._discover = discover
+
+    @property
+    def has_discovery(self) -> bool:
+        return self._discover is not None
+
+    def set_discovery(self, discover: Discover) -> None:
+        self._discover = discover
+
+    def register(self, kind: ResourceKind) -> None:
+        with self._lock:
+            self._kinds[(kind.api_version, kind.kind)] = kind
+
+    def resolve(self, api_version: str, kind: str) -> ResourceKind:
+        """The kind, discovering and remembering it if it is not registered."""
+        with self._lock:
+            found = self._kinds.get((api_version, kind))
+        if found is not None:
+            return found
+        if self._discover is None:
+            raise LookupError(f"unknown kind {kind}.{api_version} and no discovery configured")
+        for resource in self._discover(api_version):
+            # Subresources ("pods/status") share the kind of their parent; skip them.
+            if resource.get("kind") == kind and "/" not in str(resource.get("name", "")):
+                resolved = ResourceKind(
+                    api_version, kind, str(resource["name"]), bool(resource.get("namespaced"))
+                )
+                self.register(resolved)
+                return resolved
+        raise LookupError(f"the API server does not serve {kind}.{api_version}")
+
+    def for_object(self, obj: Object) -> ResourceKind:
+        return self.resolve(str(obj["apiVersion"]), str(obj["kind"]))

@@ -1,0 +1,313 @@
+"""The manager: informers -> handlers -> work queues -> workers -> reconcilers.
+
+Lifecycle of ``run``:
+
+1. serve ``/metrics``, ``/healthz`` and ``/readyz``; start every informer (all replicas
+   keep warm caches, so a standby is ready the moment it leads);
+2. with leader election, block until this process holds the Lease;
+3. wait for the caches to sync, then start ``concurrency`` workers per controller;
+4. until ``stop`` is set (SIGTERM) or the Lease is lost: work;
+5. shut down: stop intake (queues refuse new keys), let in-flight reconciles finish
+   (up to ``shutdown_timeout``), flush events, release the Lease so a standby takes
+   over at once, stop informers and servers. Exit code 0, or 1 if the Lease was lost
+   (the process must restart rather than keep acting without it).
+
+Concurrency is threads over the synchronous client (see docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from operator_runtime.runtime.client import KubeClient
+from operator_runtime.runtime.clock import Clock, SystemClock
+from operator_runtime.runtime.context import ControllerContext, InformerSet
+from operator_runtime.runtime.errors import Conflict, PermanentError, TemporaryError
+from operator_runtime.runtime.events import ApiEventSink, AsyncEventSink, EventRecorder
+from operator_runtime.runtime.health import HttpEndpoint, checks_route, parse_address
+from operator_runtime.runtime.informer import EventType, Handler, Informer
+from operator_runtime.runtime.kinds import LEASE, Object
+from operator_runtime.runtime.leader import LeaderElectionConfig, LeaseElector
+from operator_runtime.runtime.metrics import RuntimeMetrics
+from operator_runtime.runtime.reconcile import Controller, ObjectKey, Watch
+from operator_runtime.runtime.registry import ControllerRegistry
+from operator_runtime.runtime.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ManagerOptions:
+    namespaces: tuple[str, ...] = ()
+    concurrency: int = 1
+    leader_election: LeaderElectionConfig | None = None
+    metrics_address: str = ":8080"
+    health_address: str = ":8082"
+    shutdown_timeout: float = 30.0
+    identity: str = ""
+    feature_gates: tuple[tuple[str, bool], ...] = ()
+
+
+class _Runner:
+    """One controller with its queue and workers."""
+
+    def __init__(self, controller: Controller, queue: WorkQueue[ObjectKey]) -> None:
+        self.controller = controller
+        self.queue = queue
+        self.threads: list[threading.Thread] = []
+
+
+class Manager:
+    def __init__(
+        self,
+        client: KubeClient,
+        options: ManagerOptions,
+        *,
+        metrics: RuntimeMetrics | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.client = client
+        self.options = options
+        self.clock = clock or SystemClock()
+        self.metrics = metrics or RuntimeMetrics(CollectorRegistry())
+        self.identity = options.identity or f"ray-operator-{uuid.uuid4().hex[:10]}"
+        self.informers = InformerSet(
+            client, namespaces=options.namespaces, on_restart=self.metrics.observe_watch_restart
+        )
+        self._event_sink = AsyncEventSink(
+            ApiEventSink(client, controller="ray.io/ray-operator", instance=self.identity)
+        )
+        self._recorders: dict[str, EventRecorder] = {}
+        self._runners: list[_Runner] = []
+        self._elector: LeaseElector | None = None
+        self._lease_informer: Informer | None = None
+        self.endpoints: dict[str, HttpEndpoint] = {}
+        """The running HTTP endpoints ("health", "metrics"); ``.port`` is the bound port."""
+        self.lost_leadership = False
+        self.leading = threading.Event()
+
+    # -- assembly ---------------------------------------------------------------------
+
+    def context(self) -> ControllerContext:
+        return ControllerContext(
+            client=self.client, informers=self.informers, clock=self.clock,
+            events=self.recorder, feature_gates=dict(self.options.feature_gates),
+            namespaces=self.options.namespaces,
+        )  # fmt: skip
+
+    def recorder(self, controller: str) -> EventRecorder:
+        if controller not in self._recorders:
+            self._recorders[controller] = EventRecorder(
+                self._event_sink, clock=self.clock, on_dropped=self.metrics.events_dropped.inc
+            )
+        return self._recorders[controller]
+
+    def add_registry(
+        self, registry: ControllerRegistry, only: Collection[str] | None = None
+    ) -> None:
+        for controller in registry.build(self.context(), only):
+            self.add(controller)
+
+    def add(self, controller: Controller) -> None:
+        queue: WorkQueue[ObjectKey] = WorkQueue(
+            clock=self.clock, metrics=self.metrics.queue(controller.name)
+        )
+        for watch in controller.watches():
+            informer = self.informers.get(
+                watch.kind, label_selector=watch.label_selector, projection=watch.projection
+            )
+            informer.add_handler(_enqueuer(watch, queue))
+        self._runners.append(_Runner(controller, queue))
+
+    # -- running ----------------------------------------------------------------------
+
+    def ready(self) -> bool:
+        return self.informers.synced()
+
+    def start_servers(self) -> None:
+        health = parse_address(self.options.health_address)
+        if health is not None:
+            route = checks_route({"informers": self.ready})
+            alive = checks_route({"manager": lambda: True})
+            self.endpoints["health"] = HttpEndpoint(health, {"/healthz": alive, "/readyz": route})
+        metrics = parse_address(self.options.metrics_address)
+        if metrics is not None:
+            self.endpoints["metrics"] = HttpEndpoint(metrics, {"/metrics": self._metrics_route})
+        for server in self.endpoints.values():
+            server.start()
+
+    def _metrics_route(self) -> tuple[int, str, bytes]:
+        for informer in self.informers.all():
+            self.metrics.cached_objects.labels(informer.kind.kind).set(len(informer.cache))
+        content_type, body = self.metrics.exposition()
+        return 200, content_type, body
+
+    def run(self, stop: threading.Event) -> int:
+        """Run until ``stop`` is set; return the process exit code."""
+        self.start_servers()
+        self.informers.start()
+        holder: threading.Thread | None = None
+        try:
+            if self.options.leader_election is not None:
+                if not self._acquire(self.options.leader_election, stop):
+                    return 0
+                holder = threading.Thread(target=self._hold, args=(stop,), name="lease-renew")
+                holder.start()
+            self.leading.set()
+            self.metrics.leader.labels(self._lease_name).set(1)
+            while not self.informers.synced() and not stop.wait(0.05):
+                pass
+            if not stop.is_set():
+                self._start_workers()
+                log.info("started %d controller(s): %s", len(self._runners),
+                         ", ".join(r.controller.name for r in self._runners))  # fmt: skip
+            stop.wait()
+        finally:
+            self._shutdown(holder)
+        return 1 if self.lost_leadership else 0
+
+    @property
+    def _lease_name(self) -> str:
+        election = self.options.leader_election
+        return election.name if election is not None else self.identity
+
+    def _acquire(self, config: LeaderElectionConfig, stop: threading.Event) -> bool:
+        elector = LeaseElector(self.client, config, clock=self.clock)
+        self._elector = elector
+        # Watching the one Lease lets a standby react to a release within one event
+        # instead of one retry period.
+        self._lease_informer = Informer(
+            self.client, LEASE, namespaces=(config.namespace,),
+            field_selector=f"metadata.name={config.name}",
+            on_restart=self.metrics.observe_watch_restart,
+        )  # fmt: skip
+        self._lease_informer.add_handler(lambda *_: elector.poke())
+        self._lease_informer.start()
+
+        def wake_on_stop() -> None:
+            stop.wait()
+            elector.poke()
+
+        threading.Thread(target=wake_on_stop, name="lease-wake", daemon=True).start()
+        return elector.acquire(stop)
+
+    def _hold(self, stop: threading.Event) -> None:
+        assert self._elector is not None
+        if not self._elector.hold(stop):
+            self.lost_leadership = True
+            self.metrics.leader.labels(self._lease_name).set(0)
+            stop.set()
+
+    def _start_workers(self) -> None:
+        for runner in self._runners:
+            for index in range(max(1, self.options.concurrency)):
+                thread = threading.Thread(
+                    target=self._work, args=(runner,),
+                    name=f"{runner.controller.name}-worker-{index}",
+                )  # fmt: skip
+                thread.start()
+                runner.threads.append(thread)
+
+    def _work(self, runner: _Runner) -> None:
+        while (key := runner.queue.get()) is not None:
+            try:
+                self._reconcile(runner, key)
+            finally:
+                runner.queue.done(key)
+
+    def _reconcile(self, runner: _Runner, key: ObjectKey) -> None:
+        name = runner.controller.name
+        queue = runner.queue
+        context = {"controller": name, "key": str(key), "reconcile_id": uuid.uuid4().hex[:8]}
+        started = time.monotonic()
+        self.metrics.active_workers.labels(name).inc()
+        try:
+            result = runner.controller.reconcile(key)
+        except PermanentError as exc:
+            self._count(name, "error")
+            queue.forget(key)
+            log.error("reconcile %s %s failed permanently: %s", name, key, exc, extra=context)
+        except TemporaryError as exc:
+            self._count(name, "error")
+            if exc.delay is None:
+                delay = queue.add_rate_limited(key)
+            else:
+                delay = exc.delay
+                queue.add_after(key, delay)
+            log.warning("reconcile %s %s will retry in %.3fs: %s", name, key, delay, exc,
+                        extra=context)  # fmt: skip
+        except Conflict as exc:
+            self._count(name, "error")
+            delay = queue.add_rate_limited(key)
+            log.info("reconcile %s %s hit a conflict, retrying in %.3fs: %s", name, key,
+                     delay, exc, extra=context)  # fmt: skip
+        except Exception:
+            self._count(name, "error")
+            delay = queue.add_rate_limited(key)
+            log.exception("reconcile %s %s raised; retrying in %.3fs", name, key, delay,
+                          extra=context)  # fmt: skip
+        else:
+            queue.forget(key)
+            if result.requeue_after is not None:
+                queue.add_after(key, result.requeue_after)
+                self._count(name, "requeue_after")
+            else:
+                self._count(name, "success")
+        finally:
+            self.metrics.active_workers.labels(name).dec()
+            self.metrics.reconcile_time.labels(name).observe(time.monotonic() - started)
+
+    def _count(self, controller: str, result: str) -> None:
+        self.metrics.reconcile_total.labels(controller, result).inc()
+        if result == "error":
+            self.metrics.reconcile_errors.labels(controller).inc()
+
+    def _shutdown(self, holder: threading.Thread | None) -> None:
+        log.info("shutting down: draining in-flight reconciles")
+        for runner in self._runners:
+            runner.queue.shut_down()
+        deadline = time.monotonic() + self.options.shutdown_timeout
+        for runner in self._runners:
+            if not runner.queue.wait_idle(max(0.0, deadline - time.monotonic())):
+                log.warning("%s: reconciles still running at the shutdown deadline",
+                            runner.controller.name)  # fmt: skip
+            for thread in runner.threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
+        for recorder in self._recorders.values():
+            recorder.flush()
+        self._event_sink.close(timeout=2.0)
+        if holder is not None:
+            holder.join()
+        if self._elector is not None and not self.lost_leadership:
+            self._elector.release()
+        self.metrics.leader.labels(self._lease_name).set(0)
+        if self._lease_informer is not None:
+            self._lease_informer.stop()
+        self.informers.stop()
+        for server in self.endpoints.values():
+            server.stop()
+        log.info("shutdown complete")
+
+    @property
+    def controllers(self) -> Sequence[Controller]:
+        return [runner.controller for runner in self._runners]
+
+
+def _enqueuer(watch: Watch, queue: WorkQueue[ObjectKey]) -> Handler:
+    def handle(event: EventType, obj: Object, old: Object | None) -> None:
+        if watch.predicate is not None and not watch.predicate(event, obj, old):
+            return
+        keys = set(watch.to_keys(obj))
+        if old is not None and event == "MODIFIED":
+            keys.update(watch.to_keys(old))  # e.g. an owner reference that was removed
+        for key in keys:
+            queue.add(key)
+
+    return handle

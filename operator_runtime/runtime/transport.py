@@ -1,0 +1,196 @@
+"""HTTP to the API server: the one place that touches sockets.
+
+We reuse the ``kubernetes`` package for what it does well (reading a kubeconfig or the
+in-cluster service account, TLS material, exec/OIDC token refresh) and then speak HTTP
+through its configured urllib3 pool ourselves. That skips the generated model layer
+(slow, lossy) and gives us control over timeouts, streaming and retries.
+
+``Transport`` is a protocol so unit tests can answer requests from a fake without
+monkeypatching.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import urllib.parse
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from operator_runtime.runtime.errors import TransportError
+
+
+@dataclass
+class Response:
+    """A fully read HTTP response."""
+
+    status: int
+    body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+
+class Stream(Protocol):
+    """A streamed response (watch): status first, then lines as they arrive."""
+
+    status: int
+
+    def lines(self) -> Iterator[bytes]: ...
+
+    def read_all(self) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class Transport(Protocol):
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]],
+        body: bytes | None,
+        headers: dict[str, str],
+        timeout: tuple[float, float],
+    ) -> Response: ...
+
+    def stream(
+        self,
+        path: str,
+        *,
+        query: list[tuple[str, str]],
+        timeout: tuple[float, float],
+    ) -> Stream: ...
+
+
+class _UrllibStream:
+    def __init__(self, response: urllib3.BaseHTTPResponse) -> None:
+        self._response = response
+        self.status = response.status
+
+    def lines(self) -> Iterator[bytes]:
+        pending = b""
+        try:
+            for chunk in self._response.stream(64 * 1024, decode_content=True):
+                pending += chunk
+                while b"\n" in pending:
+                    line, pending = pending.split(b"\n", 1)
+                    if line.strip():
+                        yield line
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransportError(f"watch stream broke: {exc}") from exc
+        except (AttributeError, ValueError) as exc:
+            # http.client's way of saying close() ran on another thread mid-read.
+            raise TransportError(f"watch stream closed: {exc}") from exc
+        if pending.strip():
+            yield pending
+
+    def read_all(self) -> bytes:
+        try:
+            return self._response.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransportError(str(exc)) from exc
+
+    def close(self) -> None:
+        # shutdown() unblocks a reader parked in another thread (stop during a quiet
+        # watch); the half-read connection is then dropped, never returned to the pool.
+        shutdown = getattr(self._response, "shutdown", None)
+        if shutdown is not None:
+            # Raises when the stream already ended and urllib3 took the connection back.
+            with contextlib.suppress(ValueError, RuntimeError, OSError):
+                shutdown()
+        self._response.close()
+
+
+class UrllibTransport:
+    """``Transport`` over the urllib3 pool that ``kubernetes`` configures for TLS."""
+
+    def __init__(self, configuration: Any, *, pool_size: int = 64) -> None:
+        configuration.connection_pool_maxsize = pool_size
+        self._configuration = configuration
+        self._pool = k8s_client.rest.RESTClientObject(configuration).pool_manager
+        self.base_url = str(configuration.host).rstrip("/")
+
+    def _headers(self, extra: dict[str, str]) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": "ray-operator (python)"}
+        # get_api_key_with_prefix runs the refresh hook (exec plugins, expiring tokens).
+        token = self._configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
+        if token:
+            headers["Authorization"] = token
+        headers.update(extra)
+        return headers
+
+    def _url(self, path: str, query: list[tuple[str, str]]) -> str:
+        if not query:
+            return f"{self.base_url}{path}"
+        return self.base_url + path + "?" + urllib.parse.urlencode(query)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: list[tuple[str, str]],
+        body: bytes | None,
+        headers: dict[str, str],
+        timeout: tuple[float, float],
+    ) -> Response:
+        try:
+            raw = self._pool.request(
+                method,
+                self._url(path, query),
+                body=body,
+                headers=self._headers(headers),
+                timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
+                retries=False,
+                preload_content=True,
+            )
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransportError(f"{method} {path}: {exc}") from exc
+        return Response(raw.status, raw.data, dict(raw.headers))
+
+    def stream(
+        self,
+        path: str,
+        *,
+        query: list[tuple[str, str]],
+        timeout: tuple[float, float],
+    ) -> Stream:
+        try:
+            raw = self._pool.request(
+                "GET",
+                self._url(path, query),
+                headers=self._headers({}),
+                timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
+                retries=False,
+                preload_content=False,
+            )
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise TransportError(f"GET {path}: {exc}") from exc
+        return _UrllibStream(raw)
+
+
+def load_configuration(kubeconfig: str | None) -> Any:
+    """A ``kubernetes.client.Configuration`` from a kubeconfig, $KUBECONFIG or in-cluster."""
+    configuration = k8s_client.Configuration()
+    if kubeconfig:
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, client_configuration=configuration, persist_config=False
+        )
+        return configuration
+    try:
+        k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
+            client_configuration=configuration
+        )
+    except k8s_config.ConfigException:
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            client_configuration=configuration, persist_config=False
+        )
+    return configuration

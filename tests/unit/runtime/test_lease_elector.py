@@ -1,0 +1,104 @@
+"""The Lease protocol, against an in-memory Lease store with optimistic concurrency."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from operator_runtime.runtime.clock import FakeClock
+from operator_runtime.runtime.errors import AlreadyExists, Conflict, NotFound
+from operator_runtime.runtime.leader import LeaderElectionConfig, LeaseElector
+
+
+class LeaseStore:
+    def __init__(self) -> None:
+        self.lease: dict[str, Any] | None = None
+        self.version = 0
+
+    def get(self, kind: Any, name: str, namespace: str) -> dict[str, Any]:
+        if self.lease is None:
+            raise NotFound(404, "no lease")
+        return copy.deepcopy(self.lease)
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        if self.lease is not None:
+            raise AlreadyExists(409, "exists", reason="AlreadyExists")
+        return self._store(obj)
+
+    def update(self, obj: dict[str, Any]) -> dict[str, Any]:
+        assert self.lease is not None
+        if obj["metadata"]["resourceVersion"] != self.lease["metadata"]["resourceVersion"]:
+            raise Conflict(409, "stale")
+        return self._store(obj)
+
+    def _store(self, obj: dict[str, Any]) -> dict[str, Any]:
+        self.version += 1
+        self.lease = copy.deepcopy(obj)
+        self.lease["metadata"]["resourceVersion"] = str(self.version)
+        return copy.deepcopy(self.lease)
+
+
+def elector(store: LeaseStore, identity: str, clock: FakeClock) -> LeaseElector:
+    config = LeaderElectionConfig(
+        namespace="ns",
+        name="lock",
+        identity=identity,
+        lease_duration=15,
+        renew_deadline=10,
+        retry_period=2,
+    )
+    return LeaseElector(store, config, clock=clock)  # type: ignore[arg-type]
+
+
+def test_first_candidate_creates_the_lease_and_the_second_waits() -> None:
+    store, clock = LeaseStore(), FakeClock()
+    a, b = elector(store, "a", clock), elector(store, "b", clock)
+    assert a.try_acquire_or_renew() and a.is_leader
+    assert not b.try_acquire_or_renew()
+    assert store.lease is not None and store.lease["spec"]["holderIdentity"] == "a"
+    assert a.try_acquire_or_renew(), "the holder renews"
+
+
+def test_a_standby_takes_over_only_after_the_lease_duration_on_its_own_clock() -> None:
+    store, clock = LeaseStore(), FakeClock()
+    a, b = elector(store, "a", clock), elector(store, "b", clock)
+    a.try_acquire_or_renew()
+    assert not b.try_acquire_or_renew()
+    clock.advance(14)
+    assert not b.try_acquire_or_renew()
+    clock.advance(1.5)  # a stopped renewing (e.g. SIGKILL)
+    assert b.try_acquire_or_renew()
+    assert store.lease is not None
+    assert store.lease["spec"]["holderIdentity"] == "b"
+    assert store.lease["spec"]["leaseTransitions"] == 1
+
+
+def test_renewals_by_the_holder_keep_the_standby_out() -> None:
+    store, clock = LeaseStore(), FakeClock()
+    a, b = elector(store, "a", clock), elector(store, "b", clock)
+    for _ in range(20):
+        assert a.try_acquire_or_renew()
+        assert not b.try_acquire_or_renew()
+        clock.advance(2)
+
+
+def test_release_lets_a_standby_take_over_at_once() -> None:
+    store, clock = LeaseStore(), FakeClock()
+    a, b = elector(store, "a", clock), elector(store, "b", clock)
+    a.try_acquire_or_renew()
+    assert not b.try_acquire_or_renew()
+    assert a.release() and not a.is_leader
+    assert store.lease is not None and store.lease["spec"]["holderIdentity"] == ""
+    assert b.try_acquire_or_renew(), "no need to wait out the lease duration"
+
+
+def test_two_candidates_racing_on_a_stale_read_cannot_both_win() -> None:
+    store, clock = LeaseStore(), FakeClock()
+    a, b = elector(store, "a", clock), elector(store, "b", clock)
+    a.try_acquire_or_renew()
+    a.release()
+    stale = store.get(None, "lock", "ns")  # what b read just before a took it back
+    assert a.try_acquire_or_renew()
+    store.get = lambda *args: copy.deepcopy(stale)  # type: ignore[method-assign]
+    assert not b.try_acquire_or_renew(), "the write on a stale resourceVersion conflicts"
+    assert not b.is_leader

@@ -1,0 +1,102 @@
+"""The worker loop's handling of reconcile outcomes (no API server involved)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from operator_runtime.runtime.clock import FakeClock
+from operator_runtime.runtime.errors import Conflict, PermanentError, TemporaryError
+from operator_runtime.runtime.manager import Manager, ManagerOptions, _Runner
+from operator_runtime.runtime.metrics import RuntimeMetrics
+from operator_runtime.runtime.reconcile import ObjectKey, Result, Watch
+from operator_runtime.runtime.workqueue import WorkQueue
+
+KEY = ObjectKey("ns", "obj")
+
+
+class Scripted:
+    name = "scripted"
+
+    def __init__(self, outcome: Result | Exception) -> None:
+        self.outcome = outcome
+
+    def watches(self) -> Sequence[Watch]:
+        return ()
+
+    def reconcile(self, key: ObjectKey) -> Result:
+        if isinstance(self.outcome, Exception):
+            raise self.outcome
+        return self.outcome
+
+
+def run_once(outcome: Result | Exception) -> tuple[WorkQueue[ObjectKey], FakeClock, RuntimeMetrics]:
+    clock = FakeClock()
+    metrics = RuntimeMetrics(CollectorRegistry())
+    manager = Manager(None, ManagerOptions(), metrics=metrics, clock=clock)  # type: ignore[arg-type]
+    queue: WorkQueue[ObjectKey] = WorkQueue(clock=clock)
+    runner = _Runner(Scripted(outcome), queue)
+    queue.add(KEY)
+    key = queue.get(block=False)
+    assert key == KEY
+    manager._reconcile(runner, key)
+    queue.done(key)
+    return queue, clock, metrics
+
+
+def count(metrics: RuntimeMetrics, result: str) -> float:
+    value = metrics.registry.get_sample_value(
+        "controller_runtime_reconcile_total", {"controller": "scripted", "result": result}
+    )
+    return value or 0.0
+
+
+def test_success_is_counted_and_not_requeued() -> None:
+    queue, clock, metrics = run_once(Result())
+    clock.advance(3600)
+    assert queue.get(block=False) is None
+    assert count(metrics, "success") == 1
+
+
+def test_requeue_after_brings_the_key_back_at_that_time() -> None:
+    queue, clock, metrics = run_once(Result(requeue_after=10))
+    clock.advance(9.9)
+    assert queue.get(block=False) is None
+    clock.advance(0.2)
+    assert queue.get(block=False) == KEY
+    assert count(metrics, "requeue_after") == 1
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), Conflict(409, "stale"),
+                                   TemporaryError("not yet")])  # fmt: skip
+def test_errors_are_retried_with_backoff_and_logged_with_the_key(
+    error: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    queue, clock, metrics = run_once(error)
+    assert queue.num_requeues(KEY) == 1
+    assert queue.get(block=False) is None
+    clock.advance(0.005)
+    assert queue.get(block=False) == KEY
+    assert count(metrics, "error") == 1
+    [record] = [r for r in caplog.records if r.name == "operator_runtime.runtime.manager"]
+    assert "ns/obj" in record.getMessage() and getattr(record, "key", None) == "ns/obj"
+
+
+def test_a_temporary_error_with_a_delay_uses_that_delay() -> None:
+    queue, clock, _ = run_once(TemporaryError("wait for the head", delay=5))
+    clock.advance(4.9)
+    assert queue.get(block=False) is None
+    clock.advance(0.2)
+    assert queue.get(block=False) == KEY
+
+
+def test_a_permanent_error_is_not_retried(caplog: pytest.LogCaptureFixture) -> None:
+    queue, clock, metrics = run_once(PermanentError("spec is invalid"))
+    clock.advance(3600)
+    assert queue.get(block=False) is None
+    assert count(metrics, "error") == 1
+    assert any("permanently" in r.getMessage() for r in caplog.records)
