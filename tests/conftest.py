@@ -34,7 +34,7 @@ def namespace(local_cluster: LocalCluster) -> Iterator[str]:
     """A fresh namespace whose ``default`` ServiceAccount exists (pods need it)."""
     name = f"t-{uuid.uuid4().hex[:10]}"
     local_cluster.kubectl("create", "namespace", name)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while local_cluster.kubectl("-n", name, "get", "sa", "default", check=False).returncode:
         if time.monotonic() > deadline:
             raise TimeoutError(f"ServiceAccount {name}/default was never created")

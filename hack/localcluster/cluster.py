@@ -152,7 +152,27 @@ class LocalCluster:
             self._wait("kube-apiserver", self._apiserver_ready)
         elif component == "etcd":
             self._wait("etcd", self._etcd_healthy)
+        if component in ("etcd", "kube-apiserver"):
+            # The other components would reconnect on client-go's backoff, which took up to
+            # 90 s here; restarting them hands the next user a settled cluster at once.
+            for dependent in ("kube-controller-manager", "kube-scheduler", "kwok"):
+                self._terminate(dependent)
+                self._launch(dependent)
+            self._wait("kube-controller-manager to resume", self._controllers_work, timeout=120)
         self._save_state()
+
+    def _controllers_work(self) -> bool:
+        probe = f"settle-{os.getpid()}-{time.monotonic_ns()}"
+        self.kubectl("create", "namespace", probe, check=False)
+        try:
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                if self.kubectl("-n", probe, "get", "sa", "default", check=False).returncode == 0:
+                    return True
+                time.sleep(0.2)
+            return False
+        finally:
+            self.kubectl("delete", "namespace", probe, "--wait=false", check=False)
 
     def alive(self) -> dict[str, bool]:
         """Which components' processes are running."""
