@@ -186,7 +186,13 @@ def _lease_namespace(flag: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["render"]:
+        # `render FILE.yaml`: print what the operator would create, straight from render/.
+        from operator_runtime.controllers.rendercli import main as render_main
+
+        return render_main(arguments[1:])
+    args = build_parser().parse_args(arguments)
     try:
         gates = FeatureGates.parse(args.feature_gates)
     except FeatureGateError as exc:

@@ -10,6 +10,8 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from prometheus_client import CollectorRegistry
+
 from operator_runtime.runtime.cache import Cache, IndexFunc, Projection, strip_managed_fields
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import Clock
@@ -110,6 +112,8 @@ class ControllerContext:
     """Returns the event recorder for a controller name."""
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     namespaces: tuple[str, ...] = ()
+    metrics_registry: CollectorRegistry | None = None
+    """The registry ``/metrics`` serves; controllers add their own collectors to it."""
 
     def expectations(self, timeout: float = 30.0) -> Expectations:
         return Expectations(clock=self.clock, timeout=timeout)

@@ -99,7 +99,7 @@ class Manager:
         return ControllerContext(
             client=self.client, informers=self.informers, clock=self.clock,
             events=self.recorder, feature_gates=dict(self.options.feature_gates),
-            namespaces=self.options.namespaces,
+            namespaces=self.options.namespaces, metrics_registry=self.metrics.registry,
         )  # fmt: skip
 
     def recorder(self, controller: str) -> EventRecorder:

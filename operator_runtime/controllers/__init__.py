@@ -1,0 +1,23 @@
+"""The reconcilers of the ray.io/v1 kinds, registered with the runtime by ``register``.
+
+``python -m operator_runtime`` imports this package and calls ``register(registry)``;
+each controller is built from the ``ControllerContext`` the manager hands out, so its
+caches, client, clock and event recorder are injected, never global.
+"""
+
+from __future__ import annotations
+
+from operator_runtime.controllers.raycluster import RayClusterController
+from operator_runtime.runtime.context import ControllerContext
+from operator_runtime.runtime.registry import ControllerRegistry
+
+__all__ = ["register"]
+
+
+def _raycluster(context: ControllerContext) -> RayClusterController:
+    return RayClusterController(context, metrics_registry=context.metrics_registry)
+
+
+def register(registry: ControllerRegistry) -> None:
+    """Add every controller of this package to ``registry``."""
+    registry.register(RayClusterController.name, _raycluster)

@@ -1,0 +1,252 @@
+"""The RayCluster controller: KubeRay's ``raycluster_controller.go`` as ordered steps.
+
+One pass over a cluster (``reconcile``):
+
+1. gate steps (``GATE_STEPS``): managed elsewhere, invalid, GCS FT finalizer flow,
+   being deleted; any of them may end the pass;
+2. resource steps (``RESOURCE_STEPS``), in order, stopping at the first failure:
+   autoscaler ServiceAccount, Role, RoleBinding, Ingress, auth Secret, head Service,
+   headless Service, serve Service, RocksDB PVC, pods;
+3. the status, computed from the cache and written only when it changed.
+
+Outcomes: a failed step is retried with per-key backoff (after the status recorded
+it); a status change looks again after 2 s (suspend moves in several writes);
+otherwise the cluster is resynced every ``requeue_seconds`` (300).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import random
+import secrets
+from collections.abc import Sequence
+from typing import Final
+
+import pydantic
+from prometheus_client import CollectorRegistry
+
+from operator_runtime.api import FeatureGates, RayCluster
+from operator_runtime.controllers.raycluster import children, gates, gcsft, pods, storage
+from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
+from operator_runtime.controllers.raycluster.options import (
+    EXPECTATIONS_TIMEOUT,
+    SHORT_REQUEUE_SECONDS,
+    RayClusterOptions,
+)
+from operator_runtime.controllers.raycluster.podops import POD_NEEDS
+from operator_runtime.controllers.raycluster.reasons import Action, Reason
+from operator_runtime.controllers.raycluster.reconciliation import (
+    Caches,
+    Reconciliation,
+    ResourceStep,
+    Step,
+    Toolkit,
+    need,
+)
+from operator_runtime.controllers.raycluster.status import (
+    StatusInputs,
+    compute_status,
+    provisioned_now,
+    status_changed,
+)
+from operator_runtime.render import Permission
+from operator_runtime.runtime import kinds
+from operator_runtime.runtime.cache import Cache
+from operator_runtime.runtime.context import ControllerContext
+from operator_runtime.runtime.errors import TemporaryError
+from operator_runtime.runtime.informer import EventType
+from operator_runtime.runtime.kinds import Object, ResourceKind
+from operator_runtime.runtime.reconcile import ObjectKey, Result, Watch, own, owned
+
+log = logging.getLogger(__name__)
+NAME: Final = "raycluster"
+EVENT_SOURCE: Final = "raycluster-controller"
+POD_SELECTOR: Final = "ray.io/node-type in (head,worker,redis-cleanup)"
+"""KubeRay's pod cache filter: only Ray pods are cached, so memory stays flat."""
+CREATED_BY_SELECTOR: Final = "app.kubernetes.io/created-by=kuberay-operator"
+CLUSTER_SELECTOR: Final = "ray.io/cluster"
+
+GATE_STEPS: Final[tuple[Step, ...]] = (
+    gates.skip_unmanaged,
+    gates.validate,
+    gcsft.gcs_ft_finalizer,
+    gates.stop_if_deleting,
+)
+RESOURCE_STEPS: Final[tuple[ResourceStep, ...]] = (
+    children.reconcile_autoscaler_service_account,
+    children.reconcile_autoscaler_role,
+    children.reconcile_autoscaler_role_binding,
+    children.reconcile_ingress,
+    children.reconcile_auth_secret,
+    children.reconcile_head_service,
+    children.reconcile_headless_service,
+    children.reconcile_serve_service,
+    storage.reconcile_gcs_storage_pvc,
+    pods.reconcile_pods,
+)
+# Every cache the controller reads: Caches field -> (kind, label selector).
+WATCHED: Final[dict[str, tuple[ResourceKind, str | None]]] = {
+    "clusters": (kinds.RAY_CLUSTER, None),
+    "pods": (kinds.POD, POD_SELECTOR),
+    "services": (kinds.SERVICE, None),
+    "jobs": (kinds.JOB, CREATED_BY_SELECTOR),
+    "service_accounts": (kinds.SERVICE_ACCOUNT, CREATED_BY_SELECTOR),
+    "roles": (kinds.ROLE, CREATED_BY_SELECTOR),
+    "role_bindings": (kinds.ROLE_BINDING, CREATED_BY_SELECTOR),
+    "ingresses": (kinds.INGRESS, CREATED_BY_SELECTOR),
+    "secrets": (kinds.SECRET, CLUSTER_SELECTOR),
+    "pvcs": (kinds.PERSISTENT_VOLUME_CLAIM, CLUSTER_SELECTOR),
+}
+STATUS_NEEDS: Final = (need("ray.io", "rayclusters/status", ("update",), "status"),)
+PERMISSIONS: Final[tuple[Permission, ...]] = (
+    *(
+        need(kind.group, kind.plural, ("list", "watch"), "informer cache")
+        for kind, _ in WATCHED.values()
+    ),
+    *gcsft.GCS_FT_NEEDS,
+    *children.AUTOSCALER_SERVICE_ACCOUNT_NEEDS,
+    *children.AUTOSCALER_ROLE_NEEDS,
+    *children.AUTOSCALER_ROLE_BINDING_NEEDS,
+    *children.INGRESS_NEEDS,
+    *children.AUTH_SECRET_NEEDS,
+    *children.SERVICE_NEEDS,
+    *storage.PVC_NEEDS,
+    *POD_NEEDS,
+    *STATUS_NEEDS,
+)
+"""Everything the steps use; tests/unit/controllers compares it with render/rbac.py."""
+
+
+def cluster_changed(event: EventType, obj: Object, old: Object | None) -> bool:
+    """Spec (generation), labels, annotations or deletion; not our own status writes."""
+    if event != "MODIFIED" or old is None:
+        return True
+    new_meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
+    watched = ("generation", "labels", "annotations", "deletionTimestamp", "finalizers")
+    return any(new_meta.get(k) != old_meta.get(k) for k in watched)
+
+
+def _new_token() -> str:
+    return base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def options_from(context: ControllerContext) -> RayClusterOptions:
+    flag = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(context.feature_gates.items()))
+    return RayClusterOptions.from_environment(os.environ, FeatureGates.parse(flag))
+
+
+class RayClusterController:
+    """``Controller`` for ``ray.io/v1`` RayClusters."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        context: ControllerContext,
+        options: RayClusterOptions | None = None,
+        *,
+        metrics_registry: CollectorRegistry | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.options = options or options_from(context)
+        self._projection = self.options.pod_projection
+        caches = Caches(
+            **{
+                field: self._cache(context, kind, selector)
+                for field, (kind, selector) in WATCHED.items()
+            }
+        )
+        self.metrics = ClusterMetrics(caches.clusters)
+        if metrics_registry is not None:
+            self.metrics.register(metrics_registry)
+        self.tools = Toolkit(
+            client=context.client,
+            caches=caches,
+            events=context.events(EVENT_SOURCE),
+            expectations=context.expectations(EXPECTATIONS_TIMEOUT),
+            clock=context.clock,
+            options=self.options,
+            metrics=self.metrics,
+            rng=rng or random.Random(),
+            new_token=_new_token,
+        )
+
+    def _cache(self, context: ControllerContext, kind: ResourceKind, selector: str | None) -> Cache:
+        projection = self._projection if kind == kinds.POD else None
+        return context.informers.get(kind, label_selector=selector, projection=projection).cache
+
+    def watches(self) -> Sequence[Watch]:
+        ray = kinds.RAY_CLUSTER
+        result = [own(ray, predicate=cluster_changed)]
+        for field, (kind, selector) in WATCHED.items():
+            if field == "clusters":
+                continue
+            projection = self._projection if kind == kinds.POD else None
+            result.append(owned(kind, ray, label_selector=selector, projection=projection))
+        return result
+
+    def reconcile(self, key: ObjectKey) -> Result:
+        raw = self.tools.caches.clusters.get(key.namespace, key.name)
+        if raw is None:
+            self.tools.expectations.forget_prefix(f"{key.namespace}/{key.name}/")
+            self.metrics.forget(key.namespace, key.name)
+            return Result()
+        try:
+            cluster = RayCluster.model_validate(raw)
+        except pydantic.ValidationError as exc:
+            self.tools.events.record(
+                raw,
+                "Warning",
+                Reason.INVALID_SPEC.value,
+                f"The RayCluster cannot be read: {exc}",
+                Action.VALIDATE.value,
+            )
+            return Result()
+        run = Reconciliation(self.tools, key, raw, cluster)
+        for gate in GATE_STEPS:
+            outcome = gate(run)
+            if outcome is not None:
+                return outcome
+        for step in RESOURCE_STEPS:
+            try:
+                step(run)
+            except Exception as exc:  # recorded in the status, then retried with backoff
+                run.step_error = exc
+                break
+        changed = self._write_status(run)
+        if run.step_error is not None:
+            raise TemporaryError(f"{step.__name__}: {run.step_error}") from run.step_error
+        return Result(
+            requeue_after=SHORT_REQUEUE_SECONDS if changed else self.options.requeue_seconds
+        )
+
+    def _write_status(self, run: Reconciliation) -> bool:
+        tools, raw = self.tools, run.raw
+        old: Object = raw.get("status") or {}
+        now = tools.clock.now()
+        try:
+            new = compute_status(
+                StatusInputs(
+                    cluster=run.cluster,
+                    old_status=old,
+                    generation=int(raw["metadata"].get("generation") or 0),
+                    pods=run.ray_pods(),
+                    head_services=children.head_services(run),
+                    step_error=run.step_error,
+                    conditions_gate=self.options.gates.ray_cluster_status_conditions,
+                    now=now,
+                )
+            )
+        except Exception:
+            if run.step_error is not None:
+                return False  # the step's error is the one to report
+            raise
+        if not status_changed(old, new):
+            return False
+        tools.client.update_status({**raw, "status": new})
+        if provisioned_now(old, new) and run.cluster.metadata.creation_timestamp is not None:
+            elapsed = (now - run.cluster.metadata.creation_timestamp).total_seconds()
+            self.metrics.observe_provisioned(run.namespace, run.name, run.uid, elapsed)
+        return True

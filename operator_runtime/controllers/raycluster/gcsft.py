@@ -1,0 +1,188 @@
+"""GCS fault tolerance with Redis: delete the cluster's keys from Redis on deletion.
+
+A finalizer holds the RayCluster while its head and workers are deleted (the GCS must
+stop writing first) and a cleanup Job empties the storage namespace; when the Job
+finishes, successfully or not, the finalizer is removed. A deadline
+(``ray.io/gcs-ft-deletion-timeout``, 300 s by default) bounds the whole wait, so a
+deletion never hangs on a Job or a pod that cannot finish.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import logging
+from typing import Final
+
+from operator_runtime.api.annotations import AnnotationKey
+from operator_runtime.api.finalizers import Finalizer
+from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.controllers.raycluster.options import (
+    DEFAULT_GCS_FT_DELETION_TIMEOUT,
+    HEAD_TERMINATION_REQUEUE_SECONDS,
+    SHORT_REQUEUE_SECONDS,
+)
+from operator_runtime.controllers.raycluster.podops import delete_all
+from operator_runtime.controllers.raycluster.reasons import Action, Reason, ReplicaFailure
+from operator_runtime.controllers.raycluster.reconciliation import Reconciliation, loose, need
+from operator_runtime.render import RedisCleanupJobParams, build_redis_cleanup_job
+from operator_runtime.render.gcsft import ft_embedded, ft_enabled
+from operator_runtime.runtime.errors import AlreadyExists, ApiError
+from operator_runtime.runtime.kinds import RAY_CLUSTER, Object
+from operator_runtime.runtime.reconcile import Result
+
+log = logging.getLogger(__name__)
+FINALIZER: Final = Finalizer.GCS_FT_REDIS_CLEANUP.value
+
+GCS_FT_NEEDS: Final = (
+    need("ray.io", "rayclusters", ("patch",), "add and remove the Redis cleanup finalizer"),
+    need("batch", "jobs", ("list", "watch", "create"), "the Redis cleanup Job"),
+)
+
+
+def _finalizers(raw: Object) -> list[str]:
+    return [str(f) for f in raw["metadata"].get("finalizers") or ()]
+
+
+def set_finalizer(run: Reconciliation, present: bool) -> None:
+    """Add or remove the finalizer; conditional on resourceVersion, so a concurrent
+    change to the list is never overwritten (a conflict retries the pass)."""
+    current = _finalizers(run.raw)
+    wanted = [f for f in current if f != FINALIZER] + ([FINALIZER] if present else [])
+    run.tools.client.patch(
+        RAY_CLUSTER,
+        run.name,
+        run.namespace,
+        {"metadata": {"finalizers": wanted}},
+        resource_version=run.raw["metadata"].get("resourceVersion"),
+    )
+
+
+def deletion_timeout(annotations: dict[str, str]) -> float:
+    raw = annotations.get(AnnotationKey.GCS_FT_DELETION_TIMEOUT, "")
+    try:
+        seconds = int(raw)
+    except ValueError:
+        return DEFAULT_GCS_FT_DELETION_TIMEOUT
+    return float(seconds) if seconds > 0 else DEFAULT_GCS_FT_DELETION_TIMEOUT
+
+
+def job_outcome(job: Object) -> str:
+    """``Complete``, ``Failed`` (FailureTarget counts: it precedes Failed by a while
+    when the deadline hits) or "" while it runs."""
+    for condition in (job.get("status") or {}).get("conditions") or ():
+        if condition.get("status") != "True":
+            continue
+        if condition.get("type") in ("Complete", "Failed"):
+            return str(condition["type"])
+        if condition.get("type") == "FailureTarget":
+            return "Failed"
+    return ""
+
+
+def gcs_ft_finalizer(run: Reconciliation) -> Result | None:
+    """Gate step: None lets the pass go on (not deleting, finalizer in place)."""
+    cluster, raw = run.cluster, run.raw
+    deleting = bool(raw["metadata"].get("deletionTimestamp"))
+    has = FINALIZER in _finalizers(raw)
+    if deleting and has and ft_embedded(cluster):
+        # Switched to RocksDB after the finalizer was added: nothing to clean up.
+        set_finalizer(run, present=False)
+        return Result()
+    if not (run.tools.options.gcs_ft_redis_cleanup and ft_enabled(cluster)) or ft_embedded(cluster):
+        return None
+    if not deleting:
+        if has:
+            return None
+        log.info("%s: GCS FT on; adding finalizer %s", run.key, FINALIZER)
+        set_finalizer(run, present=True)
+        return Result(requeue_after=SHORT_REQUEUE_SECONDS)
+    return _cleanup(run) if has else Result()
+
+
+def _cleanup(run: Reconciliation) -> Result:
+    started = datetime.datetime.fromisoformat(str(run.raw["metadata"]["deletionTimestamp"]))
+    timeout = deletion_timeout(run.cluster.metadata.annotations or {})
+    left = timeout - (run.tools.clock.now() - started).total_seconds()
+    if left <= 0:
+        return _give_up(run, timeout)
+    pods = run.ray_pods()
+    delete_all(
+        run,
+        pods,
+        why="Redis cleanup before deletion",
+        failed=Reason.FAILED_TO_DELETE_POD_COLLECTION,
+        marker=ReplicaFailure.DELETE_ALL_PODS,
+    )
+    if run.head_pods():
+        # The GCS may still write to Redis until the head is gone.
+        return Result(requeue_after=min(HEAD_TERMINATION_REQUEUE_SECONDS, left))
+    jobs = [
+        j
+        for j in run.tools.caches.jobs.list(run.namespace)
+        if (j["metadata"].get("labels") or {}).get(LabelKey.CLUSTER) == run.name
+        and (j["metadata"].get("labels") or {}).get(LabelKey.NODE_TYPE) == NodeType.REDIS_CLEANUP
+    ]
+    if not jobs:
+        _create_job(run)
+        return Result(requeue_after=min(SHORT_REQUEUE_SECONDS, left))
+    job = jobs[0]
+    outcome = job_outcome(job)
+    if not outcome:
+        return Result(requeue_after=min(SHORT_REQUEUE_SECONDS, left))
+    set_finalizer(run, present=False)
+    if outcome == "Failed":
+        run.event(
+            "Warning",
+            Reason.REDIS_CLEANUP_JOB_FAILED,
+            f"Redis cleanup Job {run.namespace}/{job['metadata']['name']} failed; the "
+            f"Redis storage namespace {_storage_namespace(run)!r} may need manual "
+            "cleanup (see https://docs.ray.io/en/master/cluster/kubernetes/user-guides/"
+            "kuberay-gcs-ft.html)",
+            Action.CLEANUP,
+        )
+    return Result()
+
+
+def _give_up(run: Reconciliation, timeout: float) -> Result:
+    set_finalizer(run, present=False)
+    run.event(
+        "Warning",
+        Reason.FORCE_DELETED_STUCK_CLUSTER,
+        f"Force-removed GCS FT finalizer after {timeout:.0f}s due to Redis cleanup "
+        f"timeout; Redis storage namespace {_storage_namespace(run)!r} may need manual "
+        "cleanup",
+        Action.CLEANUP,
+    )
+    return Result()
+
+
+def _storage_namespace(run: Reconciliation) -> str:
+    annotations = run.cluster.metadata.annotations or {}
+    return annotations.get(AnnotationKey.EXTERNAL_STORAGE_NAMESPACE, run.uid)
+
+
+def _create_job(run: Reconciliation) -> None:
+    options = run.tools.options
+    job = loose(build_redis_cleanup_job(params=RedisCleanupJobParams(run.cluster, options.render)))
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = copy.deepcopy(options.redis_cleanup_resources)
+    name = f"{run.namespace}/{job['metadata']['name']}"
+    try:
+        run.tools.client.create(job)
+    except AlreadyExists:
+        return
+    except ApiError as exc:
+        run.event(
+            "Warning",
+            Reason.FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
+            f"Failed to create Redis cleanup Job {name}, {exc}",
+            Action.CREATE,
+        )
+        raise
+    run.event(
+        "Normal",
+        Reason.CREATED_REDIS_CLEANUP_JOB,
+        f"Created Redis cleanup Job {name}",
+        Action.CREATE,
+    )

@@ -1,0 +1,104 @@
+"""Worker groups with ``numOfHosts > 1`` (gate RayMultiHostIndexing): a replica is
+``numOfHosts`` pods sharing ``ray.io/worker-group-replica-name``, and is created,
+replaced and removed as a whole, since a partial multi-host slice is useless."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Final
+
+from operator_runtime.api import WorkerGroupSpec
+from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.controllers.raycluster.podhealth import running_and_ready, should_delete_pod
+from operator_runtime.controllers.raycluster.podops import create_pod, delete_pod
+from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
+from operator_runtime.render import PodParams, build_pod, desired_worker_replicas
+from operator_runtime.runtime.kinds import Object
+
+RAND_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
+"""Kubernetes' random-suffix alphabet (no vowels, no look-alikes)."""
+
+
+class ReplicasReplaced(Exception):
+    """Whole replicas were deleted; creations wait for the next pass."""
+
+
+def _labels(pod: Object) -> dict[str, str]:
+    return dict(pod["metadata"].get("labels") or {})
+
+
+def reconcile_multi_host_group(
+    run: Reconciliation, group: WorkerGroupSpec, pods: list[Object]
+) -> None:
+    name, hosts = group.group_name, group.num_of_hosts
+    replicas: dict[str, list[Object]] = defaultdict(list)
+    for pod in pods:
+        replica = _labels(pod).get(LabelKey.WORKER_GROUP_REPLICA_NAME)
+        if replica:
+            replicas[replica].append(pod)
+    for replica, members in sorted(replicas.items()):
+        if len(members) < hosts:
+            _delete_replica(run, name, members, "incomplete multi-host replica")
+            raise ReplicasReplaced(f"cleaned up incomplete replica {replica}")
+    deleted: set[str] = set()
+    for replica, members in sorted(replicas.items()):
+        verdicts = [should_delete_pod(pod, "worker") for pod in members]
+        unhealthy = next((v for v in verdicts if v.delete), None)
+        if unhealthy is not None:
+            _delete_replica(run, name, members, unhealthy.reason)
+            deleted.add(replica)
+    requested = set(group.scale_strategy.workers_to_delete or ()) if group.scale_strategy else set()
+    doomed = {
+        replica
+        for replica, members in replicas.items()
+        if replica not in deleted and any(p["metadata"]["name"] in requested for p in members)
+    }
+    for replica in sorted(doomed):
+        _delete_replica(run, name, replicas[replica], "autoscaler scale-down request")
+    if doomed:
+        raise ReplicasReplaced(f"deleted {len(doomed)} replicas listed in workersToDelete")
+    valid = sorted(r for r in replicas if r not in deleted)
+    desired = desired_worker_replicas(group)
+    if desired > len(valid):
+        _create_replicas(run, group, [replicas[r] for r in valid], desired - len(valid))
+    elif desired < len(valid):
+        options = run.tools.options
+        if run.cluster.spec.enable_in_tree_autoscaling and not options.random_pod_delete:
+            return
+        # Replicas with a pod not yet serving go first.
+        ranked = sorted(valid, key=lambda r: all(running_and_ready(p) for p in replicas[r]))
+        for replica in ranked[: len(valid) - desired]:
+            _delete_replica(run, name, replicas[replica], "scaling down")
+
+
+def _delete_replica(run: Reconciliation, group: str, members: list[Object], why: str) -> None:
+    for pod in members:
+        delete_pod(run, pod, group=group, head=False, why=why)
+
+
+def _create_replicas(
+    run: Reconciliation, group: WorkerGroupSpec, existing: list[list[Object]], count: int
+) -> None:
+    used = set()
+    for members in existing:
+        value = _labels(members[0]).get(LabelKey.WORKER_GROUP_REPLICA_INDEX, "")
+        if value.isdigit():
+            used.add(int(value))
+    index = 0
+    for _ in range(count):
+        while index in used:
+            index += 1
+        used.add(index)
+        suffix = "".join(run.tools.rng.choice(RAND_ALPHABET) for _ in range(5))
+        replica_name = f"{group.group_name}-{suffix}"
+        for host in range(group.num_of_hosts):
+            params = PodParams(
+                cluster=run.cluster,
+                node_type=NodeType.WORKER,
+                group_name=group.group_name,
+                options=run.tools.options.render,
+                replica_index=index,
+                replica_name=replica_name,
+                host_index=host,
+            )
+            create_pod(run, build_pod(params=params), group=group.group_name, head=False)

@@ -1,0 +1,86 @@
+"""Settings of the RayCluster controller, read once when it is built.
+
+KubeRay reads these environment variables at the moment it needs them; reading them
+once keeps the reconciler free of process-wide state and lets tests vary them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from operator_runtime.api import FeatureGates, JSONObject
+from operator_runtime.render import RenderOptions
+from operator_runtime.render.options import DEFAULT_CLUSTER_DOMAIN
+from operator_runtime.runtime.cache import Projection
+
+DEFAULT_REQUEUE_SECONDS: Final = 300.0
+"""``RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV``: the periodic resync of every cluster."""
+SHORT_REQUEUE_SECONDS: Final = 2.0
+"""Look again soon after a status change or a failed step (KubeRay's 2 s)."""
+HEAD_TERMINATION_REQUEUE_SECONDS: Final = 10.0
+"""A head pod takes far longer than 2 s to terminate; poll it less often."""
+DEFAULT_GCS_FT_DELETION_TIMEOUT: Final = 300.0
+"""Seconds after the deletion request when the Redis cleanup finalizer is forced off."""
+EXPECTATIONS_TIMEOUT: Final = 30.0
+
+
+def _default_cleanup_resources() -> JSONObject:
+    # KubeRay's fixed size: the script is light, and a GPU must not be held for it.
+    quantities: JSONObject = {"cpu": "200m", "memory": "256Mi"}
+    return {"limits": dict(quantities), "requests": dict(quantities)}
+
+
+@dataclass(frozen=True, slots=True)
+class RayClusterOptions:
+    """Everything the controller is configured with besides its injected runtime."""
+
+    render: RenderOptions = field(default_factory=RenderOptions)
+    requeue_seconds: float = DEFAULT_REQUEUE_SECONDS
+    gcs_ft_redis_cleanup: bool = True
+    """``ENABLE_GCS_FT_REDIS_CLEANUP`` (``false`` leaves Redis to the user)."""
+    random_pod_delete: bool = False
+    """``ENABLE_RANDOM_POD_DELETE``: scale down by count even with the autoscaler on."""
+    redis_cleanup_resources: JSONObject = field(default_factory=_default_cleanup_resources)
+    """Resources of the cleanup Job's container (KubeRay: 200m/256Mi, not configurable)."""
+    pod_projection: Projection | None = None
+    """How pods are trimmed in the cache (None: the runtime default). Tests wrap it to
+    delay pod events and prove the expectations hold under a slow informer."""
+
+    @property
+    def gates(self) -> FeatureGates:
+        return self.render.feature_gates
+
+    @classmethod
+    def from_environment(
+        cls, environ: Mapping[str, str], gates: FeatureGates | None = None
+    ) -> RayClusterOptions:
+        """The options KubeRay's environment variables describe."""
+
+        def enabled(name: str, default: bool) -> bool:
+            value = environ.get(name, "").strip().lower()
+            return default if not value else value == "true"
+
+        render = RenderOptions(
+            cluster_domain=environ.get("CLUSTER_DOMAIN") or DEFAULT_CLUSTER_DOMAIN,
+            feature_gates=gates or FeatureGates(),
+            enable_init_container_injection=environ.get(
+                "ENABLE_INIT_CONTAINER_INJECTION", ""
+            ).lower()
+            != "false",
+            enable_probes_injection=environ.get("ENABLE_PROBES_INJECTION", "").lower() != "false",
+            enable_login_shell=enabled("ENABLE_LOGIN_SHELL", False),
+            deterministic_head_pod_name=enabled("ENABLE_DETERMINISTIC_HEAD_POD_NAME", False),
+            head_cluster_ip_service=enabled("ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE", False),
+        )
+        try:
+            requeue = float(int(environ.get("RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV", "")))
+        except ValueError:
+            requeue = DEFAULT_REQUEUE_SECONDS
+        return cls(
+            render=render,
+            requeue_seconds=requeue,
+            gcs_ft_redis_cleanup=environ.get("ENABLE_GCS_FT_REDIS_CLEANUP", "").lower() != "false",
+            random_pod_delete=enabled("ENABLE_RANDOM_POD_DELETE", False),
+        )

@@ -1,0 +1,90 @@
+"""Pure questions about pods: should it be replaced, is it running and ready.
+
+Kept apart from the steps so the rules KubeRay's behaviour hinges on (which pods are
+deleted and recreated) are unit-tested row by row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from operator_runtime.runtime.kinds import Object
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    delete: bool
+    reason: str
+
+
+def _phase(pod: Object) -> str:
+    return str((pod.get("status") or {}).get("phase") or "")
+
+
+def ray_container_terminated(pod: Object) -> Object | None:
+    """The Ray container's ``state.terminated``. Statuses are matched by name: their
+    order is not the order of ``spec.containers``."""
+    containers = (pod.get("spec") or {}).get("containers") or ()
+    if not containers:
+        return None
+    ray_name = containers[0].get("name")
+    for status in (pod.get("status") or {}).get("containerStatuses") or ():
+        if status.get("name") == ray_name:
+            terminated = (status.get("state") or {}).get("terminated")
+            return terminated if isinstance(terminated, dict) else None
+    return None
+
+
+def should_delete_pod(pod: Object, node_type: str) -> Verdict:
+    """Replace a pod that can never run Ray again: a terminal phase, or a Running pod
+    whose Ray container exited and will not be restarted (restartPolicy Never).
+    A pod the kubelet will restart by itself is left alone."""
+    name = (pod.get("metadata") or {}).get("name", "")
+    phase = _phase(pod)
+    if phase in ("Failed", "Succeeded"):
+        return Verdict(True, f"the {node_type} pod {name} is {phase}, a terminal phase")
+    terminated = ray_container_terminated(pod)
+    if phase == "Running" and terminated is not None:
+        policy = str((pod.get("spec") or {}).get("restartPolicy") or "")
+        if policy == "Never":
+            return Verdict(
+                True,
+                f"the Ray container of the {node_type} pod {name} terminated "
+                f"({terminated.get('reason', '')}) and restartPolicy Never cannot restart it",
+            )
+        return Verdict(
+            False,
+            f"the Ray container of {name} terminated; restartPolicy {policy or 'Always'} "
+            "restarts it",
+        )
+    return Verdict(False, f"the {node_type} pod {name} is {phase or 'not started'}")
+
+
+def pod_ready(pod: Object) -> bool:
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return False
+
+
+def running_and_ready(pod: Object) -> bool:
+    return _phase(pod) == "Running" and pod_ready(pod)
+
+
+def all_running_and_ready(pods: Iterable[Object]) -> bool:
+    """KubeRay's check: at least one pod, all Running, none with Ready other than True
+    (a pod without a Ready condition yet does not count against it)."""
+    seen = False
+    for pod in pods:
+        seen = True
+        if _phase(pod) != "Running":
+            return False
+        for condition in (pod.get("status") or {}).get("conditions") or ():
+            if condition.get("type") == "Ready" and condition.get("status") != "True":
+                return False
+    return seen
+
+
+def is_terminating(pod: Object) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))

@@ -1,0 +1,282 @@
+"""The pod step: suspend, Recreate upgrades, the head pod, then each worker group.
+
+Per worker group (single host), in KubeRay's order:
+1. a suspended group loses all its pods;
+2. pods that can never run Ray again are deleted, and nothing else happens this pass;
+3. ``scaleStrategy.workersToDelete`` pods are deleted;
+4. the rest is diffed against the desired count: create the missing pods, or delete
+   the surplus (only without the autoscaler, which otherwise decides by itself).
+A group whose expectations are not yet met by the cache is skipped entirely.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from operator_runtime.api import WorkerGroupSpec
+from operator_runtime.api.annotations import AnnotationKey
+from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.controllers.raycluster import multihost, upgrade
+from operator_runtime.controllers.raycluster.podhealth import (
+    is_terminating,
+    running_and_ready,
+    should_delete_pod,
+)
+from operator_runtime.controllers.raycluster.podops import (
+    create_pod,
+    delete_all,
+    delete_pod,
+    satisfied,
+)
+from operator_runtime.controllers.raycluster.reasons import Action, Reason, ReplicaFailure
+from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
+from operator_runtime.controllers.raycluster.status import (
+    PROVISIONED,
+    SUSPENDED,
+    SUSPENDING,
+    is_true,
+    suspend_status,
+)
+from operator_runtime.render import PodParams, build_pod, desired_worker_replicas
+from operator_runtime.runtime.kinds import POD, Object
+
+log = logging.getLogger(__name__)
+HEAD = ""
+"""The head's expectations group."""
+
+
+class PodsReplaced(Exception):
+    """Unhealthy pods were deleted; nothing is created in the same pass (KubeRay)."""
+
+
+def reconcile_pods(run: Reconciliation) -> None:
+    cluster, options = run.cluster, run.tools.options
+    conditions = (run.raw.get("status") or {}).get("conditions") or []
+    suspend = suspend_status(conditions)
+    gate = options.gates.ray_cluster_status_conditions
+    if suspend == SUSPENDING or (not gate and cluster.spec.suspend):
+        _delete_for_suspend(run)
+        return
+    if gate and (suspend == SUSPENDED or cluster.spec.suspend):
+        return  # suspended, or Suspending is set first by the status step
+    expected_hash = upgrade.spec_hash(cluster.spec)
+    if upgrade.recreate_requested(cluster.spec) and _upgrade(run, expected_hash):
+        return
+    if not _reconcile_head(run, expected_hash):
+        return
+    for group in cluster.spec.worker_group_specs or ():
+        _reconcile_group(run, group)
+
+
+def _delete_for_suspend(run: Reconciliation) -> None:
+    if delete_all(
+        run,
+        run.ray_pods(),
+        why="suspension",
+        failed=Reason.FAILED_TO_DELETE_POD_COLLECTION,
+        marker=ReplicaFailure.DELETE_ALL_PODS,
+    ):
+        run.event(
+            "Normal",
+            Reason.DELETED_POD,
+            f"Deleted Pods for RayCluster {run.namespace}/{run.name} due to suspension",
+            Action.DELETE,
+        )
+
+
+def _upgrade(run: Reconciliation, expected_hash: str) -> bool:
+    """Apply the Recreate strategy; True when the pods are being replaced."""
+    version = run.tools.options.render.kuberay_version
+    heads = run.head_pods()
+    decision = upgrade.decide(heads, expected_hash=expected_hash, operator_version=version)
+    if decision is upgrade.Decision.RESTAMP:
+        name = heads[0]["metadata"]["name"]
+        log.info(
+            "%s: head pod %s was created by another operator version; restamping it", run.key, name
+        )
+        patch = upgrade.restamp_patch(spec_hash_value=expected_hash, operator_version=version)
+        run.tools.client.patch(POD, name, run.namespace, patch)
+        return False
+    if decision is upgrade.Decision.KEEP:
+        return False
+    pods = run.ray_pods()
+    groups = {str(p["metadata"]["name"]): _group_of(p) for p in pods}
+    run.tools.expectations.forget_prefix(run.group_key(""))
+    if delete_all(
+        run,
+        pods,
+        why="Recreate upgradeStrategy",
+        failed=Reason.FAILED_TO_DELETE_POD_COLLECTION,
+        marker=ReplicaFailure.DELETE_ALL_PODS,
+        group_of=groups,
+    ):
+        run.event(
+            "Normal",
+            Reason.DELETED_POD,
+            f"Deleted all Pods for RayCluster "
+            f"{run.namespace}/{run.name} due to spec change with Recreate "
+            "upgradeStrategy",
+            Action.DELETE,
+        )
+    return True
+
+
+def _group_of(pod: Object) -> str:
+    labels = pod["metadata"].get("labels") or {}
+    if labels.get(LabelKey.NODE_TYPE) == NodeType.HEAD:
+        return HEAD
+    return str(labels.get(LabelKey.GROUP, ""))
+
+
+def _reconcile_head(run: Reconciliation, expected_hash: str) -> bool:
+    """False: stop the pod step (a provisioned head that must not be restarted)."""
+    if not satisfied(run, HEAD):
+        return True
+    heads = run.head_pods()
+    if len(heads) > 1:
+        names = sorted(str(p["metadata"]["name"]) for p in heads)
+        raise RuntimeError(f"{len(heads)} head pods found {names}; delete the extra ones")
+    if heads:
+        verdict = should_delete_pod(heads[0], "head")
+        if verdict.delete:
+            delete_pod(run, heads[0], group=HEAD, head=True, why=verdict.reason)
+            raise PodsReplaced(verdict.reason)
+        return True
+    annotations = run.cluster.metadata.annotations or {}
+    conditions = (run.raw.get("status") or {}).get("conditions") or []
+    if is_true(conditions, PROVISIONED) and (
+        annotations.get(AnnotationKey.DISABLE_PROVISIONED_HEAD_RESTART) == "true"
+    ):
+        log.info(
+            "%s: head pod gone; not recreated (%s)",
+            run.key,
+            AnnotationKey.DISABLE_PROVISIONED_HEAD_RESTART.value,
+        )
+        return False
+    pod = build_pod(params=PodParams(cluster=run.cluster, options=run.tools.options.render))
+    pod_annotations = pod["metadata"].setdefault("annotations", {})  # type: ignore[union-attr]
+    assert isinstance(pod_annotations, dict)
+    upgrade.stamp(
+        pod_annotations,
+        spec_hash_value=expected_hash,
+        operator_version=run.tools.options.render.kuberay_version,
+    )
+    create_pod(run, pod, group=HEAD, head=True)
+    return True
+
+
+def _reconcile_group(run: Reconciliation, group: WorkerGroupSpec) -> None:
+    name = group.group_name
+    if not satisfied(run, name):
+        return
+    pods = run.group_pods(name)
+    if group.suspend:
+        if delete_all(
+            run,
+            pods,
+            why=f"worker group {name} is suspended",
+            failed=Reason.FAILED_TO_DELETE_WORKER_POD_COLLECTION,
+            marker=ReplicaFailure.DELETE_WORKER_POD,
+            group_of=dict.fromkeys((str(p["metadata"]["name"]) for p in pods), name),
+        ):
+            run.event(
+                "Normal",
+                Reason.DELETED_WORKER_POD,
+                f"Deleted all pods for suspended "
+                f"worker group {name} in RayCluster {run.namespace}/{run.name}",
+                Action.DELETE,
+            )
+        return
+    if group.num_of_hosts > 1 and run.tools.options.gates.ray_multi_host_indexing:
+        multihost.reconcile_multi_host_group(run, group, pods)
+        return
+    _replace_unhealthy(run, name, pods)
+    deleted = _delete_requested(run, group, pods)
+    remaining = [p for p in pods if p["metadata"]["name"] not in deleted]
+    diff = desired_worker_replicas(group) * group.num_of_hosts - len(remaining)
+    if diff > 0:
+        _create_workers(run, group, remaining, diff)
+    elif diff < 0:
+        _scale_down(run, name, remaining, -diff)
+
+
+def _replace_unhealthy(run: Reconciliation, group: str, pods: list[Object]) -> None:
+    replaced = 0
+    for pod in pods:
+        verdict = should_delete_pod(pod, "worker")
+        if verdict.delete:
+            delete_pod(run, pod, group=group, head=False, why=verdict.reason)
+            replaced += 1
+    if replaced:
+        raise PodsReplaced(f"delete {replaced} unhealthy worker Pods")
+
+
+def _delete_requested(run: Reconciliation, group: WorkerGroupSpec, pods: list[Object]) -> set[str]:
+    """Delete the ``workersToDelete`` pods of this group. The list is not cleared (the
+    autoscaler owns it); a name that is not a pod of this group is never deleted."""
+    strategy = group.scale_strategy
+    requested = set(strategy.workers_to_delete or ()) if strategy else set()
+    deleted: set[str] = set()
+    for pod in pods:
+        name = str(pod["metadata"]["name"])
+        if name in requested:
+            if not is_terminating(pod):
+                delete_pod(
+                    run,
+                    pod,
+                    group=group.group_name,
+                    head=False,
+                    why="listed in scaleStrategy.workersToDelete",
+                )
+            deleted.add(name)
+    return deleted
+
+
+def _create_workers(
+    run: Reconciliation, group: WorkerGroupSpec, remaining: list[Object], count: int
+) -> None:
+    used = _replica_indexes(remaining)
+    index = 0
+    for _ in range(count):
+        while index in used:
+            index += 1
+        used.add(index)
+        params = PodParams(
+            cluster=run.cluster,
+            node_type=NodeType.WORKER,
+            group_name=group.group_name,
+            options=run.tools.options.render,
+            replica_index=index,
+        )
+        create_pod(run, build_pod(params=params), group=group.group_name, head=False)
+
+
+def _replica_indexes(pods: list[Object]) -> set[int]:
+    used: set[int] = set()
+    for pod in pods:
+        value = (pod["metadata"].get("labels") or {}).get(LabelKey.WORKER_GROUP_REPLICA_INDEX)
+        if value is not None and str(value).isdigit():
+            used.add(int(value))
+    return used
+
+
+def _scale_down(run: Reconciliation, group: str, remaining: list[Object], count: int) -> None:
+    options = run.tools.options
+    if run.cluster.spec.enable_in_tree_autoscaling and not options.random_pod_delete:
+        log.info(
+            "%s: group %s has %d pods too many; the autoscaler decides which go",
+            run.key,
+            group,
+            count,
+        )
+        return
+    # Least valuable first: pods already terminating (deleting them again costs
+    # nothing and keeps the count right), then pods not serving, then list order.
+    ranked = sorted(remaining, key=lambda p: (not is_terminating(p), running_and_ready(p)))
+    for pod in ranked[:count]:
+        if is_terminating(pod):
+            run.tools.expectations.expect_delete(
+                run.group_key(group), run.namespace, str(pod["metadata"]["name"])
+            )
+            continue
+        delete_pod(run, pod, group=group, head=False, why="scaling down")

@@ -1,0 +1,81 @@
+"""Event reasons, event actions and ReplicaFailure reasons of the RayCluster controller.
+
+The strings are KubeRay's, so ``kubectl get events --field-selector reason=...`` and
+alerts written for KubeRay keep working. (The API package would be their natural home
+next to labels and annotations; they live here until it grows an events module.)
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    """``reason`` of the Events this controller records."""
+
+    INVALID_METADATA = "InvalidRayClusterMetadata"
+    INVALID_SPEC = "InvalidRayClusterSpec"
+    INVALID_STATUS = "InvalidRayClusterStatus"
+    CREATED_HEAD_POD = "CreatedHeadPod"
+    DELETED_HEAD_POD = "DeletedHeadPod"
+    FAILED_TO_CREATE_HEAD_POD = "FailedToCreateHeadPod"
+    FAILED_TO_DELETE_HEAD_POD = "FailedToDeleteHeadPod"
+    CREATED_WORKER_POD = "CreatedWorkerPod"
+    DELETED_WORKER_POD = "DeletedWorkerPod"
+    FAILED_TO_CREATE_WORKER_POD = "FailedToCreateWorkerPod"
+    FAILED_TO_DELETE_WORKER_POD = "FailedToDeleteWorkerPod"
+    FAILED_TO_DELETE_WORKER_POD_COLLECTION = "FailedToDeleteWorkerPodCollection"
+    DELETED_POD = "DeletedPod"
+    FAILED_TO_DELETE_POD_COLLECTION = "FailedToDeletePodCollection"
+    CREATED_REDIS_CLEANUP_JOB = "CreatedRedisCleanupJob"
+    FAILED_TO_CREATE_REDIS_CLEANUP_JOB = "FailedToCreateRedisCleanupJob"
+    REDIS_CLEANUP_JOB_FAILED = "RedisCleanupJobFailed"
+    """Ours: KubeRay only logs a failed cleanup Job; a Warning tells the user that the
+    storage namespace in Redis was left behind."""
+    FORCE_DELETED_STUCK_CLUSTER = "ForceDeletedStuckCluster"
+    CREATED_SERVICE = "CreatedService"
+    FAILED_TO_CREATE_SERVICE = "FailedToCreateService"
+    CREATED_SERVICE_ACCOUNT = "CreatedServiceAccount"
+    FAILED_TO_CREATE_SERVICE_ACCOUNT = "FailedToCreateServiceAccount"
+    CREATED_ROLE = "CreatedRole"
+    FAILED_TO_CREATE_ROLE = "FailedToCreateRole"
+    CREATED_ROLE_BINDING = "CreatedRoleBinding"
+    FAILED_TO_CREATE_ROLE_BINDING = "FailedToCreateRoleBinding"
+    CREATED_PVC = "CreatedPVC"
+    FAILED_TO_CREATE_PVC = "FailedToCreatePVC"
+    CREATED_INGRESS = "CreatedIngress"
+    UPDATED_INGRESS = "UpdatedIngress"
+    FAILED_TO_CREATE_INGRESS = "FailedToCreateIngress"
+    FAILED_TO_UPDATE_INGRESS = "FailedToUpdateIngress"
+    AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND = "AutoscalerServiceAccountNotFound"
+
+
+class Action(StrEnum):
+    """``action`` of an events.k8s.io Event: what the controller was doing."""
+
+    CREATE = "Create"
+    DELETE = "Delete"
+    UPDATE = "Update"
+    VALIDATE = "Validate"
+    RECONCILE = "Reconcile"
+    CLEANUP = "Cleanup"
+    SUSPEND = "Suspend"
+
+
+class ReplicaFailure(StrEnum):
+    """Reasons of the ``ReplicaFailure`` condition: which pod operation failed."""
+
+    DELETE_ALL_PODS = "FailedDeleteAllPods"
+    DELETE_HEAD_POD = "FailedDeleteHeadPod"
+    CREATE_HEAD_POD = "FailedCreateHeadPod"
+    DELETE_WORKER_POD = "FailedDeleteWorkerPod"
+    CREATE_WORKER_POD = "FailedCreateWorkerPod"
+
+
+class ReplicaFailureError(Exception):
+    """A pod operation failed; the status gets ``ReplicaFailure=True`` with ``reason``."""
+
+    def __init__(self, reason: ReplicaFailure, cause: BaseException) -> None:
+        super().__init__(f"{reason.value}: {cause}")
+        self.reason = reason
+        self.cause = cause

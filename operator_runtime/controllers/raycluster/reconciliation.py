@@ -1,0 +1,144 @@
+"""What every step of a RayCluster reconcile works with.
+
+``Toolkit`` holds the controller's injected dependencies (built once); a
+``Reconciliation`` is one pass over one cluster: the cached object, its parsed model
+and the outcome of the pod step, which the status step reads. Steps are plain
+functions of a ``Reconciliation``; they read from the caches and write through the
+client, so a step never sees a different world than the one before it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final, cast
+
+from operator_runtime.api import JSONObject, RayCluster
+from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
+from operator_runtime.controllers.raycluster.options import RayClusterOptions
+from operator_runtime.controllers.raycluster.reasons import Action, Reason
+from operator_runtime.render import Permission
+from operator_runtime.runtime.cache import BY_CLUSTER, Cache
+from operator_runtime.runtime.client import KubeClient
+from operator_runtime.runtime.clock import Clock
+from operator_runtime.runtime.events import EventRecorder, EventType
+from operator_runtime.runtime.expectations import Expectations
+from operator_runtime.runtime.kinds import Object
+from operator_runtime.runtime.reconcile import ObjectKey, Result
+
+CONTROLLER: Final = "raycluster"
+"""The controller's name in the permission table (render/rbac.py)."""
+
+
+def loose(value: JSONObject) -> Object:
+    """A rendered object as the plain dict the client and caches use."""
+    return cast(Object, value)
+
+
+def need(group: str, resource: str, verbs: tuple[str, ...], why: str) -> Permission:
+    """One API permission a step uses (declared next to the step, checked by a test)."""
+    return Permission(CONTROLLER, group, (resource,), verbs, why)
+
+
+@dataclass(frozen=True, slots=True)
+class Caches:
+    """The informer caches the controller reads (never the API server on hot paths)."""
+
+    clusters: Cache
+    pods: Cache
+    services: Cache
+    jobs: Cache
+    service_accounts: Cache
+    roles: Cache
+    role_bindings: Cache
+    ingresses: Cache
+    secrets: Cache
+    pvcs: Cache
+
+
+@dataclass(frozen=True, slots=True)
+class Toolkit:
+    client: KubeClient
+    caches: Caches
+    events: EventRecorder
+    expectations: Expectations
+    clock: Clock
+    options: RayClusterOptions
+    metrics: ClusterMetrics
+    rng: random.Random
+    """Draws multi-host replica names (``<group>-<rand5>``)."""
+    new_token: Callable[[], str]
+    """A fresh auth token (KubeRay: 32 random bytes, base64)."""
+
+
+@dataclass(slots=True)
+class Reconciliation:
+    """One pass over one RayCluster."""
+
+    tools: Toolkit
+    key: ObjectKey
+    raw: Object
+    """The cached object: shared with the cache, never mutated."""
+    cluster: RayCluster
+    step_error: BaseException | None = None
+    """The first failed resource step's error (status reflects it)."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def namespace(self) -> str:
+        return self.key.namespace
+
+    @property
+    def name(self) -> str:
+        return self.key.name
+
+    @property
+    def uid(self) -> str:
+        return str(self.raw["metadata"].get("uid") or "")
+
+    def group_key(self, group: str) -> str:
+        """Expectations key ``ns/cluster/group``; the head group is ``""``."""
+        return f"{self.namespace}/{self.name}/{group}"
+
+    def event(self, type_: EventType, reason: Reason, note: str, action: Action) -> None:
+        self.tools.events.record(self.raw, type_, reason.value, note, action.value)
+
+    def cluster_pods(self) -> list[Object]:
+        """Every pod labelled ``ray.io/cluster=<name>`` (head, workers, cleanup)."""
+        return self.tools.caches.pods.by_index(BY_CLUSTER, f"{self.namespace}/{self.name}")
+
+    def head_pods(self) -> list[Object]:
+        return [p for p in self.cluster_pods() if _label(p, LabelKey.NODE_TYPE) == NodeType.HEAD]
+
+    def ray_pods(self) -> list[Object]:
+        """Head and worker pods: what a suspend or a Recreate upgrade removes."""
+        return [
+            p
+            for p in self.cluster_pods()
+            if _label(p, LabelKey.NODE_TYPE) in (NodeType.HEAD, NodeType.WORKER)
+        ]
+
+    def group_pods(self, group: str) -> list[Object]:
+        return [
+            p
+            for p in self.cluster_pods()
+            if _label(p, LabelKey.NODE_TYPE) == NodeType.WORKER
+            and _label(p, LabelKey.GROUP) == group
+        ]
+
+    def controls(self, obj: Object) -> bool:
+        """Whether this cluster is ``obj``'s controller owner."""
+        refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+        return any(ref.get("controller") and ref.get("uid") == self.uid for ref in refs)
+
+
+def _label(obj: Object, key: str) -> str:
+    return str(((obj.get("metadata") or {}).get("labels") or {}).get(key, ""))
+
+
+Step = Callable[[Reconciliation], Result | None]
+"""A gate step: returns a Result to end the pass there (no status write), else None."""
+ResourceStep = Callable[[Reconciliation], None]
+"""A resource step: raises to stop the chain; the status still records the error."""
