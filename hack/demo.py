@@ -1,11 +1,13 @@
-"""``make demo``: the ray.io/v1 API on a real local control plane, start to finish.
+"""``make demo``: the ray.io/v1 API and our operator on a real local control plane.
 
-Starts the local control plane, installs our generated CRDs, applies the sample
-RayCluster, shows what ``kubectl`` shows a user, and tears everything down again.
+Starts the local control plane, installs our generated CRDs, runs the operator, applies
+the sample RayCluster, waits until it is ``ready`` with its pods Running on kwok nodes,
+shows what ``kubectl`` shows a user, and tears everything down again.
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -22,6 +24,18 @@ def _show(cluster: LocalCluster, *args: str) -> None:
     print(cluster.kubectl(*args).stdout, flush=True)
 
 
+def _start_operator(cluster: LocalCluster, state_dir: Path) -> subprocess.Popen[bytes]:
+    log = state_dir / "operator.log"
+    print(f"\n$ python -m operator_runtime --kubeconfig ... (log: {log})", flush=True)
+    with log.open("wb") as output:
+        return subprocess.Popen(
+            [sys.executable, "-m", "operator_runtime", f"--kubeconfig={cluster.kubeconfig}",
+             "--enable-leader-election=false", "--metrics-addr=127.0.0.1:0",
+             "--health-probe-bind-address=127.0.0.1:0", "--log-stdout-encoder=console"],
+            stdout=output, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
+        )  # fmt: skip
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="pulumi-ray-demo-") as state_dir:
         cluster = start_for_tests(Path(state_dir))
@@ -29,9 +43,18 @@ def main() -> int:
             # Server-side apply: the CRDs are too large for the last-applied annotation.
             _show(cluster, "apply", "--server-side", "-f", str(CRD_DIR))
             _show(cluster, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
-            _show(cluster, "apply", "-f", str(SAMPLE))
-            _show(cluster, "get", "rayclusters", "-o", "wide")
-            _show(cluster, "explain", "raycluster.spec.headGroupSpec")
+            operator = _start_operator(cluster, Path(state_dir))
+            try:
+                _show(cluster, "apply", "-f", str(SAMPLE))
+                print("\nwaiting for the operator to bring the RayCluster to `ready` ...")
+                _show(cluster, "wait", "raycluster/raycluster-minimal",
+                      "--for=jsonpath={.status.state}=ready", "--timeout=120s")  # fmt: skip
+                _show(cluster, "get", "rayclusters", "-o", "wide")
+                _show(cluster, "get", "pods,services", "-o", "wide")
+                _show(cluster, "explain", "raycluster.spec.headGroupSpec")
+            finally:
+                operator.terminate()
+                operator.wait(timeout=30)
         finally:
             cluster.stop()
     print("\ndemo finished; the local control plane is stopped.")
