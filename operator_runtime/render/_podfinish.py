@@ -38,10 +38,10 @@ META_FIELDS: Final[tuple[str, ...]] = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class PodStage:
-    """A completed pod template, ready to become a pod (mutable parts are owned by the
-    in-progress build and handed over, never shared with the caller's model)."""
+@dataclass(slots=True)
+class PodDraft:
+    """The pod while ``build_pod`` assembles it: private to one build, mutated in place
+    by both stages, never shared with the caller's model and never returned."""
 
     cluster: RayCluster
     node_type: NodeType
@@ -52,49 +52,49 @@ class PodStage:
     annotations: dict[str, str]
     fqdn: str
     port: str
-    ray_start: RayStart
 
 
-def finish_pod(*, stage: PodStage) -> JSONObject:
-    head = stage.node_type is NodeType.HEAD
-    creator = creator_kind(stage.cluster)
-    labels = dict(stage.labels)
+def finish_pod(*, draft: PodDraft, ray_start: RayStart) -> JSONObject:
+    """The second stage: turn the completed template into the pod."""
+    head = draft.node_type is NodeType.HEAD
+    creator = creator_kind(draft.cluster)
+    labels = dict(draft.labels)
     if creator == "RayService":
         # The RayService controller flips the head to "true" once its proxy is healthy.
         labels[LabelKey.SERVE] = "false" if head else "true"
-    pod_containers = objects(stage.spec.get("containers"))
+    pod_containers = objects(draft.spec.get("containers"))
     ray = pod_containers[0]
-    if "plasma-directory" not in stage.ray_start.params:
-        add_empty_dir(stage.spec, ray, SHARED_MEMORY_VOLUME, SHARED_MEMORY_PATH, memory=True)
-    if head and stage.cluster.spec.enable_in_tree_autoscaling:
+    if "plasma-directory" not in ray_start.params:
+        add_empty_dir(draft.spec, ray, SHARED_MEMORY_VOLUME, SHARED_MEMORY_PATH, memory=True)
+    if head and draft.cluster.spec.enable_in_tree_autoscaling:
         # The head reads the autoscaler's event logs from the shared /tmp/ray.
         sidecar = next(
             c for c in pod_containers if c.get("name") == containers.AUTOSCALER_CONTAINER
         )
-        add_empty_dir(stage.spec, ray, RAY_LOGS_VOLUME, RAY_LOGS_PATH, memory=False)
-        add_empty_dir(stage.spec, sidecar, RAY_LOGS_VOLUME, RAY_LOGS_PATH, memory=False)
-    _rewrite_command(ray, stage, stage.annotations)
-    for init in objects(stage.spec.get("initContainers")):
+        add_empty_dir(draft.spec, ray, RAY_LOGS_VOLUME, RAY_LOGS_PATH, memory=False)
+        add_empty_dir(draft.spec, sidecar, RAY_LOGS_VOLUME, RAY_LOGS_PATH, memory=False)
+    _rewrite_command(ray, draft, ray_start, draft.annotations)
+    for init in objects(draft.spec.get("initContainers")):
         env = child_list(init, "env")
-        env.append(env_var("FQ_RAY_IP", stage.fqdn))
-        env.append(env_var("RAY_IP", stage.fqdn.split(".")[0]))
-    _set_ray_env(ray, stage, creator)
-    if stage.options.enable_probes_injection:
+        env.append(env_var("FQ_RAY_IP", draft.fqdn))
+        env.append(env_var("RAY_IP", draft.fqdn.split(".")[0]))
+    _set_ray_env(ray, draft, ray_start, creator)
+    if draft.options.enable_probes_injection:
         containers.add_probes(
             container=ray,
-            node_type=stage.node_type,
+            node_type=draft.node_type,
             creator=creator,
-            params=stage.ray_start.params,
-            ray_version=stage.cluster.spec.ray_version,
+            params=ray_start.params,
+            ray_version=draft.cluster.spec.ray_version,
         )
-    meta = dict(stage.meta)
+    meta = dict(draft.meta)
     meta["labels"] = sorted_map(labels)
-    meta["annotations"] = sorted_map(stage.annotations)
-    if not stage.annotations:
+    meta["annotations"] = sorted_map(draft.annotations)
+    if not draft.annotations:
         del meta["annotations"]
-    meta["ownerReferences"] = [owner_reference(stage.cluster)]
+    meta["ownerReferences"] = [owner_reference(draft.cluster)]
     ordered = in_field_order(meta, META_FIELDS)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": ordered, "spec": stage.spec}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": ordered, "spec": draft.spec}
 
 
 def command_string(parts: JSONValue | None) -> str:
@@ -104,15 +104,17 @@ def command_string(parts: JSONValue | None) -> str:
     return "".join(f" {part if isinstance(part, str) else ''} " for part in parts)
 
 
-def _rewrite_command(ray: JSONObject, stage: PodStage, annotations: dict[str, str]) -> None:
+def _rewrite_command(
+    ray: JSONObject, draft: PodDraft, ray_start: RayStart, annotations: dict[str, str]
+) -> None:
     """Run ``ray start`` (after the user's own command, if any) under a raised file
     limit; skipped when the user opted out or already calls ``ray start`` themselves."""
     user = command_string(ray.get("command")) + command_string(ray.get("args"))
     overwrite = annotations.get(AnnotationKey.OVERWRITE_CONTAINER_CMD, "").lower() == "true"
     if overwrite or "ray start" in user:
         return
-    generated = f"{ULIMIT}; {stage.ray_start.command}"
-    ray["command"] = list[JSONValue](stage.options.bash_command())
+    generated = f"{ULIMIT}; {ray_start.command}"
+    ray["command"] = list[JSONValue](draft.options.bash_command())
     # `ray start --block` never returns, so the user's command has to run first.
     ray["args"] = [f"{user} && {generated}" if user else generated]
 
@@ -146,35 +148,37 @@ def _memory_limit_or_request(container: JSONObject) -> JSONValue | None:
     return None
 
 
-def _set_ray_env(ray: JSONObject, stage: PodStage, creator: CreatorKind) -> None:
+def _set_ray_env(
+    ray: JSONObject, draft: PodDraft, ray_start: RayStart, creator: CreatorKind
+) -> None:
     env = child_list(ray, "env")
 
     def add_missing(name: str, value: str) -> None:
         if not has_name(objects(env), name):
             env.append(env_var(name, value))
 
-    for default in stage.options.default_container_envs:
+    for default in draft.options.default_container_envs:
         if not has_name(objects(env), text(default.get("name"))):
             env.append(dict(default))
-    worker = stage.node_type is NodeType.WORKER
-    ip = stage.fqdn if worker else LOCALHOST
+    worker = draft.node_type is NodeType.WORKER
+    ip = draft.fqdn if worker else LOCALHOST
     if worker:
-        env.append(env_var("FQ_RAY_IP", stage.fqdn))
-        env.append(env_var("RAY_IP", stage.fqdn.split(".")[0]))
+        env.append(env_var("FQ_RAY_IP", draft.fqdn))
+        env.append(env_var("RAY_IP", draft.fqdn.split(".")[0]))
     env.append(field_ref_env("RAY_CLUSTER_NAME", containers.CLUSTER_NAME_FIELD))
     env.append(field_ref_env("RAY_CLUSTER_NAMESPACE", "metadata.namespace"))
     env.append(field_ref_env("RAY_CLOUD_INSTANCE_ID", "metadata.name"))
     env.append(field_ref_env("RAY_NODE_TYPE_NAME", containers.GROUP_FIELD))
-    env.append(env_var("KUBERAY_GEN_RAY_START_CMD", stage.ray_start.command))
-    add_missing("RAY_PORT", stage.port)
+    env.append(env_var("KUBERAY_GEN_RAY_START_CMD", ray_start.command))
+    add_missing("RAY_PORT", draft.port)
     if creator == "RayService":
         # Fail over faster when a serving node dies.
         add_missing("RAY_timeout_ms_task_wait_for_death_info", "0")
         add_missing("RAY_gcs_server_request_timeout_seconds", "5")
         add_missing("RAY_SERVE_KV_TIMEOUT_S", "5")
-    add_missing("RAY_ADDRESS", f"{ip}:{stage.port}")
+    add_missing("RAY_ADDRESS", f"{ip}:{draft.port}")
     add_missing("RAY_USAGE_STATS_KUBERAY_IN_USE", "1")
     if not worker:
-        tags = f"kuberay_version={stage.options.kuberay_version};kuberay_crd={creator}"
+        tags = f"kuberay_version={draft.options.kuberay_version};kuberay_crd={creator}"
         env.append(env_var("RAY_USAGE_STATS_EXTRA_TAGS", tags))
     add_missing("RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE", "1")

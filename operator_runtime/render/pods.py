@@ -25,7 +25,7 @@ from operator_runtime.render._json import (
     string_map,
     text,
 )
-from operator_runtime.render._podfinish import PodStage, finish_pod
+from operator_runtime.render._podfinish import PodDraft, finish_pod
 from operator_runtime.render.metadata import pod_labels
 from operator_runtime.render.names import (
     autoscaler_service_account_name,
@@ -61,19 +61,6 @@ class PodParams:
     """``ray.io/replica-host-index`` (numOfHosts > 1)."""
 
 
-@dataclass(slots=True)
-class _Draft:
-    """The pod while it is being assembled (private, mutable, never returned)."""
-
-    params: PodParams
-    meta: JSONObject
-    spec: JSONObject
-    labels: dict[str, str]
-    annotations: dict[str, str]
-    fqdn: str
-    port: str
-
-
 def worker_group(cluster: RayCluster, name: str) -> WorkerGroupSpec:
     for group in cluster.spec.worker_group_specs or ():
         if group.group_name == name:
@@ -88,8 +75,10 @@ def build_pod(*, params: PodParams) -> JSONObject:
     head = params.node_type is NodeType.HEAD
     group = None if head else worker_group(cluster, params.group_name)
     template = deep_copy(group.template if group else cluster.spec.head_group_spec.template)
-    draft = _Draft(
-        params=params,
+    draft = PodDraft(
+        cluster=cluster,
+        node_type=params.node_type,
+        options=options,
         meta=child(template, "metadata"),
         spec=child(template, "spec"),
         labels={},
@@ -98,14 +87,14 @@ def build_pod(*, params: PodParams) -> JSONObject:
         port=head_port(cluster.spec.head_group_spec.ray_start_params),
     )
     ray = _ray_container(draft.spec, cluster)
-    _set_names(draft, head)
+    _set_names(draft, params, head)
     if not head and options.enable_init_container_injection:
         command = options.bash_command()
         init = containers.wait_gcs_ready_container(
             ray_container=ray, address=f"{draft.fqdn}:{draft.port}", command=command
         )
         child_list(draft.spec, "initContainers").append(init)
-    draft.labels = _labels(draft, group)
+    draft.labels = _labels(draft, params, group)
     ray_start = _ray_start(draft, ray, group)
     draft.annotations = string_map(draft.meta.get("annotations"))
     overwrite = AnnotationKey.OVERWRITE_CONTAINER_CMD
@@ -121,7 +110,7 @@ def build_pod(*, params: PodParams) -> JSONObject:
     if cluster.spec.auth_options is not None and cluster.spec.auth_options.mode == "token":
         _configure_token_auth(draft, ray)
     _add_operator_defaults(draft, head)
-    return _finish_pod(draft, ray, ray_start)
+    return finish_pod(draft=draft, ray_start=ray_start)
 
 
 def _refuse_unrendered_features(cluster: RayCluster, options: RenderOptions) -> None:
@@ -149,8 +138,7 @@ def _autoscaler_v2(cluster: RayCluster) -> bool:
     )
 
 
-def _set_names(draft: _Draft, head: bool) -> None:
-    params = draft.params
+def _set_names(draft: PodDraft, params: PodParams, head: bool) -> None:
     name = cluster_name(params.cluster)
     if head:
         deterministic = params.options.deterministic_head_pod_name
@@ -164,8 +152,7 @@ def _set_names(draft: _Draft, head: bool) -> None:
     draft.meta["namespace"] = namespace_of(params.cluster)
 
 
-def _labels(draft: _Draft, group: WorkerGroupSpec | None) -> dict[str, str]:
-    params = draft.params
+def _labels(draft: PodDraft, params: PodParams, group: WorkerGroupSpec | None) -> dict[str, str]:
     head_spec = params.cluster.spec.head_group_spec
     group_labels = (group.labels if group else head_spec.labels) or {}
     merged = {**string_map(draft.meta.get("labels")), **group_labels}
@@ -180,8 +167,8 @@ def _labels(draft: _Draft, group: WorkerGroupSpec | None) -> dict[str, str]:
     return labels
 
 
-def _ray_start(draft: _Draft, ray: JSONObject, group: WorkerGroupSpec | None) -> RayStart:
-    cluster = draft.params.cluster
+def _ray_start(draft: PodDraft, ray: JSONObject, group: WorkerGroupSpec | None) -> RayStart:
+    cluster = draft.cluster
     source = group if group is not None else cluster.spec.head_group_spec
     head = group is None
     options = cluster.spec.gcs_fault_tolerance_options
@@ -200,14 +187,14 @@ def _ray_start(draft: _Draft, ray: JSONObject, group: WorkerGroupSpec | None) ->
     return build_ray_start(spec=spec)
 
 
-def _complete_head(draft: _Draft, ray: JSONObject) -> None:
-    cluster = draft.params.cluster
+def _complete_head(draft: PodDraft, ray: JSONObject) -> None:
+    cluster = draft.cluster
     if cluster.spec.enable_in_tree_autoscaling:
         draft.spec["serviceAccountName"] = check_name(autoscaler_service_account_name(cluster))
         sidecar = containers.autoscaler_container(
             cluster=cluster,
             image=text(ray.get("image")),
-            command=draft.params.options.bash_command(),
+            command=draft.options.bash_command(),
         )
         child_list(draft.spec, "containers").append(sidecar)
         version = (
@@ -233,8 +220,8 @@ def _add_metrics_port(ray: JSONObject) -> None:
         ports.append({"name": "metrics", "containerPort": 8080})
 
 
-def _configure_token_auth(draft: _Draft, ray: JSONObject) -> None:
-    cluster = draft.params.cluster
+def _configure_token_auth(draft: PodDraft, ray: JSONObject) -> None:
+    cluster = draft.cluster
     containers.add_token_auth_env(container=ray, cluster=cluster)
     auth = cluster.spec.auth_options
     if auth is not None and auth.enable_k8s_token_auth:
@@ -246,8 +233,8 @@ def _configure_token_auth(draft: _Draft, ray: JSONObject) -> None:
             containers.add_token_auth_env(container=init, cluster=cluster)
 
 
-def _add_operator_defaults(draft: _Draft, head: bool) -> None:
-    options = draft.params.options
+def _add_operator_defaults(draft: PodDraft, head: bool) -> None:
+    options = draft.options
     sidecars = options.head_sidecar_containers if head else options.worker_sidecar_containers
     if sidecars:
         child_list(draft.spec, "containers").extend(copy.deepcopy(list(sidecars)))
@@ -255,22 +242,3 @@ def _add_operator_defaults(draft: _Draft, head: bool) -> None:
         draft.annotations.setdefault(key, value)
     for key, value in options.default_pod_labels.items():
         draft.labels.setdefault(key, value)
-
-
-def _finish_pod(draft: _Draft, ray: JSONObject, ray_start: RayStart) -> JSONObject:
-    params = draft.params
-    pod = finish_pod(
-        stage=PodStage(
-            cluster=params.cluster,
-            node_type=params.node_type,
-            options=params.options,
-            meta=draft.meta,
-            spec=draft.spec,
-            labels=draft.labels,
-            annotations=draft.annotations,
-            fqdn=draft.fqdn,
-            port=draft.port,
-            ray_start=ray_start,
-        )
-    )
-    return pod

@@ -142,18 +142,7 @@ class UrllibTransport:
         headers: dict[str, str],
         timeout: tuple[float, float],
     ) -> Response:
-        try:
-            raw = self._pool.request(
-                method,
-                self._url(path, query),
-                body=body,
-                headers=self._headers(headers),
-                timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
-                retries=False,
-                preload_content=True,
-            )
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise TransportError(f"{method} {path}: {exc}") from exc
+        raw = self._send(method, path, query, body, headers, timeout, preload=True)
         return Response(raw.status, raw.data, dict(raw.headers))
 
     def stream(
@@ -163,18 +152,33 @@ class UrllibTransport:
         query: list[tuple[str, str]],
         timeout: tuple[float, float],
     ) -> Stream:
+        return _UrllibStream(self._send("GET", path, query, None, {}, timeout, preload=False))
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]],
+        body: bytes | None,
+        headers: dict[str, str],
+        timeout: tuple[float, float],
+        *,
+        preload: bool,
+    ) -> urllib3.BaseHTTPResponse:
+        """One attempt (retries are the client's business); socket errors become
+        ``TransportError``. Without ``preload`` the body is left for the caller to stream."""
         try:
-            raw = self._pool.request(
-                "GET",
+            return self._pool.request(
+                method,
                 self._url(path, query),
-                headers=self._headers({}),
+                body=body,
+                headers=self._headers(headers),
                 timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
                 retries=False,
-                preload_content=False,
+                preload_content=preload,
             )
         except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise TransportError(f"GET {path}: {exc}") from exc
-        return _UrllibStream(raw)
+            raise TransportError(f"{method} {path}: {exc}") from exc
 
 
 def load_configuration(kubeconfig: str | None) -> Any:

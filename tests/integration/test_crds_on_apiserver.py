@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import yaml
 
 from hack.localcluster import LocalCluster
 from operator_runtime.api import RayCluster, RayCronJob, RayJob, RayService
+from tests.wire import contains
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "operator_runtime" / "api" / "crds"
@@ -98,21 +100,7 @@ def test_sample_is_accepted_and_round_trips_through_the_models(
     assert MODELS[kind].model_validate(model.to_dict()) == model
     assert model.to_dict()["metadata"]["uid"] == stored["metadata"]["uid"]
     # What the user wrote is what the server kept (defaults may only add keys).
-    assert _contains(stored["spec"], MODELS[kind].model_validate(manifest).to_dict()["spec"])
-
-
-def _contains(actual: Any, expected: Any) -> bool:
-    if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(
-            key in actual and _contains(actual[key], value) for key, value in expected.items()
-        )
-    if isinstance(expected, list):
-        return (
-            isinstance(actual, list)
-            and len(actual) == len(expected)
-            and all(_contains(a, e) for a, e in zip(actual, expected, strict=True))
-        )
-    return bool(actual == expected)
+    assert contains(stored["spec"], MODELS[kind].model_validate(manifest).to_dict()["spec"])
 
 
 def test_printer_columns_match_kuberay(crds: LocalCluster, namespace: str) -> None:
@@ -145,28 +133,50 @@ def test_managed_by_must_be_a_known_controller(crds: LocalCluster, namespace: st
     assert "managedBy field value must be either" in _create(crds, namespace, manifest)
 
 
-def test_managed_by_is_immutable(crds: LocalCluster, namespace: str) -> None:
+def _cluster_managed_by_kuberay() -> dict[str, Any]:
     manifest = _minimal_cluster()
     manifest["spec"]["managedBy"] = "ray.io/kuberay-operator"
-    assert _create(crds, namespace, manifest) == ""
-    with pytest.raises(subprocess.CalledProcessError) as refused:
-        crds.kubectl(
-            "-n", namespace, "patch", "raycluster", manifest["metadata"]["name"], "--type=merge",
-            "-p", '{"spec":{"managedBy":"kueue.x-k8s.io/multikueue"}}',
-        )  # fmt: skip
-    assert "managedBy field is immutable" in refused.value.stderr
+    return manifest
 
 
-def test_gcs_fault_tolerance_backend_is_immutable(crds: LocalCluster, namespace: str) -> None:
+def _redis_ft_cluster() -> dict[str, Any]:
     manifest = _load(REPO_ROOT / "examples" / "manifests" / "raycluster-gcs-ft-redis.yaml")
     manifest["spec"]["gcsFaultToleranceOptions"]["backend"] = "redis"
-    assert _create(crds, namespace, manifest) == ""
+    return manifest
+
+
+@pytest.mark.parametrize(
+    ("manifest", "patch", "refusal"),
+    [
+        pytest.param(
+            _cluster_managed_by_kuberay,
+            '{"spec":{"managedBy":"kueue.x-k8s.io/multikueue"}}',
+            "managedBy field is immutable",
+            id="managed-by",
+        ),
+        pytest.param(
+            _redis_ft_cluster,
+            '{"spec":{"gcsFaultToleranceOptions":{"backend":"rocksdb"}}}',
+            "backend is immutable",
+            id="gcs-fault-tolerance-backend",
+        ),
+    ],
+)
+def test_immutable_field_is_refused_on_patch(
+    crds: LocalCluster,
+    namespace: str,
+    manifest: Callable[[], dict[str, Any]],
+    patch: str,
+    refusal: str,
+) -> None:
+    created = manifest()
+    assert _create(crds, namespace, created) == ""
     with pytest.raises(subprocess.CalledProcessError) as refused:
         crds.kubectl(
-            "-n", namespace, "patch", "raycluster", manifest["metadata"]["name"], "--type=merge",
-            "-p", '{"spec":{"gcsFaultToleranceOptions":{"backend":"rocksdb"}}}',
+            "-n", namespace, "patch", "raycluster", created["metadata"]["name"], "--type=merge",
+            "-p", patch,
         )  # fmt: skip
-    assert "backend is immutable" in refused.value.stderr
+    assert refusal in refused.value.stderr
 
 
 def test_upgrade_strategy_type_is_an_enum(crds: LocalCluster, namespace: str) -> None:

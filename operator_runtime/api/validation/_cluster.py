@@ -17,14 +17,14 @@ from operator_runtime.api.raycluster import RayClusterSpec, WorkerGroupSpec
 from operator_runtime.api.validation import _cluster_features, _names
 from operator_runtime.api.validation._cluster_features import (
     autoscaler_v2_enabled,
+    autoscaler_v2_env_on,
     autoscaling_enabled,
 )
+from operator_runtime.api.validation._managed import managed_env, managed_mounts
 from operator_runtime.api.validation._pod import (
     containers,
     env_of,
-    env_value,
     find_env,
-    mount_path,
     mounts_of,
     name_of,
     volumes,
@@ -32,11 +32,6 @@ from operator_runtime.api.validation._pod import (
 from operator_runtime.api.validation._syntax import label_value_error, qualified_name_error
 
 _RESOURCE_PARAMS = ("num-cpus", "num-gpus", "memory", "resources")
-
-
-def _v2_env_on(head: JSONObject) -> bool:
-    found = find_env(env_of(head), _names.RAY_ENABLE_AUTOSCALER_V2)
-    return found is not None and env_value(found[1]) in ("1", "true")
 
 
 def cluster_spec_violations(
@@ -155,7 +150,7 @@ def _replicas(wg: WorkerGroupSpec, path: str, autoscaling: bool) -> Iterator[Vio
 def _idle_timeout_and_priority(
     spec: RayClusterSpec, wg: WorkerGroupSpec, head: JSONObject, path: str
 ) -> Iterator[Violation]:
-    v2 = autoscaler_v2_enabled(spec) or _v2_env_on(head)
+    v2 = autoscaler_v2_enabled(spec) or autoscaler_v2_env_on(head)
     if wg.idle_timeout_seconds is not None:
         if wg.idle_timeout_seconds < 0:
             yield Violation(
@@ -308,24 +303,21 @@ def _ft_options(
             "claimName is combined with size, storageClassName or accessModes",
             "either name an existing claim or describe a managed one, not both",
         )
-    for var in (_names.RAY_GCS_STORAGE, _names.RAY_GCS_STORAGE_PATH):
-        found = find_env(env, var)
-        if found is not None:
-            yield Violation(
-                C.RAYCLUSTER_ROCKSDB_MANAGED_ENV,
-                f"{head_c}.env[{found[0]}]",
-                f"{var} is managed by the operator for the rocksdb backend",
-                f"remove {var}",
-            )
-    for i, mount in enumerate(mounts_of(head)):
-        if name_of(mount) == _names.GCS_STORAGE_VOLUME or mount_path(mount) == _names.GCS_MOUNT:
-            yield Violation(
-                C.RAYCLUSTER_ROCKSDB_MANAGED_VOLUME,
-                f"{head_c}.volumeMounts[{i}]",
-                f"a mount named {_names.GCS_STORAGE_VOLUME} or at {_names.GCS_MOUNT} "
-                "clashes with the operator's rocksdb volume",
-                "remove this mount",
-            )
+    yield from managed_env(
+        env,
+        (_names.RAY_GCS_STORAGE, _names.RAY_GCS_STORAGE_PATH),
+        C.RAYCLUSTER_ROCKSDB_MANAGED_ENV,
+        head_c,
+        when=" for the rocksdb backend",
+    )
+    yield from managed_mounts(
+        mounts_of(head),
+        _names.GCS_STORAGE_VOLUME,
+        _names.GCS_MOUNT,
+        "rocksdb volume",
+        C.RAYCLUSTER_ROCKSDB_MANAGED_VOLUME,
+        head_c,
+    )
     for i, volume in enumerate(volumes(spec.head_group_spec.template)):
         if name_of(volume) == _names.GCS_STORAGE_VOLUME:
             yield Violation(

@@ -13,13 +13,13 @@ from operator_runtime.api.errors import Violation
 from operator_runtime.api.features import FeatureGates
 from operator_runtime.api.raycluster import RayClusterSpec
 from operator_runtime.api.validation import _names
+from operator_runtime.api.validation._managed import gate_disabled, managed_env, managed_mounts
 from operator_runtime.api.validation._pod import (
     containers,
     env_has_value,
     env_of,
     env_value,
     find_env,
-    mount_path,
     mounts_of,
     name_of,
     restart_policy,
@@ -38,6 +38,20 @@ def autoscaling_enabled(spec: RayClusterSpec | None) -> bool:
 def autoscaler_v2_enabled(spec: RayClusterSpec) -> bool:
     options = spec.autoscaler_options
     return options is not None and options.version == "v2"
+
+
+def autoscaler_v2_env_on(head: JSONObject) -> bool:
+    """The head's Ray container turns autoscaler v2 on by env var."""
+    found = find_env(env_of(head), _names.RAY_ENABLE_AUTOSCALER_V2)
+    return found is not None and env_value(found[1]) in ("1", "true")
+
+
+def group_templates(spec: RayClusterSpec, prefix: str) -> list[tuple[str, str, JSONObject]]:
+    """``(path, label, pod template)`` of the head group, then of each worker group."""
+    return [(f"{prefix}.headGroupSpec", "head", spec.head_group_spec.template)] + [
+        (f"{prefix}.workerGroupSpecs[{i}]", f"worker group {wg.group_name}", wg.template)
+        for i, wg in enumerate(spec.worker_group_specs or ())
+    ]
 
 
 def k8s_token_auth_enabled(spec: RayClusterSpec) -> bool:
@@ -72,11 +86,8 @@ def _history_server(spec: RayClusterSpec, gates: FeatureGates, prefix: str) -> I
         return
     path = f"{prefix}.historyServerOptions"
     if not gates.ray_cluster_history_server:
-        yield Violation(
-            C.RAYCLUSTER_HISTORY_SERVER_GATE_DISABLED,
-            path,
-            "historyServerOptions is set but the RayClusterHistoryServer gate is off",
-            "enable the gate on the operator or remove historyServerOptions",
+        yield gate_disabled(
+            C.RAYCLUSTER_HISTORY_SERVER_GATE_DISABLED, path, "RayClusterHistoryServer"
         )
     if options.collector_options is None:
         yield Violation(
@@ -87,11 +98,7 @@ def _history_server(spec: RayClusterSpec, gates: FeatureGates, prefix: str) -> I
         )
         return
     yield from _collector(options.collector_options, f"{path}.collectorOptions")
-    pods = [(f"{prefix}.headGroupSpec", spec.head_group_spec.template)] + [
-        (f"{prefix}.workerGroupSpecs[{i}]", wg.template)
-        for i, wg in enumerate(spec.worker_group_specs or ())
-    ]
-    for group_path, template in pods:
+    for group_path, _, template in group_templates(spec, prefix):
         for j, container in enumerate(containers(template)):
             if name_of(container) == _names.COLLECTOR_CONTAINER:
                 yield Violation(
@@ -224,11 +231,8 @@ def _network_policy(spec: RayClusterSpec, gates: FeatureGates, prefix: str) -> I
         return
     path = f"{prefix}.networkPolicy"
     if not gates.ray_cluster_network_policy:
-        yield Violation(
-            C.RAYCLUSTER_NETWORK_POLICY_GATE_DISABLED,
-            path,
-            "networkPolicy is set but the RayClusterNetworkPolicy gate is off",
-            "enable the gate on the operator or remove networkPolicy",
+        yield gate_disabled(
+            C.RAYCLUSTER_NETWORK_POLICY_GATE_DISABLED, path, "RayClusterNetworkPolicy"
         )
     yield from _rules_unused(policy.head, policy.mode, f"{path}.head")
     yield from _rules_unused(policy.worker, policy.mode, f"{path}.worker")
@@ -259,26 +263,18 @@ def _tls(spec: RayClusterSpec, gates: FeatureGates, prefix: str) -> Iterator[Vio
     if spec.tls_options is None:
         return
     if not gates.ray_cluster_mtls:
-        yield Violation(
-            C.RAYCLUSTER_TLS_GATE_DISABLED,
-            f"{prefix}.tlsOptions",
-            "tlsOptions is set but the RayClusterMTLS gate is off",
-            "enable the gate on the operator or remove tlsOptions",
+        yield gate_disabled(
+            C.RAYCLUSTER_TLS_GATE_DISABLED, f"{prefix}.tlsOptions", "RayClusterMTLS"
         )
         return
     if not spec.tls_options.enabled:
         return
-    ray_containers: list[tuple[str, JSONObject]] = []
-    head = containers(spec.head_group_spec.template)
-    if head:
-        ray_containers.append((f"{prefix}.headGroupSpec.template.spec.containers[0]", head[0]))
-    for i, wg in enumerate(spec.worker_group_specs or ()):
-        workers = containers(wg.template)
-        if workers:
-            path = f"{prefix}.workerGroupSpecs[{i}].template.spec.containers[0]"
-            ray_containers.append((path, workers[0]))
-    for path, container in ray_containers:
-        yield from _tls_clashes(env_of(container), mounts_of(container), path)
+    for group_path, _, template in group_templates(spec, prefix):
+        pod_containers = containers(template)
+        if pod_containers:
+            ray = pod_containers[0]
+            path = f"{group_path}.template.spec.containers[0]"
+            yield from _tls_clashes(env_of(ray), mounts_of(ray), path)
     if spec.autoscaler_options is not None:
         options = spec.autoscaler_options
         yield from _tls_clashes(
@@ -287,24 +283,17 @@ def _tls(spec: RayClusterSpec, gates: FeatureGates, prefix: str) -> Iterator[Vio
 
 
 def _tls_clashes(env: list[JSONObject], mounts: list[JSONObject], path: str) -> Iterator[Violation]:
-    for name in _names.TLS_ENV_VARS:
-        found = find_env(env, name)
-        if found is not None:
-            yield Violation(
-                C.RAYCLUSTER_TLS_MANAGED_ENV,
-                f"{path}.env[{found[0]}]",
-                f"{name} is managed by the operator when TLS is enabled",
-                f"remove {name}",
-            )
-    for i, mount in enumerate(mounts):
-        if name_of(mount) == _names.TLS_VOLUME or mount_path(mount) == _names.TLS_MOUNT:
-            yield Violation(
-                C.RAYCLUSTER_TLS_MANAGED_MOUNT,
-                f"{path}.volumeMounts[{i}]",
-                f"a mount named {_names.TLS_VOLUME} or at {_names.TLS_MOUNT} clashes with "
-                "the operator's TLS mount",
-                "remove this mount",
-            )
+    yield from managed_env(
+        env, _names.TLS_ENV_VARS, C.RAYCLUSTER_TLS_MANAGED_ENV, path, when=" when TLS is enabled"
+    )
+    yield from managed_mounts(
+        mounts,
+        _names.TLS_VOLUME,
+        _names.TLS_MOUNT,
+        "TLS mount",
+        C.RAYCLUSTER_TLS_MANAGED_MOUNT,
+        path,
+    )
 
 
 def autoscaling_violations(
@@ -322,7 +311,7 @@ def autoscaling_violations(
             )
     v2_env = find_env(env_of(head), _names.RAY_ENABLE_AUTOSCALER_V2)
     if not autoscaling_enabled(spec):
-        if v2_env is not None and env_value(v2_env[1]) in ("1", "true"):
+        if v2_env is not None and autoscaler_v2_env_on(head):
             yield Violation(
                 C.RAYCLUSTER_AUTOSCALER_V2_ENV_WITHOUT_AUTOSCALING,
                 f"{head_c}.env[{v2_env[0]}]",
@@ -346,12 +335,7 @@ def autoscaling_violations(
                 "keep only spec.autoscalerOptions.version",
             )
         if autoscaler_v2_enabled(spec):
-            templates = [(f"{prefix}.headGroupSpec", "head", spec.head_group_spec.template)]
-            templates += [
-                (f"{prefix}.workerGroupSpecs[{i}]", f"worker group {wg.group_name}", wg.template)
-                for i, wg in groups
-            ]
-            for path, label, template in templates:
+            for path, label, template in group_templates(spec, prefix):
                 if restart_policy(template) not in ("", "Never"):
                     yield Violation(
                         C.RAYCLUSTER_V2_RESTART_POLICY,
@@ -369,11 +353,10 @@ def autoscaling_violations(
             f"idleTimeoutSeconds is {options.idle_timeout_seconds}",
             "set it to 0 or more",
         )
-    found = find_env(options.env or [], _names.KUBERAY_GEN_AUTOSCALER_START_CMD)
-    if found is not None:
-        yield Violation(
-            C.RAYCLUSTER_AUTOSCALER_MANAGED_ENV,
-            f"{prefix}.autoscalerOptions.env[{found[0]}]",
-            f"{_names.KUBERAY_GEN_AUTOSCALER_START_CMD} is managed by the operator",
-            "remove it from autoscalerOptions.env",
-        )
+    yield from managed_env(
+        options.env or [],
+        (_names.KUBERAY_GEN_AUTOSCALER_START_CMD,),
+        C.RAYCLUSTER_AUTOSCALER_MANAGED_ENV,
+        f"{prefix}.autoscalerOptions",
+        fix="remove it from autoscalerOptions.env",
+    )

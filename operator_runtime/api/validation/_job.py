@@ -21,6 +21,8 @@ from operator_runtime.api.validation._pod import restart_policy
 
 # Deletion policies from the least to the most destructive; TTLs must not decrease.
 _TTL_ORDER = ("DeleteWorkers", "DeleteCluster", "DeleteSelf")
+# Policies that touch the cluster, which a RayJob on a clusterSelector does not own.
+_DELETES_CLUSTER = ("DeleteCluster", "DeleteWorkers")
 
 
 def job_spec_violations(
@@ -205,6 +207,24 @@ def _deletion(spec: RayJobSpec, gates: FeatureGates, prefix: str) -> Iterator[Vi
         )
 
 
+def _policy_with_selector(policy: str, path: str) -> Violation:
+    return Violation(
+        C.RAYJOB_DELETION_POLICY_WITH_SELECTOR,
+        path,
+        f"{policy} would delete a cluster the RayJob does not own (clusterSelector)",
+        "use DeleteSelf or DeleteNone",
+    )
+
+
+def _delete_workers_with_autoscaling(path: str) -> Violation:
+    return Violation(
+        C.RAYJOB_DELETE_WORKERS_WITH_AUTOSCALING,
+        path,
+        "DeleteWorkers does not support clusters with autoscaling",
+        "use DeleteCluster, or turn autoscaling off",
+    )
+
+
 def _legacy(spec: RayJobSpec, strategy: DeletionStrategy, path: str) -> Iterator[Violation]:
     success, failure = strategy.on_success, strategy.on_failure
     if success is None or failure is None:
@@ -227,21 +247,11 @@ def _legacy(spec: RayJobSpec, strategy: DeletionStrategy, path: str) -> Iterator
     policies = {"onSuccess": success.policy, "onFailure": failure.policy}
     if spec.cluster_selector:
         for field, policy in policies.items():
-            if policy in ("DeleteCluster", "DeleteWorkers"):
-                yield Violation(
-                    C.RAYJOB_DELETION_POLICY_WITH_SELECTOR,
-                    f"{path}.{field}.policy",
-                    f"{policy} would delete a cluster the RayJob does not own (clusterSelector)",
-                    "use DeleteSelf or DeleteNone",
-                )
+            if policy in _DELETES_CLUSTER:
+                yield _policy_with_selector(policy, f"{path}.{field}.policy")
     if "DeleteWorkers" in policies.values() and autoscaling_enabled(spec.ray_cluster_spec):
         field = next(f for f, p in policies.items() if p == "DeleteWorkers")
-        yield Violation(
-            C.RAYJOB_DELETE_WORKERS_WITH_AUTOSCALING,
-            f"{path}.{field}.policy",
-            "DeleteWorkers does not support clusters with autoscaling",
-            "use DeleteCluster, or turn autoscaling off",
-        )
+        yield _delete_workers_with_autoscaling(f"{path}.{field}.policy")
     if spec.shutdown_after_job_finishes and "DeleteNone" in policies.values():
         field = next(f for f, p in policies.items() if p == "DeleteNone")
         yield Violation(
@@ -266,21 +276,11 @@ def _rules(spec: RayJobSpec, rules: list[DeletionRule], path: str) -> Iterator[V
                 "set either jobStatus or jobDeploymentStatus",
             )
             continue
-        if spec.cluster_selector and rule.policy in ("DeleteCluster", "DeleteWorkers"):
-            yield Violation(
-                C.RAYJOB_DELETION_POLICY_WITH_SELECTOR,
-                f"{rule_path}.policy",
-                f"{rule.policy} would delete a cluster the RayJob does not own (clusterSelector)",
-                "use DeleteSelf or DeleteNone",
-            )
+        if spec.cluster_selector and rule.policy in _DELETES_CLUSTER:
+            yield _policy_with_selector(rule.policy, f"{rule_path}.policy")
             continue
         if rule.policy == "DeleteWorkers" and autoscaling_enabled(spec.ray_cluster_spec):
-            yield Violation(
-                C.RAYJOB_DELETE_WORKERS_WITH_AUTOSCALING,
-                f"{rule_path}.policy",
-                "DeleteWorkers does not support clusters with autoscaling",
-                "use DeleteCluster, or turn autoscaling off",
-            )
+            yield _delete_workers_with_autoscaling(f"{rule_path}.policy")
             continue
         key = (
             ("jobStatus", cond.job_status)

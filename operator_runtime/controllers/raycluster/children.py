@@ -7,12 +7,13 @@ The RocksDB PVC step lives in ``storage.py``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Final
 
 from operator_runtime.api import JSONObject
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey, NodeType
-from operator_runtime.controllers.raycluster.reasons import Action, Reason
+from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation, loose, need
 from operator_runtime.render import (
     AuthSecretParams,
@@ -37,6 +38,7 @@ from operator_runtime.render.names import (
 )
 from operator_runtime.render.services import needs_headless_service
 from operator_runtime.render.storage import auth_secret_needed
+from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.errors import AlreadyExists, ApiError, NotFound
 from operator_runtime.runtime.kinds import SERVICE_ACCOUNT, Object
 
@@ -72,6 +74,22 @@ def create_child(
             "Normal", created, f"Created {what} {metadata.get('namespace')}/{name}", Action.CREATE
         )
     return result
+
+
+def create_missing(
+    run: Reconciliation,
+    cache: Cache,
+    name: str,
+    render: Callable[[], JSONObject],
+    *,
+    what: str,
+    created: Reason | None,
+    failed: Reason | None,
+) -> None:
+    """Create what ``render`` builds unless ``cache`` already holds ``name``. Rendering
+    waits until then: it may draw a random token."""
+    if cache.get(run.namespace, name) is None:
+        create_child(run, render(), what=what, created=created, failed=failed)
 
 
 def _autoscaling(run: Reconciliation) -> bool:
@@ -129,11 +147,11 @@ AUTOSCALER_ROLE_NEEDS: Final = (
 def reconcile_autoscaler_role(run: Reconciliation) -> None:
     if not _autoscaling(run):
         return
-    if run.tools.caches.roles.get(run.namespace, check_name(run.name)) is not None:
-        return
-    create_child(
+    create_missing(
         run,
-        build_autoscaler_role(params=AutoscalerRbacParams(run.cluster)),
+        run.tools.caches.roles,
+        check_name(run.name),
+        lambda: build_autoscaler_role(params=AutoscalerRbacParams(run.cluster)),
         what="role",
         created=Reason.CREATED_ROLE,
         failed=Reason.FAILED_TO_CREATE_ROLE,
@@ -153,11 +171,11 @@ AUTOSCALER_ROLE_BINDING_NEEDS: Final = (
 def reconcile_autoscaler_role_binding(run: Reconciliation) -> None:
     if not _autoscaling(run):
         return
-    if run.tools.caches.role_bindings.get(run.namespace, check_name(run.name)) is not None:
-        return
-    create_child(
+    create_missing(
         run,
-        build_autoscaler_role_binding(params=AutoscalerRbacParams(run.cluster)),
+        run.tools.caches.role_bindings,
+        check_name(run.name),
+        lambda: build_autoscaler_role_binding(params=AutoscalerRbacParams(run.cluster)),
         what="role binding",
         created=Reason.CREATED_ROLE_BINDING,
         failed=Reason.FAILED_TO_CREATE_ROLE_BINDING,
@@ -252,10 +270,15 @@ AUTH_SECRET_NEEDS: Final = (
 def reconcile_auth_secret(run: Reconciliation) -> None:
     if not auth_secret_needed(run.cluster):
         return
-    if run.tools.caches.secrets.get(run.namespace, auth_secret_name(run.cluster)) is not None:
-        return
-    secret = build_auth_secret(params=AuthSecretParams(run.cluster, run.tools.new_token()))
-    create_child(run, secret, what="secret", created=None, failed=None)
+    create_missing(
+        run,
+        run.tools.caches.secrets,
+        auth_secret_name(run.cluster),
+        lambda: build_auth_secret(params=AuthSecretParams(run.cluster, run.tools.new_token())),
+        what="secret",
+        created=None,
+        failed=None,
+    )
 
 
 SERVICE_NEEDS: Final = (
@@ -303,13 +326,12 @@ def reconcile_serve_service(run: Reconciliation) -> None:
     annotations = run.cluster.metadata.annotations or {}
     if annotations.get(AnnotationKey.ENABLE_SERVE_SERVICE) != "true":
         return
-    name = serve_service_name(cluster_name(run.cluster))
-    if run.tools.caches.services.get(run.namespace, name) is not None:
-        return
     # KubeRay records no event for this one.
-    create_child(
+    create_missing(
         run,
-        build_serve_service(params=ServiceParams(run.cluster)),
+        run.tools.caches.services,
+        serve_service_name(cluster_name(run.cluster)),
+        lambda: build_serve_service(params=ServiceParams(run.cluster)),
         what="service",
         created=None,
         failed=None,

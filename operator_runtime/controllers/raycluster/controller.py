@@ -28,6 +28,7 @@ import pydantic
 from prometheus_client import CollectorRegistry
 
 from operator_runtime.api import FeatureGates, RayCluster
+from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers.raycluster import children, gates, gcsft, pods, storage
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
 from operator_runtime.controllers.raycluster.options import (
@@ -36,7 +37,6 @@ from operator_runtime.controllers.raycluster.options import (
     RayClusterOptions,
 )
 from operator_runtime.controllers.raycluster.podops import POD_NEEDS
-from operator_runtime.controllers.raycluster.reasons import Action, Reason
 from operator_runtime.controllers.raycluster.reconciliation import (
     Caches,
     Reconciliation,

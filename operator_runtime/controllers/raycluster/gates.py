@@ -16,8 +16,8 @@ from operator_runtime.api import (
     InvalidStatusError,
     validate_raycluster,
 )
+from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers.raycluster.options import SHORT_REQUEUE_SECONDS
-from operator_runtime.controllers.raycluster.reasons import Action, Reason
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
 from operator_runtime.runtime.reconcile import Result
 

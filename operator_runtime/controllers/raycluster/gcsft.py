@@ -17,13 +17,13 @@ from typing import Final
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.finalizers import Finalizer
 from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers.raycluster.options import (
     DEFAULT_GCS_FT_DELETION_TIMEOUT,
     HEAD_TERMINATION_REQUEUE_SECONDS,
     SHORT_REQUEUE_SECONDS,
 )
 from operator_runtime.controllers.raycluster.podops import delete_all
-from operator_runtime.controllers.raycluster.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation, loose, need
 from operator_runtime.render import RedisCleanupJobParams, build_redis_cleanup_job
 from operator_runtime.render.gcsft import ft_embedded, ft_enabled

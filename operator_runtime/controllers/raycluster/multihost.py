@@ -8,11 +8,15 @@ from collections import defaultdict
 from typing import Final
 
 from operator_runtime.api import WorkerGroupSpec
-from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.api.labels import LabelKey
 from operator_runtime.controllers.raycluster.podhealth import running_and_ready, should_delete_pod
-from operator_runtime.controllers.raycluster.podops import create_pod, delete_pod
+from operator_runtime.controllers.raycluster.podops import (
+    create_worker,
+    delete_pod,
+    free_replica_indexes,
+)
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
-from operator_runtime.render import PodParams, build_pod, desired_worker_replicas
+from operator_runtime.render import desired_worker_replicas
 from operator_runtime.runtime.kinds import Object
 
 RAND_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
@@ -79,26 +83,10 @@ def _delete_replica(run: Reconciliation, group: str, members: list[Object], why:
 def _create_replicas(
     run: Reconciliation, group: WorkerGroupSpec, existing: list[list[Object]], count: int
 ) -> None:
-    used = set()
-    for members in existing:
-        value = _labels(members[0]).get(LabelKey.WORKER_GROUP_REPLICA_INDEX, "")
-        if value.isdigit():
-            used.add(int(value))
-    index = 0
-    for _ in range(count):
-        while index in used:
-            index += 1
-        used.add(index)
+    for index in free_replica_indexes((members[0] for members in existing), count):
         suffix = "".join(run.tools.rng.choice(RAND_ALPHABET) for _ in range(5))
         replica_name = f"{group.group_name}-{suffix}"
         for host in range(group.num_of_hosts):
-            params = PodParams(
-                cluster=run.cluster,
-                node_type=NodeType.WORKER,
-                group_name=group.group_name,
-                options=run.tools.options.render,
-                replica_index=index,
-                replica_name=replica_name,
-                host_index=host,
+            create_worker(
+                run, group, replica_index=index, replica_name=replica_name, host_index=host
             )
-            create_pod(run, build_pod(params=params), group=group.group_name, head=False)

@@ -10,17 +10,16 @@ recreating a pod it just deleted (the 5 -> 4 scale-down bug).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Final
 
-from operator_runtime.api import JSONObject
+from operator_runtime.api import JSONObject, WorkerGroupSpec
+from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers.raycluster.podhealth import is_terminating
-from operator_runtime.controllers.raycluster.reasons import (
-    Action,
-    Reason,
-    ReplicaFailure,
-    ReplicaFailureError,
-)
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation, need
+from operator_runtime.render import PodParams, build_pod
 from operator_runtime.runtime.errors import ApiError, Conflict, NotFound
 from operator_runtime.runtime.kinds import POD, Object
 
@@ -33,6 +32,61 @@ POD_NEEDS: Final = (
     # blockOwnerDeletion needs update on the owner's finalizers.
     need("ray.io", "rayclusters/finalizers", ("update",), "owner references of children"),
 )
+
+
+class ReplicaFailureError(Exception):
+    """A pod operation failed; the status gets ``ReplicaFailure=True`` with ``reason``."""
+
+    def __init__(self, reason: ReplicaFailure, cause: BaseException) -> None:
+        super().__init__(f"{reason.value}: {cause}")
+        self.reason = reason
+        self.cause = cause
+
+
+@dataclass(frozen=True, slots=True)
+class _Role:
+    """The event reasons and ReplicaFailure markers of one kind of pod."""
+
+    what: str
+    created: Reason
+    create_failed: Reason
+    create_marker: ReplicaFailure
+    deleted: Reason
+    delete_failed: Reason
+    delete_marker: ReplicaFailure
+
+
+_HEAD: Final = _Role(
+    what="head",
+    created=Reason.CREATED_HEAD_POD,
+    create_failed=Reason.FAILED_TO_CREATE_HEAD_POD,
+    create_marker=ReplicaFailure.CREATE_HEAD_POD,
+    deleted=Reason.DELETED_HEAD_POD,
+    delete_failed=Reason.FAILED_TO_DELETE_HEAD_POD,
+    delete_marker=ReplicaFailure.DELETE_HEAD_POD,
+)
+_WORKER: Final = _Role(
+    what="worker",
+    created=Reason.CREATED_WORKER_POD,
+    create_failed=Reason.FAILED_TO_CREATE_WORKER_POD,
+    create_marker=ReplicaFailure.CREATE_WORKER_POD,
+    deleted=Reason.DELETED_WORKER_POD,
+    delete_failed=Reason.FAILED_TO_DELETE_WORKER_POD,
+    delete_marker=ReplicaFailure.DELETE_WORKER_POD,
+)
+
+
+def _failure(
+    run: Reconciliation,
+    reason: Reason,
+    message: str,
+    action: Action,
+    marker: ReplicaFailure,
+    exc: ApiError,
+) -> ReplicaFailureError:
+    """Record the Warning event of a failed pod operation; the error to raise for it."""
+    run.event("Warning", reason, message, action)
+    return ReplicaFailureError(marker, exc)
 
 
 def satisfied(run: Reconciliation, group: str) -> bool:
@@ -53,25 +107,19 @@ def satisfied(run: Reconciliation, group: str) -> bool:
 
 def create_pod(run: Reconciliation, pod: JSONObject, *, group: str, head: bool) -> str:
     """Create ``pod``; returns its server-made name. Failures become ReplicaFailure."""
-    what = "head" if head else "worker"
+    role = _HEAD if head else _WORKER
     try:
         created = run.tools.client.create(pod)
     except ApiError as exc:
-        run.event(
-            "Warning",
-            Reason.FAILED_TO_CREATE_HEAD_POD if head else Reason.FAILED_TO_CREATE_WORKER_POD,
-            f"Failed to create {what} Pod for the cluster {run.namespace}/{run.name}, {exc}",
-            Action.CREATE,
-        )
-        marker = ReplicaFailure.CREATE_HEAD_POD if head else ReplicaFailure.CREATE_WORKER_POD
-        raise ReplicaFailureError(marker, exc) from exc
+        cluster = f"{run.namespace}/{run.name}"
+        message = f"Failed to create {role.what} Pod for the cluster {cluster}, {exc}"
+        raise _failure(
+            run, role.create_failed, message, Action.CREATE, role.create_marker, exc
+        ) from exc
     name = str(created["metadata"]["name"])
     run.tools.expectations.expect_create(run.group_key(group), run.namespace, name)
     run.event(
-        "Normal",
-        Reason.CREATED_HEAD_POD if head else Reason.CREATED_WORKER_POD,
-        f"Created {what} Pod {run.namespace}/{name}",
-        Action.CREATE,
+        "Normal", role.created, f"Created {role.what} Pod {run.namespace}/{name}", Action.CREATE
     )
     return name
 
@@ -81,27 +129,19 @@ def delete_pod(run: Reconciliation, pod: Object, *, group: str, head: bool, why:
     meanwhile is never hit). Already gone counts as done."""
     metadata = pod["metadata"]
     name = str(metadata["name"])
-    what = "head" if head else "worker"
+    role = _HEAD if head else _WORKER
     try:
         run.tools.client.delete(POD, name, run.namespace, uid=metadata.get("uid"))
     except (NotFound, Conflict):
-        log.info("%s: %s pod %s was already gone", run.key, what, name)
+        log.info("%s: %s pod %s was already gone", run.key, role.what, name)
     except ApiError as exc:
-        run.event(
-            "Warning",
-            Reason.FAILED_TO_DELETE_HEAD_POD if head else Reason.FAILED_TO_DELETE_WORKER_POD,
-            f"Failed deleting {what} Pod {run.namespace}/{name}; {why}; {exc}",
-            Action.DELETE,
-        )
-        marker = ReplicaFailure.DELETE_HEAD_POD if head else ReplicaFailure.DELETE_WORKER_POD
-        raise ReplicaFailureError(marker, exc) from exc
+        message = f"Failed deleting {role.what} Pod {run.namespace}/{name}; {why}; {exc}"
+        raise _failure(
+            run, role.delete_failed, message, Action.DELETE, role.delete_marker, exc
+        ) from exc
     else:
-        run.event(
-            "Normal",
-            Reason.DELETED_HEAD_POD if head else Reason.DELETED_WORKER_POD,
-            f"Deleted {what} Pod {run.namespace}/{name}; {why}",
-            Action.DELETE,
-        )
+        message = f"Deleted {role.what} Pod {run.namespace}/{name}; {why}"
+        run.event("Normal", role.deleted, message, Action.DELETE)
     run.tools.expectations.expect_delete(run.group_key(group), run.namespace, name)
 
 
@@ -129,15 +169,49 @@ def delete_all(
         except (NotFound, Conflict):
             pass
         except ApiError as exc:
-            run.event(
-                "Warning",
-                failed,
-                f"Failed deleting Pods of RayCluster {run.namespace}/{run.name} ({why}), {exc}",
-                Action.DELETE,
+            message = (
+                f"Failed deleting Pods of RayCluster {run.namespace}/{run.name} ({why}), {exc}"
             )
-            raise ReplicaFailureError(marker, exc) from exc
+            raise _failure(run, failed, message, Action.DELETE, marker, exc) from exc
         else:
             deleted += 1
         if group_of is not None and name in group_of:
             run.tools.expectations.expect_delete(run.group_key(group_of[name]), run.namespace, name)
     return deleted
+
+
+def free_replica_indexes(pods: Iterable[Object], count: int) -> list[int]:
+    """The ``count`` lowest ``ray.io/worker-group-replica-index`` values no pod carries."""
+    used: set[int] = set()
+    for pod in pods:
+        value = (pod["metadata"].get("labels") or {}).get(LabelKey.WORKER_GROUP_REPLICA_INDEX)
+        if value is not None and str(value).isdigit():
+            used.add(int(value))
+    free: list[int] = []
+    index = 0
+    while len(free) < count:
+        if index not in used:
+            free.append(index)
+        index += 1
+    return free
+
+
+def create_worker(
+    run: Reconciliation,
+    group: WorkerGroupSpec,
+    *,
+    replica_index: int,
+    replica_name: str = "",
+    host_index: int = 0,
+) -> None:
+    """Render and create one worker pod of ``group``."""
+    params = PodParams(
+        cluster=run.cluster,
+        node_type=NodeType.WORKER,
+        group_name=group.group_name,
+        options=run.tools.options.render,
+        replica_index=replica_index,
+        replica_name=replica_name,
+        host_index=host_index,
+    )
+    create_pod(run, build_pod(params=params), group=group.group_name, head=False)

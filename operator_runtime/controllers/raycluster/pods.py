@@ -16,6 +16,7 @@ import logging
 from operator_runtime.api import WorkerGroupSpec
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers.raycluster import multihost, upgrade
 from operator_runtime.controllers.raycluster.podhealth import (
     is_terminating,
@@ -24,11 +25,12 @@ from operator_runtime.controllers.raycluster.podhealth import (
 )
 from operator_runtime.controllers.raycluster.podops import (
     create_pod,
+    create_worker,
     delete_all,
     delete_pod,
+    free_replica_indexes,
     satisfied,
 )
-from operator_runtime.controllers.raycluster.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
 from operator_runtime.controllers.raycluster.status import (
     PROVISIONED,
@@ -235,29 +237,8 @@ def _delete_requested(run: Reconciliation, group: WorkerGroupSpec, pods: list[Ob
 def _create_workers(
     run: Reconciliation, group: WorkerGroupSpec, remaining: list[Object], count: int
 ) -> None:
-    used = _replica_indexes(remaining)
-    index = 0
-    for _ in range(count):
-        while index in used:
-            index += 1
-        used.add(index)
-        params = PodParams(
-            cluster=run.cluster,
-            node_type=NodeType.WORKER,
-            group_name=group.group_name,
-            options=run.tools.options.render,
-            replica_index=index,
-        )
-        create_pod(run, build_pod(params=params), group=group.group_name, head=False)
-
-
-def _replica_indexes(pods: list[Object]) -> set[int]:
-    used: set[int] = set()
-    for pod in pods:
-        value = (pod["metadata"].get("labels") or {}).get(LabelKey.WORKER_GROUP_REPLICA_INDEX)
-        if value is not None and str(value).isdigit():
-            used.add(int(value))
-    return used
+    for index in free_replica_indexes(remaining, count):
+        create_worker(run, group, replica_index=index)
 
 
 def _scale_down(run: Reconciliation, group: str, remaining: list[Object], count: int) -> None:

@@ -16,9 +16,9 @@ from typing import Final, cast
 
 from operator_runtime.api import JSONObject, RayCluster
 from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
 from operator_runtime.controllers.raycluster.options import RayClusterOptions
-from operator_runtime.controllers.raycluster.reasons import Action, Reason
 from operator_runtime.render import Permission
 from operator_runtime.runtime.cache import BY_CLUSTER, Cache
 from operator_runtime.runtime.client import KubeClient

@@ -26,7 +26,7 @@ from typing import Any, Final
 from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.controllers.raycluster import podhealth
-from operator_runtime.controllers.raycluster.reasons import ReplicaFailureError
+from operator_runtime.controllers.raycluster.podops import ReplicaFailureError
 from operator_runtime.controllers.raycluster.resources import desired_resources
 from operator_runtime.render import desired_worker_replicas
 from operator_runtime.runtime.clock import format_time

@@ -12,8 +12,8 @@ import copy
 from collections import Counter
 from typing import Final
 
+from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers.raycluster.children import create_child
-from operator_runtime.controllers.raycluster.reasons import Action, Reason
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation, loose, need
 from operator_runtime.render import GcsStoragePvcParams, build_gcs_storage_pvc, owner_reference
 from operator_runtime.render.gcsft import ft_embedded, ft_enabled

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from operator_runtime.runtime.client import KubeClient
@@ -56,25 +57,44 @@ def _ready(client: KubeClient, namespace: str, name: str, workers: int) -> bool:
     return len(pods) == workers + 1 and all(running_ready(p) for p in pods)
 
 
+def _head_replaced_once(
+    client: KubeClient,
+    namespace: str,
+    name: str,
+    workers: int,
+    break_head: Callable[[Object], object],
+    quiet: float,
+) -> None:
+    """On a ready cluster, ``break_head`` breaks the head pod: exactly that pod goes and
+    exactly one new head comes (counted by our own watch over ``quiet`` more seconds)."""
+    client.create(raycluster(name, namespace, workers=workers))
+    wait_for("cluster ready", lambda: _ready(client, namespace, name, workers), timeout=60)
+    head = live_pods(client, namespace, name, "head")[0]
+    with pod_ledger(client, namespace, name) as ledger:
+        break_head(head)
+        wait_for(
+            "a new head",
+            lambda: any(
+                p["metadata"]["uid"] != head["metadata"]["uid"] and running_ready(p)
+                for p in live_pods(client, namespace, name, "head")
+            ),
+        )
+        settle(quiet)
+        assert ledger.deleted_of_initial() == {head["metadata"]["uid"]}
+        assert len(ledger.new_pods()) == 1
+
+
 def test_a_deleted_head_pod_is_recreated_once(
     operator: RunningOperator, client: KubeClient, namespace: str
 ) -> None:
-    client.create(raycluster("headless", namespace, workers=2))
-    wait_for("cluster ready", lambda: _ready(client, namespace, "headless", 2), timeout=60)
-    head = live_pods(client, namespace, "headless", "head")[0]
-    with pod_ledger(client, namespace, "headless") as ledger:
-        client.delete(POD, head["metadata"]["name"], namespace)
-        wait_for(
-            "a new head",
-            lambda: [
-                p
-                for p in live_pods(client, namespace, "headless", "head")
-                if p["metadata"]["uid"] != head["metadata"]["uid"] and running_ready(p)
-            ],
-        )
-        settle(3.0)
-        assert ledger.deleted_of_initial() == {head["metadata"]["uid"]}
-        assert len(ledger.new_pods()) == 1
+    _head_replaced_once(
+        client,
+        namespace,
+        "headless",
+        2,
+        lambda head: client.delete(POD, head["metadata"]["name"], namespace),
+        quiet=3.0,
+    )
     new_head = live_pods(client, namespace, "headless", "head")[0]
     status = wait_for(
         "status names the new head",
@@ -91,21 +111,14 @@ def test_a_deleted_head_pod_is_recreated_once(
 def test_a_failed_head_pod_is_deleted_and_recreated(
     operator: RunningOperator, client: KubeClient, namespace: str
 ) -> None:
-    client.create(raycluster("failhead", namespace, workers=1))
-    wait_for("cluster ready", lambda: _ready(client, namespace, "failhead", 1), timeout=60)
-    head = live_pods(client, namespace, "failhead", "head")[0]
-    with pod_ledger(client, namespace, "failhead") as ledger:
-        _set_status(client, namespace, head, {"phase": "Failed"})
-        wait_for(
-            "head replaced",
-            lambda: any(
-                p["metadata"]["uid"] != head["metadata"]["uid"] and running_ready(p)
-                for p in live_pods(client, namespace, "failhead", "head")
-            ),
-        )
-        settle(2.0)
-        assert ledger.deleted_of_initial() == {head["metadata"]["uid"]}
-        assert len(ledger.new_pods()) == 1
+    _head_replaced_once(
+        client,
+        namespace,
+        "failhead",
+        1,
+        lambda head: _set_status(client, namespace, head, {"phase": "Failed"}),
+        quiet=2.0,
+    )
     assert events(client, namespace, "DeletedHeadPod", "failhead")
 
 

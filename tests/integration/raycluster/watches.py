@@ -5,19 +5,85 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import ApiError, TransportError
 from operator_runtime.runtime.kinds import POD, Object
 
+
+class _Watcher:
+    """A watch in a daemon thread from ``_version`` until ``close()``, restarted after
+    stream errors; subclasses say what to watch and what to keep of each event."""
+
+    client: KubeClient
+    namespace: str
+    stop: threading.Event
+    _version: str
+
+    def _target(self) -> tuple[Any, str]:
+        """The kind and label selector to watch."""
+        raise NotImplementedError
+
+    def _record(self, event: Object) -> None:
+        raise NotImplementedError
+
+    def _seed(self, items: list[Object]) -> None:
+        """Take note of what exists before the watch starts (nothing, by default)."""
+
+    def start(self) -> None:
+        kind, selector = self._target()
+        listing = self.client.list(kind, self.namespace, label_selector=selector)
+        self._seed(listing["items"])
+        self._version = str(listing["metadata"]["resourceVersion"])
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        kind, selector = self._target()
+        while not self.stop.is_set():
+            try:
+                stream = self.client.watch(
+                    kind,
+                    self.namespace,
+                    resource_version=self._version,
+                    label_selector=selector,
+                    timeout_seconds=60,
+                    inactivity_timeout=2.0,
+                )
+                self._stream = stream
+                for event in stream:
+                    self._record(event)
+                    if self.stop.is_set():
+                        break
+            except (TransportError, ApiError):
+                continue
+
+    def close(self) -> None:
+        self.stop.set()
+        stream = getattr(self, "_stream", None)
+        if stream is not None:
+            stream.close()
+
+
+W = TypeVar("W", bound=_Watcher)
+
+
+@contextmanager
+def _running(watcher: W) -> Iterator[W]:
+    watcher.start()
+    try:
+        yield watcher
+    finally:
+        watcher.close()
+
+
 # -- counting what happens to pods ------------------------------------------------------
 
 
 @dataclass
-class PodLedger:
+class PodLedger(_Watcher):
     """Every pod UID of one cluster seen by our own watch: when it appeared, whether it
     was deleted (deletionTimestamp set or gone)."""
 
@@ -30,41 +96,17 @@ class PodLedger:
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
 
-    def start(self) -> None:
-        listing = self.client.list(POD, self.namespace, label_selector=self._selector)
-        for pod in listing["items"]:
+    def _seed(self, items: list[Object]) -> None:
+        for pod in items:
             uid = pod["metadata"]["uid"]
             self.seen[uid] = pod["metadata"]["name"]
             if pod["metadata"].get("deletionTimestamp"):
                 self.deleted.add(uid)
             else:
                 self.initial.add(uid)
-        self._version = str(listing["metadata"]["resourceVersion"])
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
 
-    @property
-    def _selector(self) -> str:
-        return f"ray.io/cluster={self.cluster},ray.io/node-type in (head,worker)"
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                stream = self.client.watch(
-                    POD,
-                    self.namespace,
-                    resource_version=self._version,
-                    label_selector=self._selector,
-                    timeout_seconds=60,
-                    inactivity_timeout=2.0,
-                )
-                self._stream = stream
-                for event in stream:
-                    self._record(event)
-                    if self.stop.is_set():
-                        break
-            except (TransportError, ApiError):
-                continue
+    def _target(self) -> tuple[Any, str]:
+        return POD, f"ray.io/cluster={self.cluster},ray.io/node-type in (head,worker)"
 
     def _record(self, event: Object) -> None:
         obj = event.get("object") or {}
@@ -89,25 +131,15 @@ class PodLedger:
         with self.lock:
             return self.deleted & self.initial
 
-    def close(self) -> None:
-        self.stop.set()
-        stream = getattr(self, "_stream", None)
-        if stream is not None:
-            stream.close()
 
-
-@contextmanager
-def pod_ledger(client: KubeClient, namespace: str, cluster: str) -> Iterator[PodLedger]:
-    ledger = PodLedger(client, namespace, cluster)
-    ledger.start()
-    try:
-        yield ledger
-    finally:
-        ledger.close()
+def pod_ledger(
+    client: KubeClient, namespace: str, cluster: str
+) -> AbstractContextManager[PodLedger]:
+    return _running(PodLedger(client, namespace, cluster))
 
 
 @dataclass
-class EventLog:
+class EventLog(_Watcher):
     """Every watch event of one kind (and selector) from now on, with its
     resourceVersion: a single etcd orders them globally, so "A happened before B"
     can be checked exactly across kinds."""
@@ -119,49 +151,21 @@ class EventLog:
     entries: list[tuple[str, int, Object]] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
 
-    def start(self) -> None:
-        listing = self.client.list(self.kind, self.namespace, label_selector=self.selector)
-        self._version = str(listing["metadata"]["resourceVersion"])
-        threading.Thread(target=self._run, daemon=True).start()
+    def _target(self) -> tuple[Any, str]:
+        return self.kind, self.selector
 
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                stream = self.client.watch(
-                    self.kind,
-                    self.namespace,
-                    resource_version=self._version,
-                    label_selector=self.selector,
-                    timeout_seconds=60,
-                    inactivity_timeout=2.0,
-                )
-                self._stream = stream
-                for event in stream:
-                    obj = event.get("object") or {}
-                    version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                    if event.get("type") != "BOOKMARK" and version:
-                        self.entries.append((str(event["type"]), int(version), obj))
-                    self._version = version or self._version
-                    if self.stop.is_set():
-                        break
-            except (TransportError, ApiError):
-                continue
+    def _record(self, event: Object) -> None:
+        obj = event.get("object") or {}
+        version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        if event.get("type") != "BOOKMARK" and version:
+            self.entries.append((str(event["type"]), int(version), obj))
+        self._version = version or self._version
 
     def first(self, event_type: str) -> int | None:
         return next((rv for kind, rv, _ in self.entries if kind == event_type), None)
 
-    def close(self) -> None:
-        self.stop.set()
-        stream = getattr(self, "_stream", None)
-        if stream is not None:
-            stream.close()
 
-
-@contextmanager
-def event_log(client: KubeClient, kind: Any, namespace: str, selector: str) -> Iterator[EventLog]:
-    log = EventLog(client, kind, namespace, selector)
-    log.start()
-    try:
-        yield log
-    finally:
-        log.close()
+def event_log(
+    client: KubeClient, kind: Any, namespace: str, selector: str
+) -> AbstractContextManager[EventLog]:
+    return _running(EventLog(client, kind, namespace, selector))

@@ -24,6 +24,7 @@ from operator_runtime.api import (
     WorkerGroupSpec,
     validate,
 )
+from tests.wire import contains
 
 SAMPLES = sorted((Path(__file__).parents[3] / "examples" / "manifests").glob("*.yaml"))
 
@@ -44,21 +45,7 @@ def test_sample_parses_validates_and_round_trips(api: Any, path: Path) -> None:
     assert again == model
     assert again.to_dict() == wire
     # Nothing the user wrote is lost: the wire form is the input plus CRD defaults.
-    assert _contains(wire, raw), f"{path.name} lost fields on the way through the model"
-
-
-def _contains(big: Any, small: Any) -> bool:
-    if isinstance(small, dict):
-        return isinstance(big, dict) and all(
-            k in big and _contains(big[k], v) for k, v in small.items()
-        )
-    if isinstance(small, list):
-        return (
-            isinstance(big, list)
-            and len(big) == len(small)
-            and all(_contains(b, s) for b, s in zip(big, small, strict=True))
-        )
-    return bool(big == small)
+    assert contains(wire, raw), f"{path.name} lost fields on the way through the model"
 
 
 def test_crd_defaults_are_filled(api: Any) -> None:

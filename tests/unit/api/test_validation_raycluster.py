@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from operator_runtime.api import ErrorCode, FeatureGates
+from tests.unit.api.rulecases import Obj, case_params, codes, do, spec_set
 
-Obj = dict[str, Any]
 ROCKS = FeatureGates(gcs_fault_tolerance_embedded_storage=True)
 HISTORY = FeatureGates(ray_cluster_history_server=True)
 NETPOL = FeatureGates(ray_cluster_network_policy=True)
@@ -38,18 +38,6 @@ def wg(o: Obj, i: int = 0) -> Obj:
 
 def wgc(o: Obj) -> Obj:
     return wg(o)["template"]["spec"]["containers"][0]
-
-
-def do(*steps: Callable[[Obj], object]) -> Callable[[Obj], None]:
-    def mutate(o: Obj) -> None:
-        for step in steps:
-            step(o)
-
-    return mutate
-
-
-def spec_set(**fields: Any) -> Callable[[Obj], None]:
-    return lambda o: o["spec"].update(fields)
 
 
 def env(target: Callable[[Obj], Obj], name: str, value: str = "x") -> Callable[[Obj], None]:
@@ -266,7 +254,7 @@ CASES = [
 
 @pytest.mark.parametrize(
     ("code", "mutate", "path", "scope", "gates"),
-    [pytest.param(*case, id=f"{case[0].value}-{i}") for i, case in enumerate(CASES)],
+    case_params(CASES),
 )
 def test_rule_rejects(
     api: Any,
@@ -284,7 +272,7 @@ def test_rule_rejects(
 
 def test_every_raycluster_code_has_a_case() -> None:
     covered = {case[0] for case in CASES}
-    assert {c for c in ErrorCode if c.value.startswith("RAYCLUSTER_")} == covered
+    assert codes("RAYCLUSTER_") == covered
 
 
 # fmt: off

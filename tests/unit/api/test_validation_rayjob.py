@@ -8,29 +8,17 @@ from typing import Any
 import pytest
 
 from operator_runtime.api import ErrorCode, FeatureGates
+from tests.unit.api.rulecases import Obj, case_params, codes, do, spec_set
 
-Obj = dict[str, Any]
 C = ErrorCode
 DS = "spec.deletionStrategy"
 NO_DELETION_POLICY = FeatureGates(ray_job_deletion_policy=False)
-
-
-def spec_set(**fields: Any) -> Callable[[Obj], None]:
-    return lambda o: o["spec"].update(fields)
 
 
 def selector(name: str = "shared") -> Callable[[Obj], None]:
     def mutate(o: Obj) -> None:
         del o["spec"]["rayClusterSpec"]
         o["spec"]["clusterSelector"] = {"ray.io/cluster": name} if name else {"team": "a"}
-
-    return mutate
-
-
-def do(*steps: Callable[[Obj], object]) -> Callable[[Obj], None]:
-    def mutate(o: Obj) -> None:
-        for step in steps:
-            step(o)
 
     return mutate
 
@@ -158,7 +146,7 @@ CASES = [
 
 @pytest.mark.parametrize(
     ("code", "mutate", "path", "scope", "gates"),
-    [pytest.param(*case, id=f"{case[0].value}-{i}") for i, case in enumerate(CASES)],
+    case_params(CASES),
 )
 def test_rule_rejects(
     api: Any,
@@ -174,7 +162,7 @@ def test_rule_rejects(
 
 
 def test_every_rayjob_code_has_a_case() -> None:
-    assert {c for c in ErrorCode if c.value.startswith("RAYJOB_")} == {c[0] for c in CASES}
+    assert codes("RAYJOB_") == {c[0] for c in CASES}
 
 
 def test_embedded_cluster_spec_is_validated_with_its_path(api: Any) -> None:

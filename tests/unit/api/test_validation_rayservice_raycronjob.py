@@ -9,20 +9,12 @@ from typing import Any
 import pytest
 
 from operator_runtime.api import ErrorCode, FeatureGates
+from tests.unit.api.rulecases import Obj, case_params, codes, do
 
-Obj = dict[str, Any]
 C = ErrorCode
 CUO = "spec.upgradeStrategy.clusterUpgradeOptions"
 NO_INCREMENTAL = FeatureGates(ray_service_incremental_upgrade=False)
 TIMEOUT = "ray.io/initializing-timeout"
-
-
-def do(*steps: Callable[[Obj], object]) -> Callable[[Obj], None]:
-    def mutate(o: Obj) -> None:
-        for step in steps:
-            step(o)
-
-    return mutate
 
 
 def cluster(**fields: Any) -> Callable[[Obj], None]:
@@ -84,7 +76,7 @@ SERVICE_CASES = [
 
 @pytest.mark.parametrize(
     ("code", "mutate", "path", "scope"),
-    [pytest.param(*case, id=f"{case[0].value}-{i}") for i, case in enumerate(SERVICE_CASES)],
+    case_params(SERVICE_CASES),
 )
 def test_service_rule_rejects(
     api: Any, code: ErrorCode, mutate: Callable[[Obj], None], path: str, scope: str
@@ -95,7 +87,7 @@ def test_service_rule_rejects(
 
 
 def test_every_rayservice_code_has_a_case() -> None:
-    expected = {c for c in ErrorCode if c.value.startswith("RAYSERVICE_")}
+    expected = codes("RAYSERVICE_")
     assert expected == {c[0] for c in SERVICE_CASES}
 
 
@@ -157,7 +149,7 @@ CRON_CASES = [
 
 @pytest.mark.parametrize(
     ("code", "mutate", "path"),
-    [pytest.param(*case, id=f"{case[0].value}-{i}") for i, case in enumerate(CRON_CASES)],
+    case_params(CRON_CASES),
 )
 def test_cron_rule_rejects(
     api: Any, code: ErrorCode, mutate: Callable[[Obj], None], path: str
@@ -169,7 +161,7 @@ def test_cron_rule_rejects(
 
 
 def test_every_raycronjob_code_has_a_case() -> None:
-    expected = {c for c in ErrorCode if c.value.startswith("RAYCRONJOB_")}
+    expected = codes("RAYCRONJOB_")
     assert expected == {c[0] for c in CRON_CASES}
 
 

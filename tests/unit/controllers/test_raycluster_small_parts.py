@@ -37,41 +37,21 @@ def test_cluster_metrics_are_computed_from_the_cache_on_scrape() -> None:
     )
     clusters.upsert({"metadata": {"name": "b", "namespace": "n", "uid": "u2"}})
     sample = registry.get_sample_value
-    assert (
-        sample(
-            "kuberay_cluster_info",
-            {"name": "a", "namespace": "n", "uid": "u1", "owner_kind": "RayJob"},
-        )
-        == 1
-    )
-    assert (
-        sample(
-            "kuberay_cluster_info",
-            {"name": "b", "namespace": "n", "uid": "u2", "owner_kind": "None"},
-        )
-        == 1
-    )
-    assert (
-        sample(
-            "kuberay_cluster_condition_provisioned",
-            {"name": "a", "namespace": "n", "uid": "u1", "condition": "true"},
-        )
-        == 1
-    )
-    assert (
-        sample(
-            "kuberay_cluster_condition_provisioned",
-            {"name": "b", "namespace": "n", "uid": "u2", "condition": "false"},
-        )
-        == 1
-    )
+    a = {"name": "a", "namespace": "n", "uid": "u1"}
+    b = {"name": "b", "namespace": "n", "uid": "u2"}
+    for metric, labels in (
+        ("kuberay_cluster_info", {**a, "owner_kind": "RayJob"}),
+        ("kuberay_cluster_info", {**b, "owner_kind": "None"}),
+        ("kuberay_cluster_condition_provisioned", {**a, "condition": "true"}),
+        ("kuberay_cluster_condition_provisioned", {**b, "condition": "false"}),
+    ):
+        assert sample(metric, labels) == 1, (metric, labels)
     metrics.observe_provisioned("n", "a", "u1", 12.5)
-    labels = {"name": "a", "namespace": "n", "uid": "u1"}
-    assert sample("kuberay_cluster_provisioned_duration_seconds", labels) == 12.5
+    assert sample("kuberay_cluster_provisioned_duration_seconds", a) == 12.5
     clusters.remove(("n", "a"))
     metrics.forget("n", "a")
-    assert sample("kuberay_cluster_info", {**labels, "owner_kind": "RayJob"}) is None
-    assert sample("kuberay_cluster_provisioned_duration_seconds", labels) is None
+    assert sample("kuberay_cluster_info", {**a, "owner_kind": "RayJob"}) is None
+    assert sample("kuberay_cluster_provisioned_duration_seconds", a) is None
 
 
 def test_only_spec_metadata_and_deletion_changes_wake_the_controller() -> None:

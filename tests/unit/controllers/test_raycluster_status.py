@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from operator_runtime.api import RayCluster
-from operator_runtime.controllers.raycluster.reasons import ReplicaFailure, ReplicaFailureError
+from operator_runtime.api.reasons import ReplicaFailure
+from operator_runtime.controllers.raycluster.podops import ReplicaFailureError
 from operator_runtime.controllers.raycluster.resources import Amount, format_quantity
 from operator_runtime.controllers.raycluster.status import (
     StatusError,

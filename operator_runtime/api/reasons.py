@@ -1,8 +1,8 @@
-"""Event reasons, event actions and ReplicaFailure reasons of the RayCluster controller.
+"""Event reasons, event actions and ``ReplicaFailure`` condition reasons of the
+RayCluster controller.
 
 The strings are KubeRay's, so ``kubectl get events --field-selector reason=...`` and
-alerts written for KubeRay keep working. (The API package would be their natural home
-next to labels and annotations; they live here until it grows an events module.)
+alerts written for KubeRay keep working.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from enum import StrEnum
 
 
 class Reason(StrEnum):
-    """``reason`` of the Events this controller records."""
+    """``reason`` of the Events the RayCluster controller records."""
 
     INVALID_METADATA = "InvalidRayClusterMetadata"
     INVALID_SPEC = "InvalidRayClusterSpec"
@@ -70,12 +70,3 @@ class ReplicaFailure(StrEnum):
     CREATE_HEAD_POD = "FailedCreateHeadPod"
     DELETE_WORKER_POD = "FailedDeleteWorkerPod"
     CREATE_WORKER_POD = "FailedCreateWorkerPod"
-
-
-class ReplicaFailureError(Exception):
-    """A pod operation failed; the status gets ``ReplicaFailure=True`` with ``reason``."""
-
-    def __init__(self, reason: ReplicaFailure, cause: BaseException) -> None:
-        super().__init__(f"{reason.value}: {cause}")
-        self.reason = reason
-        self.cause = cause
