@@ -22,13 +22,16 @@ $(STAMP): pyproject.toml
 localcluster: venv
 	$(PY) -m hack.localcluster build
 
+pulumi-engine: venv
+	$(PY) -m hack.pulumi build
+
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
 
-test: venv localcluster lint
+test: venv localcluster pulumi-engine lint
 	$(PY) -m pytest
 
 demo: venv localcluster

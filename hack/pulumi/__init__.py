@@ -1,0 +1,29 @@
+"""A real Pulumi engine for tests: CLI, Python language host and Kubernetes provider.
+
+All three are built from pinned Go modules (``python -m hack.pulumi build|env|status``)
+into a cache outside the repository; :func:`engine_env` gives the offline environment
+they run in. Tests use it through the session fixture in ``tests/e2e/conftest.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hack.pulumi.build import Engine, engine, ensure_built
+from hack.pulumi.environment import engine_env, format_env, python_executable
+
+__all__ = [
+    "Engine",
+    "engine",
+    "engine_env",
+    "ensure_built",
+    "format_env",
+    "python_executable",
+    "start_for_tests",
+]
+
+
+def start_for_tests(state_dir: Path) -> tuple[Engine, dict[str, str]]:
+    """Build (or reuse) the engine and return it with an environment rooted in ``state_dir``."""
+    built = ensure_built()
+    return built, engine_env(state_dir, built)

@@ -1,0 +1,105 @@
+"""An offline environment in which the built engine runs a Python Pulumi program.
+
+Everything the engine would otherwise fetch or share is pinned here: the binaries come
+first on PATH (the CLI finds its language host beside itself, and the Kubernetes
+provider as an ambient plugin on PATH, ahead of any plugin in PULUMI_HOME), state goes
+to a local file backend, PULUMI_HOME is private to the state directory, and plugin
+downloads and update checks are off, so nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from hack.pulumi.build import Engine, ensure_built
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+TEST_PASSPHRASE = "pulumi-ray-local-engine"
+"""Encrypts secrets in the local file backend; a throwaway value for throwaway state."""
+
+UNSET_VARIABLES = (
+    # Would make the engine skip the provider we put on PATH.
+    "PULUMI_IGNORE_AMBIENT_PLUGINS",
+    # Would send the engine to a service instead of the local backend.
+    "PULUMI_ACCESS_TOKEN",
+    "PULUMI_API",
+)
+
+
+def python_executable() -> Path:
+    """The interpreter programs run with: the project's virtualenv, else the current one."""
+    venv_python = REPO_ROOT / ".venv" / "bin" / "python"
+    return venv_python if venv_python.exists() else Path(sys.executable)
+
+
+def engine_env(
+    state_dir: Path, engine: Engine | None = None, *, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """A complete process environment for running the engine against ``state_dir``.
+
+    ``state_dir`` holds PULUMI_HOME (``home/``) and the file backend (``backend/``); both
+    are created. ``engine`` defaults to the current pins, built first if not cached;
+    ``base`` defaults to this process's environment.
+    """
+    if engine is None:
+        engine = ensure_built()
+    environment = dict(os.environ if base is None else base)
+    for name in UNSET_VARIABLES:
+        environment.pop(name, None)
+    home = state_dir / "home"
+    backend = state_dir / "backend"
+    home.mkdir(parents=True, exist_ok=True)
+    backend.mkdir(parents=True, exist_ok=True)
+    _disable_automatic_logs(home)
+    python = python_executable()
+    path_entries = [str(engine.bin_dir), str(python.parent)]
+    environment.update(
+        {
+            "PATH": os.pathsep.join([*path_entries, environment.get("PATH", "")]),
+            "PULUMI_HOME": str(home),
+            "PULUMI_BACKEND_URL": backend.as_uri(),
+            "PULUMI_CONFIG_PASSPHRASE": TEST_PASSPHRASE,
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+            "PULUMI_SKIP_CONFIRMATIONS": "true",
+            # The language host (v3.79) takes no virtualenv from the engine; it runs the
+            # program with this interpreter, which is the project's virtualenv.
+            "PULUMI_PYTHON_CMD": str(python),
+            # The file backend would otherwise suggest migrating to project-scoped stacks.
+            "PULUMI_DIY_BACKEND_NO_LEGACY_WARNING": "true",
+        }
+    )
+    return environment
+
+
+def _disable_automatic_logs(home: Path) -> None:
+    """Keep the CLI from writing its automatic debug log (pkg/v3 >= v3.233.0).
+
+    Every command records every verbose log line, property values included, gzipped,
+    into ``$PULUMI_HOME/logs``. With our CRDs (1-2 MB each) that is ~300 MB and more than
+    half the engine's CPU per command (a preview: 68 s with it, 16 s without). Nothing
+    turns it off, but the CLI carries on without it when it cannot create that
+    directory, so a plain file stands in its place.
+    """
+    logs = home / "logs"
+    if logs.is_dir():
+        shutil.rmtree(logs)
+    if not logs.exists():
+        logs.write_text("Not a directory on purpose: see hack/pulumi/environment.py.\n")
+
+
+def format_env(state_dir: Path, engine: Engine) -> str:
+    """Shell ``export`` lines for the variables :func:`engine_env` sets or changes."""
+    environment = engine_env(state_dir, engine, base={"PATH": os.environ.get("PATH", "")})
+    lines = [f"unset {name}" for name in UNSET_VARIABLES]
+    lines += [f"export {name}={_shell_quote(value)}" for name, value in sorted(environment.items())]
+    return "\n".join(lines)
+
+
+def _shell_quote(value: str) -> str:
+    return "'" + value.replace("'", "'\"'\"'") + "'"

@@ -1,0 +1,90 @@
+"""Fixtures for the e2e tier: a real Pulumi engine (built from Go modules) and stacks of
+the program in ``program/`` against the local control plane.
+
+Nothing here skips: if the engine cannot be built or the cluster cannot start, the
+fixture raises and every test using it errors with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pulumi.automation as auto
+import pytest
+
+from hack.localcluster import LocalCluster
+from hack.pulumi import Engine, start_for_tests
+from tests.e2e.stacks import ProgramStack, crd_files, crd_names, program_copy
+
+
+@dataclass(frozen=True)
+class PulumiEngine:
+    """The built engine and the offline environment every e2e stack runs in."""
+
+    engine: Engine
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="session")
+def pulumi_engine(tmp_path_factory: pytest.TempPathFactory) -> PulumiEngine:
+    built, env = start_for_tests(tmp_path_factory.mktemp("pulumi-engine"))
+    return PulumiEngine(engine=built, env=env)
+
+
+@pytest.fixture
+def program_stack(
+    pulumi_engine: PulumiEngine, local_cluster: LocalCluster, tmp_path: Path
+) -> Iterator[Callable[..., ProgramStack]]:
+    """Factory of fresh stacks of the e2e program; each is destroyed and removed afterwards.
+
+    The CRDs are cluster-wide and shared with the other tiers. Server-side apply makes
+    Pulumi adopt ones that already exist, and destroy then deletes them, so any that were
+    there before are applied again afterwards: the cluster is left as the test found it.
+    """
+    created: list[ProgramStack] = []
+    pre_existing_crds = [
+        path
+        for path, name in zip(crd_files(), crd_names(), strict=True)
+        if local_cluster.kubectl("get", "crd", name, "-o", "name", check=False).returncode == 0
+    ]
+
+    def create(*, ray_cluster_wait_for: str | None = None) -> ProgramStack:
+        suffix = uuid.uuid4().hex[:8]
+        work_dir = program_copy(tmp_path / suffix)
+        workspace = auto.LocalWorkspace(
+            work_dir=str(work_dir),
+            pulumi_home=pulumi_engine.env["PULUMI_HOME"],
+            env_vars=pulumi_engine.env,
+            pulumi_command=auto.PulumiCommand(root=str(pulumi_engine.engine.root)),
+        )
+        stack = auto.Stack.create(f"e2e-{suffix}", workspace)
+        program = ProgramStack(
+            stack=stack,
+            cluster=local_cluster,
+            namespace=f"e2e-{suffix}",
+            ray_cluster_name=f"raycluster-{suffix}",
+        )
+        created.append(program)
+        config = {
+            "kubeconfig": str(local_cluster.kubeconfig),
+            "namespace": program.namespace,
+            "crdFiles": json.dumps([str(path) for path in crd_files()]),
+            "greeting": "hello",
+            "rayClusterName": program.ray_cluster_name,
+        }
+        if ray_cluster_wait_for is not None:
+            config["rayClusterWaitFor"] = ray_cluster_wait_for
+        stack.set_all_config({key: auto.ConfigValue(value=value) for key, value in config.items()})
+        return program
+
+    yield create
+    for program in created:
+        # A failed test may leave resources behind; destroy is idempotent on an empty stack.
+        program.destroy()
+        program.stack.workspace.remove_stack(program.stack.name)
+    for path in pre_existing_crds:
+        local_cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
