@@ -20,6 +20,8 @@ import pytest
 import yaml
 from pydantic import ConfigDict, Field
 
+from hack import gobuild
+from hack.localcluster import versions as localcluster_versions
 from operator_runtime.api import crds
 from operator_runtime.api._base import JSONObject, JSONValue, K8sSchema, KubeModel
 from operator_runtime.api._structural import (
@@ -30,7 +32,6 @@ from operator_runtime.api._structural import (
 )
 
 REPO = Path(__file__).resolve().parents[3]
-GO_SPEC = Path("/root/go/pkg/mod/k8s.io/kubernetes@v1.34.4/api/openapi-spec/v3")
 
 # Field names of apiextensions.k8s.io/v1 JSONSchemaProps: anything else is refused.
 JSON_SCHEMA_PROPS = frozenset(
@@ -260,10 +261,21 @@ def test_kubernetes_schema_data_records_its_source() -> None:
     assert "io.k8s.api.core.v1.PodTemplateSpec" in content["definitions"]
 
 
-@pytest.mark.skipif(not GO_SPEC.is_dir(), reason="Kubernetes module not in the Go cache")
+def _kubernetes_openapi_dir() -> Path:
+    """The OpenAPI v3 documents of the Kubernetes module the local control plane pins,
+    from the Go module cache (downloaded if missing: this test never skips)."""
+    module = f"k8s.io/kubernetes@{localcluster_versions.KUBERNETES}"
+    found = subprocess.run(
+        [gobuild.go(), "mod", "download", "-json", module],
+        cwd=REPO / "hack" / "localcluster" / "gomod" / "kubernetes",
+        env=gobuild.go_env(), capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return Path(json.loads(found.stdout)["Dir"]) / "api" / "openapi-spec" / "v3"
+
+
 def test_kubernetes_schema_data_is_reproducible() -> None:
     roots = crds.referenced_kubernetes_definitions(crds.load_models())
-    fresh = crds.refresh_kubernetes_schemas(GO_SPEC, roots)
+    fresh = crds.refresh_kubernetes_schemas(_kubernetes_openapi_dir(), roots)
     committed = json.loads(crds.KUBERNETES_SCHEMA_FILE.read_text(encoding="utf-8"))
     assert fresh == committed
 
