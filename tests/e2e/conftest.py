@@ -52,9 +52,14 @@ def program_stack(
         if local_cluster.kubectl("get", "crd", name, "-o", "name", check=False).returncode == 0
     ]
 
-    def create(*, ray_cluster_wait_for: str | None = None) -> ProgramStack:
+    def create(
+        *, ray_cluster_wait_for: str | None = None, template_manifests: list[str] | None = None
+    ) -> ProgramStack:
+        """A stack of the e2e program or, given ``template_manifests``, of the root stack
+        template configured with those manifests."""
         suffix = uuid.uuid4().hex[:8]
-        work_dir = program_copy(tmp_path / suffix)
+        template = template_manifests is not None
+        work_dir = program_copy(tmp_path / suffix, template=template)
         workspace = auto.LocalWorkspace(
             work_dir=str(work_dir),
             pulumi_home=pulumi_engine.env["PULUMI_HOME"],
@@ -78,6 +83,12 @@ def program_stack(
         }
         if ray_cluster_wait_for is not None:
             config["rayClusterWaitFor"] = ray_cluster_wait_for
+        if template:
+            config = {
+                "kubeconfig": str(local_cluster.kubeconfig),
+                "namespace": program.namespace,
+                "manifests": json.dumps(template_manifests),
+            }
         stack.set_all_config({key: auto.ConfigValue(value=value) for key, value in config.items()})
         return program
 

@@ -15,6 +15,8 @@ from hack.pulumi import python_executable
 PROGRAM_DIR = Path(__file__).resolve().parent / "program"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "operator_runtime" / "api" / "crds"
+TEMPLATE_FILES = ("Pulumi.yaml", "__main__.py")
+"""The repository's own stack template (the root program)."""
 
 
 def crd_files() -> list[Path]:
@@ -74,14 +76,20 @@ class ProgramStack:
         return "".join(self.output)
 
 
-def program_copy(tmp_path: Path) -> Path:
-    """The program in a scratch directory, set to run in the project's virtualenv.
+def program_copy(tmp_path: Path, *, template: bool = False) -> Path:
+    """The e2e program (or, with ``template``, the root stack template) in a scratch
+    directory, set to run in the project's virtualenv.
 
     The engine writes ``Pulumi.<stack>.yaml`` beside ``Pulumi.yaml``, so the program
     never runs from the repository itself.
     """
     work_dir = tmp_path / "program"
-    shutil.copytree(PROGRAM_DIR, work_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    if template:
+        work_dir.mkdir(parents=True)
+        for name in TEMPLATE_FILES:
+            shutil.copyfile(REPO_ROOT / name, work_dir / name)
+    else:
+        shutil.copytree(PROGRAM_DIR, work_dir, ignore=shutil.ignore_patterns("__pycache__"))
     project = yaml.safe_load((work_dir / "Pulumi.yaml").read_text())
     # Read by language hosts that take it from the engine; the v3.79 host we can build
     # uses PULUMI_PYTHON_CMD instead (see hack/pulumi/environment.py). Both name .venv.

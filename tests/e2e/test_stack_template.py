@@ -1,0 +1,51 @@
+"""The repository's stack template (Pulumi.yaml + __main__.py) through the real engine:
+it previews our CRDs and the workloads its config names, and a bad manifest fails the
+preview with the object and the field path before anything reaches the cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pulumi.automation as auto
+import pytest
+import yaml
+
+from tests.e2e.stacks import ProgramStack
+
+pytestmark = pytest.mark.timeout(2400)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MANIFESTS = REPO_ROOT / "examples" / "manifests"
+
+
+def test_template_previews_the_crds_and_the_configured_workloads(
+    program_stack: Callable[..., ProgramStack],
+) -> None:
+    program = program_stack(
+        template_manifests=[str(MANIFESTS / "raycluster-gpu.yaml"), str(MANIFESTS / "rayjob.yaml")]
+    )
+    _, steps = program.preview()
+    creates = sorted(step.type for step in steps if step.op == auto.OpType.CREATE)
+    assert creates.count("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition") == 4
+    assert "kubernetes:ray.io/v1:RayCluster" in creates
+    assert "kubernetes:ray.io/v1:RayJob" in creates
+    names = {step.urn.rsplit("::", 1)[1] for step in steps}
+    assert f"raycluster-{program.namespace}-raycluster-gpu" in names
+
+
+def test_template_refuses_an_invalid_manifest_with_its_field_path(
+    program_stack: Callable[..., ProgramStack], tmp_path: Path
+) -> None:
+    manifest = yaml.safe_load((MANIFESTS / "raycluster-minimal.yaml").read_text())
+    manifest["spec"]["workerGroupSpecs"][0]["minReplicas"] = 5
+    manifest["spec"]["workerGroupSpecs"][0]["maxReplicas"] = 2
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(manifest))
+    program = program_stack(template_manifests=[str(bad)])
+    with pytest.raises(auto.CommandError) as failed:
+        program.preview()
+    message = str(failed.value) + program.text
+    assert "spec.workerGroupSpecs[0].minReplicas" in message
+    assert "RayCluster" in message and "raycluster-minimal" in message
+    assert "Traceback" not in message
