@@ -1,5 +1,6 @@
 """Controller plugins for ``operator_rss.py``: a no-op controller whose informer caches
-every pod labelled ``ray.io/cluster``, the way the RayCluster controller will."""
+every pod labelled ``ray.io/cluster`` and nothing else, to separate the pod cache from the
+rest of the RayCluster controller, and to price a slimmer projection."""
 
 from __future__ import annotations
 
