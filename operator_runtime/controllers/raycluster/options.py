@@ -13,7 +13,8 @@ from typing import Final
 from operator_runtime.api import FeatureGates, JSONObject
 from operator_runtime.render import RenderOptions
 from operator_runtime.render.options import DEFAULT_CLUSTER_DOMAIN
-from operator_runtime.runtime.cache import Projection
+from operator_runtime.runtime.cache import Projection, keep_paths
+from operator_runtime.runtime.kinds import Object
 
 DEFAULT_REQUEUE_SECONDS: Final = 300.0
 """``RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV``: the periodic resync of every cluster."""
@@ -24,6 +25,33 @@ HEAD_TERMINATION_REQUEUE_SECONDS: Final = 10.0
 DEFAULT_GCS_FT_DELETION_TIMEOUT: Final = 300.0
 """Seconds after the deletion request when the Redis cleanup finalizer is forced off."""
 EXPECTATIONS_TIMEOUT: Final = 30.0
+
+
+_POD_FIELDS_READ = keep_paths(
+    [
+        "metadata.annotations",
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "status.phase",
+        "status.conditions",
+        "status.containerStatuses",
+        "status.podIP",
+    ]
+)
+
+
+def ray_pod_projection(pod: Object) -> Object:
+    """What the controller reads from a pod, and nothing more: identity metadata with
+    labels and annotations, container names and the restart policy (shouldDeletePod),
+    node, phase, conditions, container states and IP. Commands, env and probes are most of
+    a Ray pod's bytes and never read back; dropping them halves the memory each cached pod
+    costs (benchmarks/README.md)."""
+    projected = _POD_FIELDS_READ(pod)
+    containers = (pod.get("spec") or {}).get("containers") or ()
+    projected.setdefault("spec", {})["containers"] = [
+        {"name": container.get("name")} for container in containers
+    ]
+    return projected
 
 
 def _default_cleanup_resources() -> JSONObject:
@@ -44,9 +72,9 @@ class RayClusterOptions:
     """``ENABLE_RANDOM_POD_DELETE``: scale down by count even with the autoscaler on."""
     redis_cleanup_resources: JSONObject = field(default_factory=_default_cleanup_resources)
     """Resources of the cleanup Job's container (KubeRay: 200m/256Mi, not configurable)."""
-    pod_projection: Projection | None = None
-    """How pods are trimmed in the cache (None: the runtime default). Tests wrap it to
-    delay pod events and prove the expectations hold under a slow informer."""
+    pod_projection: Projection = ray_pod_projection
+    """How pods are trimmed in the cache. Tests wrap it to delay pod events and prove the
+    expectations hold under a slow informer."""
 
     @property
     def gates(self) -> FeatureGates:

@@ -12,7 +12,7 @@ import pytest
 
 from hack.localcluster import LocalCluster
 from operator_runtime.controllers.raycluster import RayClusterOptions
-from operator_runtime.runtime.cache import strip_managed_fields
+from operator_runtime.controllers.raycluster.options import ray_pod_projection
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import RAY_CLUSTER, Object
 from tests.integration.raycluster.conftest import (
@@ -114,7 +114,7 @@ def slow_operator(ray_crds: LocalCluster, namespace: str) -> Iterator[RunningOpe
         metadata = pod.get("metadata") or {}
         if metadata.get("deletionTimestamp") or not (pod.get("spec") or {}).get("nodeName"):
             time.sleep(DELAY)
-        return strip_managed_fields(pod)
+        return ray_pod_projection(pod)
 
     with running_operator(ray_crds, namespace, RayClusterOptions(pod_projection=late)) as running:
         yield running
