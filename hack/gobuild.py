@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from hack import sandbox
+
 HEARTBEAT_SECONDS = 60.0
 """How often a long `go` command reports that it is still running."""
 
@@ -120,16 +122,23 @@ def ensure(
     family: str,
     build: Callable[[Path], None],
     versions_text: str,
+    make_target: str,
     force: bool = False,
     expected: str = "several minutes",
 ) -> Built:
     """Run ``build(bin_dir)`` into a staging directory unless ``built`` is complete.
 
     The staging directory is renamed into place only when every step succeeded, so an
-    interrupted build is never mistaken for a finished one.
+    interrupted build is never mistaken for a finished one. In the sandbox, which has no
+    network, a missing build fails at once naming the ``make_target`` that builds it.
     """
     if built.complete and not force:
         return built
+    if sandbox.inside():
+        raise RuntimeError(
+            f"{family} is not built under {built.root.parent} and the sandbox has no network "
+            f"to fetch Go modules: run `make {make_target}` first (outside the sandbox)"
+        )
     with _lock(built.root.parent):
         if built.complete and not force:
             return built

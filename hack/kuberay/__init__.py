@@ -41,7 +41,12 @@ def ensure_built(*, force: bool = False) -> gobuild.Built:
         )  # fmt: skip
 
     return gobuild.ensure(
-        _built(), family=FAMILY, build=build, versions_text=f"{MODULE} {VERSION}\n", force=force
+        _built(),
+        family=FAMILY,
+        build=build,
+        versions_text=f"{MODULE} {VERSION}\n",
+        force=force,
+        make_target="kuberay",
     )
 
 

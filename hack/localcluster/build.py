@@ -78,5 +78,10 @@ def ensure_built(*, force: bool = False) -> Toolset:
         f"{module} {version}\n" for module, version in sorted(versions.WRAPPER_MODULES.values())
     )
     return gobuild.ensure(
-        toolset(), family=FAMILY, build=_build, versions_text=versions_text, force=force
+        toolset(),
+        family=FAMILY,
+        build=_build,
+        versions_text=versions_text,
+        force=force,
+        make_target="localcluster",
     )

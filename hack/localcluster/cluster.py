@@ -26,11 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hack import sandbox
 from hack.localcluster import nodes, pki
 from hack.localcluster.build import BINARIES, Toolset
 
+# Made-up addresses on networks we do not own: only the sandbox (hack/sandbox) makes them
+# lead anywhere, by routing them to loopback. These are their one definition.
 SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
 POD_CIDR = "10.244.0.0/16"
+NODE_IP = "10.244.255.254"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 _PR_SET_PDEATHSIG = 1
 
@@ -111,7 +115,12 @@ class LocalCluster:
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self, *, node_count: int = 4) -> None:
-        """Start every component, wait until the API server is ready and nodes are Ready."""
+        """Start every component, wait until the API server is ready and nodes are Ready.
+
+        Only in the sandbox: the API server dials kwok's node and pod addresses (logs,
+        the service proxy), and outside it those lead to networks we do not own.
+        """
+        sandbox.require_inside("the local control plane")
         started = time.monotonic()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "logs").mkdir(exist_ok=True)
@@ -253,7 +262,7 @@ class LocalCluster:
                 "--manage-all-nodes=false",
                 f"--manage-nodes-with-annotation-selector={nodes.MANAGED_ANNOTATION}=fake",
                 f"--cidr={POD_CIDR}",
-                "--node-ip=10.244.255.254",
+                f"--node-ip={NODE_IP}",
                 "--node-lease-duration-seconds=40",
             ]
         raise ValueError(f"unknown component {component!r}; one of {', '.join(COMPONENTS)}")

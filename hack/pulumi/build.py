@@ -208,5 +208,5 @@ def ensure_built(*, force: bool = False) -> Engine:
     """Build the engine unless the cache already holds this stamp; return it."""
     return gobuild.ensure(
         engine(), family=FAMILY, build=_build, versions_text=_stamp_text(), force=force,
-        expected="10-30 minutes",
+        expected="10-30 minutes", make_target="pulumi-engine",
     )  # fmt: skip

@@ -1,0 +1,134 @@
+"""Entering the sandbox: a new network and mount namespace, set up, then the command.
+
+The outer process (``enter``) checks that namespaces can be made, creates a scratch
+directory and runs ``unshare`` on this same module with ``--inside``; it forwards
+signals, waits, and removes the scratch directory. The inner process (``set_up``), now
+in the new namespaces and root there, brings loopback up, routes kwok's ranges to it,
+shadows ``/etc/hosts`` and ``/etc/resolv.conf`` with private files, and then becomes
+the command (``exec``), so the command's exit code is the sandbox's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from hack.localcluster.cluster import NODE_IP, POD_CIDR, SERVICE_CLUSTER_IP_RANGE
+from hack.sandbox import DIR_ENV, HOSTS_FILE, NETNS_ENV
+
+ROUTED_TO_LOOPBACK = (POD_CIDR, f"{NODE_IP}/32", SERVICE_CLUSTER_IP_RANGE)
+"""kwok's pod range, its node's address (inside the pod range today, routed on its own
+so that stays true if either moves) and the service range."""
+
+RESOLV_CONF = Path("/etc/resolv.conf")
+_MS_RDONLY, _MS_REMOUNT, _MS_BIND = 0x1, 0x20, 0x1000
+_FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class SandboxUnavailable(RuntimeError):
+    """This machine cannot make the namespaces the sandbox needs."""
+
+
+def unshare_command() -> list[str]:
+    """``unshare`` with the flags this user needs for a network and mount namespace."""
+    if shutil.which("unshare") is None:
+        raise SandboxUnavailable("`unshare` is missing: install util-linux")
+    if os.geteuid() == 0:
+        return ["unshare", "--net", "--mount"]
+    # An ordinary user becomes root of a new user namespace, which may own the others.
+    return ["unshare", "--user", "--map-root-user", "--net", "--mount"]
+
+
+def check_available() -> None:
+    """Fail with one line naming what is missing, before anything else is started."""
+    command = unshare_command()
+    if shutil.which("ip") is None:
+        raise SandboxUnavailable("`ip` is missing: install iproute2")
+    probe = subprocess.run([*command, "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        reason = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else "no reason"
+        raise SandboxUnavailable(
+            f"`{' '.join(command)}` failed ({reason}); run as root, or enable unprivileged "
+            "user namespaces (sysctl kernel.unprivileged_userns_clone=1 / "
+            "user.max_user_namespaces > 0)"
+        )
+
+
+def enter(inner_arguments: Sequence[str]) -> int:
+    """Run ``python -m hack.sandbox --inside INNER_ARGUMENTS`` in new namespaces."""
+    check_available()
+    scratch = Path(tempfile.mkdtemp(prefix="pulumi-ray-sandbox-"))
+    command = [
+        *unshare_command(),
+        "--",
+        sys.executable,
+        "-m",
+        "hack.sandbox",
+        "--inside",
+        str(scratch),
+        *inner_arguments,
+    ]
+    repo_root = Path(__file__).resolve().parents[2]
+    # `hack` is not an installed package: the inner interpreter finds it from here.
+    python_path = os.pathsep.join(filter(None, [str(repo_root), os.environ.get("PYTHONPATH")]))
+    try:
+        process = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": python_path})
+        previous = {
+            number: signal.signal(number, lambda received, _frame: process.send_signal(received))
+            for number in _FORWARDED_SIGNALS
+        }
+        try:
+            return process.wait()
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def set_up(scratch: Path) -> None:
+    """Inside the new namespaces: network, private files, and the marker variables."""
+    _ip("link", "set", "lo", "up")
+    for network in ROUTED_TO_LOOPBACK:
+        _ip("route", "add", "local", network, "dev", "lo")
+    # Shadow the machine's files for this mount namespace only. The machine's hosts file
+    # stays readable (read-only) in the scratch directory, for comparison and debugging.
+    private_hosts, machine_view = scratch / "hosts", scratch / "machine-hosts"
+    shutil.copyfile(HOSTS_FILE, private_hosts)
+    machine_view.touch()
+    _bind(HOSTS_FILE, machine_view, read_only=True)
+    _bind(private_hosts, HOSTS_FILE)
+    # No name server is reachable; an empty resolver config makes a lookup of a name
+    # missing from /etc/hosts fail at once rather than after a resolver timeout.
+    private_resolv = scratch / "resolv.conf"
+    private_resolv.write_text("# the pulumi-ray sandbox has no DNS: names live in /etc/hosts\n")
+    if RESOLV_CONF.exists():
+        _bind(private_resolv, RESOLV_CONF)
+    os.environ[NETNS_ENV] = os.readlink("/proc/self/ns/net")
+    os.environ[DIR_ENV] = str(scratch)
+
+
+def _ip(*arguments: str) -> None:
+    result = subprocess.run(["ip", *arguments], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SandboxUnavailable(f"`ip {' '.join(arguments)}` failed: {result.stderr.strip()}")
+
+
+def _bind(source: Path, target: Path, *, read_only: bool = False) -> None:
+    # mount(2) directly: one bind needs no `mount` binary and reports errno plainly.
+    libc = ctypes.CDLL(None, use_errno=True)
+    flags = _MS_BIND
+    if libc.mount(str(source).encode(), str(target).encode(), None, flags, None) != 0:
+        raise SandboxUnavailable(f"bind {source} -> {target}: {os.strerror(ctypes.get_errno())}")
+    if read_only:
+        flags |= _MS_REMOUNT | _MS_RDONLY
+        if libc.mount(None, str(target).encode(), None, flags, None) != 0:
+            errno = ctypes.get_errno()
+            raise SandboxUnavailable(f"read-only {target}: {os.strerror(errno)}")
