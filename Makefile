@@ -2,13 +2,18 @@
 #   make demo   start a local control plane, install the CRDs, apply a sample RayCluster
 #   make test   lint, then every test tier (unit, components, integration, e2e)
 # Built binaries live in ~/.cache/pulumi-ray (override with PULUMI_RAY_CACHE).
+#
+# Everything that needs the package registries (pip, the Go builds) runs in the targets
+# before the sandbox; tests, the demo and benchmarks then run inside it (hack/sandbox),
+# where kwok's addresses lead to this machine and nothing can leave it.
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+SANDBOX := $(PY) -m hack.sandbox --
 
-.PHONY: test demo lint venv localcluster pulumi-engine crds clean
+.PHONY: test demo bench shell lint venv localcluster pulumi-engine kuberay crds clean
 
 venv: $(STAMP)
 
@@ -25,17 +30,26 @@ localcluster: venv
 pulumi-engine: venv
 	$(PY) -m hack.pulumi build
 
+kuberay: venv
+	$(PY) -m hack.kuberay build
+
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
 
-test: venv localcluster pulumi-engine lint
-	$(PY) -m pytest
+test: venv localcluster pulumi-engine kuberay lint
+	$(SANDBOX) $(PY) -m pytest
 
 demo: venv localcluster
-	$(PY) -m hack.demo
+	$(SANDBOX) $(PY) -m hack.demo
+
+bench: venv localcluster kuberay
+	$(SANDBOX) $(PY) -m benchmarks.operator_rss
+
+shell: venv localcluster
+	$(PY) -m hack.sandbox --shell
 
 crds: venv
 	$(PY) -m operator_runtime.api.crds

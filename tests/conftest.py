@@ -4,6 +4,10 @@
 kube-controller-manager, kube-scheduler, kwok) for the whole session, on first use.
 It never skips: if the control plane cannot be built or started, every test that needs
 it fails with the reason.
+
+The tiers that start a control plane, a Ray head or the Pulumi engine run only inside
+the sandbox (``hack/sandbox``): a session that collects any of them outside stops before
+the first test, with one line saying how to run it.
 """
 
 from __future__ import annotations
@@ -15,9 +19,29 @@ from pathlib import Path
 
 import pytest
 
+from hack import sandbox
 from hack.localcluster import LocalCluster, start_for_tests
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+SANDBOXED_TIERS = ("integration", "contract", "e2e")
+OUTSIDE_SANDBOX_EXIT = 4
+"""pytest's own code for a usage error: the tests were started the wrong way."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests_dir = REPO_ROOT / "tests"
+    tiers = {
+        item.path.relative_to(tests_dir).parts[0]
+        for item in items
+        if item.path.is_relative_to(tests_dir)
+    }
+    needing = sorted(tiers.intersection(SANDBOXED_TIERS))
+    if needing and not sandbox.inside():
+        pytest.exit(
+            f"the {', '.join(needing)} tiers run only inside the sandbox: use `make test` "
+            "or `python -m hack.sandbox -- python -m pytest ...`",
+            returncode=OUTSIDE_SANDBOX_EXIT,
+        )
 
 
 @pytest.fixture(scope="session")
