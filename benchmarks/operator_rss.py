@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hack import kuberay
+from hack import kuberay, sandbox
 from hack.localcluster import LocalCluster, nodes, start_for_tests
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import POD
@@ -341,6 +341,7 @@ def main() -> None:
         help=f"measure only these processes (of {', '.join(s.key for s in SUBJECTS)})",
     )  # fmt: skip
     args = parser.parse_args()
+    sandbox.exit_unless_inside("the benchmark")
     wanted = {key.strip() for key in args.only.split(",") if key.strip()}
     subjects = [s for s in SUBJECTS if not wanted or s.key in wanted]
     if wanted - {s.key for s in subjects}:

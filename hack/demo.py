@@ -12,6 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from hack import sandbox
 from hack.localcluster import LocalCluster, start_for_tests
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +38,7 @@ def _start_operator(cluster: LocalCluster, state_dir: Path) -> subprocess.Popen[
 
 
 def main() -> int:
+    sandbox.exit_unless_inside("the demo")
     with tempfile.TemporaryDirectory(prefix="pulumi-ray-demo-") as state_dir:
         cluster = start_for_tests(Path(state_dir))
         try:

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from hack import sandbox
 from hack.localcluster.build import ensure_built
 from hack.localcluster.cluster import COMPONENTS, LocalCluster, format_env
 
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         print(tools.bin_dir)
         return 0
     if arguments.command == "up":
+        sandbox.exit_unless_inside("`python -m hack.localcluster up`")
         if state_file.exists() and any(LocalCluster.load(state_dir).alive().values()):
             print(f"already up (state in {state_dir}); run `down` first", file=sys.stderr)
             return 1

@@ -15,6 +15,7 @@ the Go builds), so it stands on the standard library alone.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "NETNS_ENV",
     "OutsideSandbox",
     "add_host",
+    "exit_unless_inside",
     "hosts_file",
     "inside",
     "machine_hosts_file",
@@ -77,6 +79,15 @@ def require_inside(what: str) -> None:
             "and nothing else is reachable: use `make test` / `make demo`, or "
             "`python -m hack.sandbox -- COMMAND` (`python -m hack.sandbox --shell` for a shell)"
         )
+
+
+def exit_unless_inside(what: str) -> None:
+    """For command-line entry points: the refusal as one line on stderr and exit 2."""
+    try:
+        require_inside(what)
+    except OutsideSandbox as refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def hosts_file() -> Path:
