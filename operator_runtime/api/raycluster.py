@@ -165,8 +165,16 @@ class RayClusterSpec(KubeModel):
     ray_version: str | None = Field(
         default=None, description="Ray version of the image, e.g. 2.52.0; gates features."
     )
+    # A list map keyed by groupName, not KubeRay's atomic list: server-side apply then
+    # tracks each group's fields on their own, so the autoscaler can own ``replicas``
+    # while Pulumi owns the rest of the group (docs/conformance.md).
     worker_group_specs: list[WorkerGroupSpec] | None = Field(
-        default=None, description="Worker groups."
+        default=None,
+        description="Worker groups, keyed by groupName.",
+        json_schema_extra={
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["groupName"],
+        },
     )
 
 
