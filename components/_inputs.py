@@ -1,0 +1,315 @@
+"""Pulumi Inputs against the API models: parse, validate, and report like a Pulumi input error.
+
+A component argument may be a model instance, a dict in snake_case or camelCase, or any
+of those with ``pulumi.Output`` values anywhere inside (a Namespace's name, an image tag, a
+whole worker group built with ``apply``). Three jobs live here:
+
+- ``has_outputs``: whether a value can be validated now, at program time, or only once its
+  Outputs resolve;
+- ``parse_object``: the pydantic parse plus ``operator_runtime.api.validate``, with every
+  failure turned into one ``RayInputError`` naming the object, the wire field path and a
+  fix, so the engine prints a message rather than a pydantic dump or a traceback;
+- ``to_wire``: the wire (camelCase) form of a value WITHOUT resolving its Outputs, so a
+  nested secret stays a nested secret in what the custom resource is given (the SDK
+  serializes each nested Output on its own), and ``redact_secrets`` for hashing such a
+  value without publishing a hash of a secret.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import functools
+import types
+import typing
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar
+
+import pulumi
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
+
+from operator_runtime.api import FeatureGates, InvalidObjectError, KubeModel, validate
+
+__all__ = [
+    "SECRET_MARKER",
+    "RayInputError",
+    "has_outputs",
+    "object_ref",
+    "parse_object",
+    "redact_secrets",
+    "to_wire",
+    "wire_path",
+]
+
+SECRET_MARKER: Final = "<secret>"
+"""Stands in for a secret value where a value is hashed (see ``redact_secrets``)."""
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+# Loc segments pydantic adds for the members of a union (``str``, ``list[...]``,
+# ``function-after[...]``); they are not fields, so they never appear in a wire path.
+_UNION_TAGS: Final = frozenset({"str", "int", "float", "bool", "none", "dict", "list"})
+
+
+class RayInputError(pulumi.RunError, pulumi.InputPropertyError):
+    """A component argument the operator or the API server would refuse.
+
+    A ``RunError`` so the Pulumi language host prints the message alone, without a
+    Python traceback; an ``InputPropertyError`` so a component provider reports it
+    against ``property_path``. The message::
+
+        RayCluster team-a/demo: spec.workerGroupSpecs[0].minReplicas: worker group gpu has
+        minReplicas 3 greater than maxReplicas 1
+          fix: set minReplicas <= maxReplicas [RAYCLUSTER_MIN_GT_MAX]
+    """
+
+    def __init__(self, object_ref: str, path: str, detail: str, hint: str, code: str) -> None:
+        self.object_ref = object_ref
+        self.property_path = path
+        self.reason = detail
+        self.hint = hint
+        self.code = code
+        Exception.__init__(self, f"{object_ref}: {path}: {detail}\n  fix: {hint} [{code}]")
+
+    @property
+    def path(self) -> str:
+        return self.property_path
+
+
+def object_ref(kind: str, namespace: object, name: object) -> str:
+    """``RayCluster team-a/demo``; ``RayCluster demo`` without a namespace."""
+    shown = name if isinstance(name, str) and name else "<unnamed>"
+    if isinstance(namespace, str) and namespace:
+        return f"{kind} {namespace}/{shown}"
+    return f"{kind} {shown}"
+
+
+# --- Outputs ---------------------------------------------------------------------------
+
+
+def has_outputs(value: object) -> bool:
+    """Whether ``value`` holds an Output or other awaitable anywhere (models cannot)."""
+    if isinstance(value, pulumi.Output | Awaitable):
+        return True
+    if isinstance(value, Mapping):
+        return any(has_outputs(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(has_outputs(item) for item in value)
+    return False
+
+
+# --- types of the model tree -----------------------------------------------------------
+
+
+def _strip(annotation: object) -> object:
+    """``Annotated[X, ...]`` -> X; ``X | None`` -> X; other unions stay as they are."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            members = [a for a in typing.get_args(annotation) if a is not type(None)]
+            if len(members) != 1:
+                return annotation
+            annotation = members[0]
+        else:
+            return annotation
+
+
+def _model_class(annotation: object) -> type[KubeModel] | None:
+    stripped = _strip(annotation)
+    if isinstance(stripped, type) and issubclass(stripped, KubeModel):
+        return stripped
+    return None
+
+
+def _item_type(annotation: object) -> object | None:
+    """The element type of ``list[X]``, or the value type of ``dict[str, X]``."""
+    stripped = _strip(annotation)
+    origin = typing.get_origin(stripped)
+    arguments = typing.get_args(stripped)
+    if origin is list and arguments:
+        element: object = arguments[0]
+        return element
+    if origin is dict and len(arguments) == 2:
+        value: object = arguments[1]
+        return value
+    return None
+
+
+def _field(model: type[BaseModel], key: str) -> tuple[str, FieldInfo] | None:
+    """The field a key names, in Python or wire spelling, with its wire name."""
+    for name, info in model.model_fields.items():
+        if key in (name, info.alias):
+            return (info.alias or name), info
+    return None
+
+
+def wire_path(model: type[BaseModel], loc: Sequence[int | str]) -> str:
+    """A pydantic error location as a wire path: ``spec.workerGroupSpecs[0].minReplicas``."""
+    path = ""
+    annotation: object = model
+    for step in loc:
+        if isinstance(step, int):
+            path += f"[{step}]"
+            annotation = _item_type(annotation)
+            continue
+        current = _model_class(annotation)
+        found = _field(current, step) if current is not None else None
+        if found is not None:
+            wire_name, info = found
+            path += f".{wire_name}" if path else wire_name
+            annotation = info.annotation
+        elif "[" in step or step in _UNION_TAGS:
+            continue
+        else:
+            path += f".{step}" if path else step
+            annotation = _item_type(annotation)
+    return path
+
+
+# --- parse and validate ----------------------------------------------------------------
+
+
+def _hint(model: type[BaseModel], loc: Sequence[int | str], error_type: str) -> str:
+    if error_type == "extra_forbidden":
+        parent: object = model
+        for step in loc[:-1]:
+            if isinstance(step, int):
+                parent = _item_type(parent)
+            else:
+                current = _model_class(parent)
+                found = _field(current, step) if current is not None else None
+                parent = found[1].annotation if found else None
+        owner = _model_class(parent)
+        names = [info.alias or n for n, info in owner.model_fields.items()] if owner else []
+        close = difflib.get_close_matches(str(loc[-1]), names, n=1)
+        return f"remove it{f'; did you mean {close[0]}?' if close else ''}"
+    if error_type == "missing":
+        return "set it"
+    return "give a value of the type the field takes (see `kubectl explain`)"
+
+
+def _parse_failure(model: type[BaseModel], error: ValidationError, ref: str) -> RayInputError:
+    """The first failing field of a pydantic error, as one ``RayInputError``.
+
+    A bad value inside a free-form JSON field (a pod template) fails every member of
+    pydantic's JSON union at every depth; only the deepest location is the real one.
+    """
+    errors = [(wire_path(model, e["loc"]), e) for e in error.errors(include_url=False)]
+    deepest = [
+        (path, e)
+        for path, e in errors
+        if not any(other != path and other.startswith(path) for other, _ in errors)
+    ]
+    path, first = deepest[0]
+    details = list(dict.fromkeys(e["msg"] for p, e in deepest if p == path))
+    hint = _hint(model, first["loc"], first["type"])
+    return RayInputError(ref, path, " or ".join(details), hint, "INVALID_FIELD")
+
+
+def parse_object(
+    model: type[ModelT],
+    wire: Mapping[str, object],
+    gates: FeatureGates,
+    *,
+    kind: str,
+    checks: Sequence[Callable[[ModelT], None]] = (),
+) -> ModelT:
+    """Parse a whole ray.io/v1 object, run the component's own ``checks`` (they can say
+    more than the operator's rule about the same field), then the operator's validation.
+    Raises ``RayInputError`` on the first failure."""
+    metadata = wire.get("metadata")
+    meta = metadata if isinstance(metadata, Mapping) else {}
+    ref = object_ref(kind, meta.get("namespace"), meta.get("name"))
+    try:
+        parsed = model.model_validate(wire)
+    except ValidationError as error:
+        raise _parse_failure(model, error, ref) from None
+    for check in checks:
+        check(parsed)
+    try:
+        validate(typing.cast(Any, parsed), gates)
+    except InvalidObjectError as error:
+        raise RayInputError(ref, error.path, error.detail, error.hint, error.code.value) from None
+    return parsed
+
+
+# --- wire form without resolving Outputs ----------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _adapter(annotation: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(annotation)
+
+
+def _dump_known(annotation: object, value: object) -> object:
+    """A known value in wire form: only what was given, camelCase, no nulls. A value that
+    does not parse is passed on as it is: the validation of the whole object reports it."""
+    if annotation is None:
+        return value
+    adapter = _adapter(annotation)
+    try:
+        parsed = adapter.validate_python(value)
+    except ValidationError:
+        return value
+    return adapter.dump_python(
+        parsed, mode="json", by_alias=True, exclude_unset=True, exclude_none=True
+    )
+
+
+def to_wire(annotation: object, value: object) -> object:
+    """``value`` in wire form, with every Output left where it is (mapped through ``apply``).
+
+    ``annotation`` is the type at this point of the model tree (``None`` past the last
+    field we know); free-form JSON such as a pod template keeps its own keys.
+    """
+    if not has_outputs(value):
+        return _dump_known(annotation, value)
+    if isinstance(value, pulumi.Output):
+        return value.apply(lambda resolved: to_wire(annotation, resolved))
+    model = _model_class(annotation)
+    if model is not None and isinstance(value, Mapping):
+        wire: dict[str, object] = {}
+        for key, item in value.items():
+            found = _field(model, str(key))
+            if found is None:
+                wire[str(key)] = item
+            else:
+                wire[found[0]] = to_wire(found[1].annotation, item)
+        return wire
+    item_annotation = _item_type(annotation)
+    if isinstance(value, Mapping):
+        return {str(k): to_wire(item_annotation, item) for k, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_wire(item_annotation, item) for item in value]
+    return value
+
+
+async def _false() -> bool:
+    return False
+
+
+def _redacted(output: pulumi.Output[Any]) -> pulumi.Output[Any]:
+    async def value() -> object:
+        if await output.is_secret():
+            return SECRET_MARKER
+        return redact_secrets(await output.future())
+
+    return pulumi.Output(output.resources(), value(), output.is_known(), _false())
+
+
+def redact_secrets(value: object) -> object:
+    """``value`` with every secret Output replaced by ``SECRET_MARKER`` (and no longer
+    secret), unknown values kept unknown. Hashing the result cannot leak a secret: even a
+    short hash of a weak password lets anyone who can list the objects test guesses."""
+    if isinstance(value, pulumi.Output):
+        return _redacted(value)
+    if isinstance(value, Awaitable):
+        return _redacted(pulumi.Output.from_input(asyncio.ensure_future(value)))
+    if isinstance(value, Mapping):
+        return {k: redact_secrets(item) for k, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_secrets(item) for item in value]
+    return value

@@ -1,0 +1,406 @@
+"""What the four workload components share: from arguments to one ray.io/v1 custom resource.
+
+The flow, in ``plan_workload`` then ``create_custom_resource``:
+
+1. the spec argument (model, dict or keyword arguments, Outputs anywhere) goes to its wire
+   form without resolving any Output (``_inputs.to_wire``);
+2. if nothing is an Output, the whole object is parsed and validated NOW, before the
+   component registers anything; otherwise it is validated in an ``apply`` once the
+   Outputs resolve, and the custom resource's ``depends_on`` waits for that (an unknown
+   value in a preview never runs the check, so it cannot fail the preview);
+3. for autoscaled clusters the fields the Ray autoscaler writes are left out of what is
+   applied; otherwise ``pulumi.com/patchForce`` lets Pulumi take back a hand change;
+4. the custom resource is created with ``parent`` set to the component, the operator in
+   ``depends_on`` and the readiness annotation of its kind.
+
+Why replicas are split this way: with in-tree autoscaling the autoscaler owns each group's
+``replicas`` (and ``scaleStrategy.workersToDelete``). Server-side apply gives a field to
+whoever applied it last, so Pulumi must never apply them: leaving them out lets the
+autoscaler's value stand, and our CRDs key ``workerGroupSpecs`` by ``groupName`` so a
+group's other fields stay Pulumi's (an atomic list would conflict on every update). The
+operator starts a group applied without ``replicas`` at ``minReplicas``. Without
+autoscaling, nobody but Pulumi should set replicas: ``patchForce`` makes ``pulumi up``
+put a hand-edited value back instead of failing with a field-manager conflict.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Generic, TypeVar, cast
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_kubernetes import _utilities as k8s_utilities
+
+from components._inputs import RayInputError, has_outputs, object_ref, parse_object, to_wire
+from operator_runtime.api import API_VERSION, FeatureGates, KubeModel
+
+__all__ = [
+    "PATCH_FORCE",
+    "SKIP_AWAIT",
+    "TIMEOUT_SECONDS",
+    "WAIT_FOR",
+    "Check",
+    "KindRules",
+    "Plan",
+    "RayObjectResource",
+    "WorkloadArgs",
+    "after",
+    "create_custom_resource",
+    "derived",
+    "parse_timeout",
+    "plan_workload",
+]
+
+WAIT_FOR: Final = "pulumi.com/waitFor"
+SKIP_AWAIT: Final = "pulumi.com/skipAwait"
+PATCH_FORCE: Final = "pulumi.com/patchForce"
+TIMEOUT_SECONDS: Final = "pulumi.com/timeoutSeconds"
+
+ModelT = TypeVar("ModelT", bound=KubeModel)
+Wire = dict[str, Any]
+Check = Callable[[ModelT], None]
+"""A rule of the component itself; raises ``RayInputError``."""
+
+
+def _provider_version() -> str:
+    # The version pins the provider plugin, as every pulumi_kubernetes resource does.
+    version: str = k8s_utilities.get_version()  # type: ignore[no-untyped-call]
+    return version
+
+
+class RayObjectResource(k8s.apiextensions.CustomResource):
+    """A ray.io/v1 object, as ``CustomResource`` registers it, plus its ``status``.
+
+    ``CustomResource`` only resolves the properties it was given; asking for ``status``
+    (as None, which is never sent) makes the provider's status readable as an Output.
+    """
+
+    metadata: pulumi.Output[Any]
+    spec: pulumi.Output[Any]
+    status: pulumi.Output[Any]
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        kind: str,
+        metadata: pulumi.Input[Mapping[str, Any]],
+        spec: pulumi.Input[Mapping[str, Any]],
+        opts: pulumi.ResourceOptions,
+    ) -> None:
+        opts = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(version=_provider_version())
+        )
+        props = {
+            "apiVersion": API_VERSION,
+            "kind": kind,
+            "metadata": metadata,
+            "spec": spec,
+            "status": None,
+        }
+        pulumi.CustomResource.__init__(
+            self, f"kubernetes:{API_VERSION}:{kind}", resource_name, props, opts
+        )
+
+
+# --- arguments -------------------------------------------------------------------------
+
+_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+def parse_timeout(timeout: float | str | datetime.timedelta | None, ref: str) -> int | None:
+    """Seconds from ``600``, ``"10m"``, ``"1h30m"`` or a timedelta; None keeps the default."""
+    if timeout is None:
+        return None
+    seconds: float | None = None
+    if isinstance(timeout, datetime.timedelta):
+        seconds = timeout.total_seconds()
+    elif isinstance(timeout, int | float) and not isinstance(timeout, bool):
+        seconds = float(timeout)
+    elif isinstance(timeout, str):
+        match = _DURATION.fullmatch(timeout.strip())
+        if match is not None and any(match.groups()):
+            h, m, s = (int(g or 0) for g in match.groups())
+            seconds = float(h * 3600 + m * 60 + s)
+    if seconds is None or seconds <= 0:
+        raise RayInputError(
+            ref, "timeout", f"{timeout!r} is not a positive duration",
+            "give seconds (600), a string such as '10m' or '1h30m', or a timedelta",
+            "INVALID_TIMEOUT",
+        )  # fmt: skip
+    return int(seconds)
+
+
+@dataclass(frozen=True)
+class WorkloadArgs:
+    """The arguments every workload component takes besides its spec."""
+
+    name: pulumi.Input[str] | None = None
+    namespace: pulumi.Input[str] | None = None
+    labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
+    annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
+    operator: pulumi.Resource | None = None
+    wait_for_ready: bool = True
+    timeout: float | str | datetime.timedelta | None = None
+    provider: pulumi.ProviderResource | None = None
+    feature_gates: FeatureGates | str | None = None
+    cluster_domain: str = "cluster.local"
+
+    def gates(self) -> FeatureGates:
+        """The gates to validate with: explicit, else the operator's, else the defaults."""
+        if isinstance(self.feature_gates, FeatureGates):
+            return self.feature_gates
+        if isinstance(self.feature_gates, str):
+            return FeatureGates.parse(self.feature_gates)
+        from_operator = getattr(self.operator, "feature_gates", None)
+        return from_operator if isinstance(from_operator, FeatureGates) else FeatureGates()
+
+
+@dataclass(frozen=True)
+class KindRules(Generic[ModelT]):
+    """What differs between the four kinds."""
+
+    kind: str
+    model: type[ModelT]
+    spec_model: type[KubeModel]
+    cluster_path: tuple[str, ...] | None
+    """Wire keys from ``spec`` to the embedded RayClusterSpec (``()`` for a RayCluster)."""
+    wait_for: str | None
+    """The ``pulumi.com/waitFor`` value that means ready; None for nothing to wait for."""
+    name_for: Callable[[pulumi.Input[str], object], pulumi.Input[str]] = lambda base, _: base
+    """metadata.name from the base name and the applied spec (RayJob adds a digest)."""
+    checks: Sequence[Check[ModelT]] = ()
+    """Rules of the component itself, on top of the operator's; each raises RayInputError."""
+
+
+@dataclass(frozen=True)
+class Plan(Generic[ModelT]):
+    """What the custom resource is given, and the validated object."""
+
+    name: pulumi.Input[str]
+    """metadata.name, as given (an Output keeps its own secretness)."""
+    metadata: pulumi.Input[Wire]
+    spec: pulumi.Input[Wire]
+    model: pulumi.Output[ModelT]
+    gate: pulumi.Output[None] | None
+    """Resolves once an Output-valued object validated; raises if it does not."""
+    timeout_seconds: int | None = None
+    known: ModelT | None = field(default=None)
+    """The object, when it was known (and validated) at program time."""
+
+
+# --- the plan --------------------------------------------------------------------------
+
+
+def spec_argument(
+    rules: KindRules[Any], spec: object, spec_fields: Mapping[str, object], ref: str
+) -> object:
+    """The one spec the user gave: ``spec=`` (model, dict or Output) or keyword arguments."""
+    if spec is not None and spec_fields:
+        raise RayInputError(
+            ref, "spec", f"given both as spec= and as keyword arguments ({', '.join(spec_fields)})",
+            "pass one or the other", "SPEC_GIVEN_TWICE",
+        )  # fmt: skip
+    if spec is None:
+        return dict(spec_fields)
+    if isinstance(spec, KubeModel) and not isinstance(spec, rules.spec_model):
+        raise RayInputError(
+            ref, "spec", f"a {type(spec).__name__} is not a {rules.spec_model.__name__}",
+            f"pass a {rules.spec_model.__name__}, a dict or keyword arguments", "SPEC_WRONG_TYPE",
+        )  # fmt: skip
+    return spec
+
+
+def _map_at(value: object, path: Sequence[str], change: Callable[[object], object]) -> object:
+    """``value`` with ``change`` applied to the node at ``path``, through any Outputs."""
+    if isinstance(value, pulumi.Output):
+        return value.apply(lambda resolved: _map_at(resolved, path, change))
+    if not path:
+        return change(value)
+    if not isinstance(value, Mapping) or path[0] not in value:
+        return value
+    return {**value, path[0]: _map_at(value[path[0]], path[1:], change)}
+
+
+def _get_at(value: object, path: Sequence[str]) -> object:
+    """The node at ``path`` (None if absent), as an Output if any step is one."""
+    if isinstance(value, pulumi.Output):
+        return value.apply(lambda resolved: _get_at(resolved, path))
+    if not path:
+        return value
+    if not isinstance(value, Mapping):
+        return None
+    return _get_at(value.get(path[0]), path[1:])
+
+
+def _each(value: object, change: Callable[[object], object]) -> object:
+    if isinstance(value, pulumi.Output):
+        return value.apply(lambda resolved: _each(resolved, change))
+    if isinstance(value, list | tuple):
+        return [change(item) for item in value]
+    return value
+
+
+def _without_autoscaler_fields(group: object) -> object:
+    if isinstance(group, pulumi.Output):
+        return group.apply(_without_autoscaler_fields)
+    if not isinstance(group, Mapping):
+        return group
+    kept = {k: v for k, v in group.items() if k != "replicas"}
+    strategy = kept.get("scaleStrategy")
+    if isinstance(strategy, Mapping):
+        rest = {k: v for k, v in strategy.items() if k != "workersToDelete"}
+        if rest:
+            kept["scaleStrategy"] = rest
+        else:
+            del kept["scaleStrategy"]
+    elif isinstance(strategy, pulumi.Output):
+        kept["scaleStrategy"] = strategy.apply(
+            lambda s: {k: v for k, v in s.items() if k != "workersToDelete"}
+            if isinstance(s, Mapping) else s
+        )  # fmt: skip
+    return kept
+
+
+def _strip_cluster(cluster: object) -> object:
+    """A cluster spec without the fields the autoscaler owns, when it autoscales."""
+    if isinstance(cluster, pulumi.Output):
+        return cluster.apply(_strip_cluster)
+    if not isinstance(cluster, Mapping) or "workerGroupSpecs" not in cluster:
+        return cluster
+    groups = cluster["workerGroupSpecs"]
+    flag = cluster.get("enableInTreeAutoscaling")
+
+    def stripped(on: object) -> object:
+        return _each(groups, _without_autoscaler_fields) if on else groups
+
+    new_groups = flag.apply(stripped) if isinstance(flag, pulumi.Output) else stripped(flag)
+    return {**cluster, "workerGroupSpecs": new_groups}
+
+
+def _merged(*maps: object) -> pulumi.Input[Wire]:
+    """Later maps win; Output-valued maps are merged once they resolve."""
+    present = [m for m in maps if m is not None]
+    if any(isinstance(m, pulumi.Output) for m in present):
+        return pulumi.Output.all(*present).apply(
+            lambda resolved: {k: v for m in resolved if m for k, v in m.items()}
+        )
+    return {k: v for m in present if isinstance(m, Mapping) for k, v in m.items()}
+
+
+def _own_annotations(rules: KindRules[Any], args: WorkloadArgs, autoscaled: object) -> object:
+    ours: dict[str, str] = {}
+    if not args.wait_for_ready:
+        ours[SKIP_AWAIT] = "true"
+    elif rules.wait_for is not None:
+        ours[WAIT_FOR] = rules.wait_for
+    force = {PATCH_FORCE: "true"}
+    if isinstance(autoscaled, pulumi.Output):
+        return autoscaled.apply(lambda on: ours if on else {**ours, **force})
+    return ours if autoscaled else {**ours, **force}
+
+
+def plan_workload(
+    rules: KindRules[ModelT], args: WorkloadArgs, resource_name: str, spec: object
+) -> Plan[ModelT]:
+    """Everything the custom resource needs; raises ``RayInputError`` now when every
+    argument is known, else the returned ``gate`` raises once the Outputs resolve."""
+    gates = args.gates()
+    wire_spec = to_wire(rules.spec_model, spec)
+    cluster_path = rules.cluster_path
+    applied = (
+        wire_spec if cluster_path is None else _map_at(wire_spec, cluster_path, _strip_cluster)
+    )
+    autoscaled = (
+        False if cluster_path is None
+        else _get_at(wire_spec, (*cluster_path, "enableInTreeAutoscaling"))
+    )  # fmt: skip
+    name = rules.name_for(args.name if args.name is not None else resource_name, applied)
+    user_meta: Wire = {"name": name}
+    for key in ("namespace", "labels", "annotations"):
+        if getattr(args, key) is not None:
+            user_meta[key] = getattr(args, key)
+    metadata: Wire = {
+        **user_meta,
+        "annotations": _merged(_own_annotations(rules, args, autoscaled), args.annotations),
+    }
+
+    def checked(obj: Wire) -> ModelT:
+        return parse_object(rules.model, obj, gates, kind=rules.kind, checks=rules.checks)
+
+    timeout = parse_timeout(args.timeout, object_ref(rules.kind, args.namespace, name))
+    whole = {"metadata": user_meta, "spec": wire_spec}
+    if not has_outputs(whole):
+        model = checked(whole)
+        known_model: pulumi.Output[ModelT] = pulumi.Output.from_input(model)
+        return Plan(name, metadata, cast(Wire, applied), known_model, None, timeout, model)
+    validated: pulumi.Output[ModelT] = pulumi.Output.from_input(whole).apply(checked)
+    # The gate carries no value, only the outcome: never secret, even for a secret spec.
+    gate = pulumi.Output.unsecret(validated.apply(lambda _: None))
+    return Plan(name, metadata, cast(Wire, applied), validated, gate, timeout)
+
+
+def create_custom_resource(
+    parent: pulumi.Resource,
+    resource_name: str,
+    rules: KindRules[Any],
+    args: WorkloadArgs,
+    plan: Plan[Any],
+    extra: pulumi.ResourceOptions | None = None,
+) -> RayObjectResource:
+    """The custom resource, a child of ``parent`` that waits for the operator."""
+    depends_on: list[pulumi.Input[pulumi.Resource]] = []
+    if args.operator is not None:
+        # Destroy deletes the object while the operator still runs and removes finalizers.
+        depends_on.append(args.operator)
+    if plan.gate is not None:
+        depends_on.append(plan.gate)  # type: ignore[arg-type]
+    seconds = plan.timeout_seconds
+    timeouts = (
+        pulumi.CustomTimeouts(create=f"{seconds}s", update=f"{seconds}s") if seconds else None
+    )
+    opts = pulumi.ResourceOptions(
+        parent=parent, provider=args.provider, depends_on=depends_on, custom_timeouts=timeouts
+    )
+    return RayObjectResource(
+        resource_name,
+        kind=rules.kind,
+        metadata=plan.metadata,
+        spec=plan.spec,
+        opts=pulumi.ResourceOptions.merge(opts, extra),
+    )
+
+
+def after(resource: pulumi.Resource, value: pulumi.Input[Any]) -> pulumi.Output[Any]:
+    """``value``, as an Output that also depends on ``resource`` (so a consumer of a URL
+    waits for the object), yet stays known in a preview when the value is."""
+    return pulumi.Output.all(resource.urn, value).apply(lambda pair: pair[1])
+
+
+def derived(
+    resource: pulumi.Resource,
+    plan: Plan[ModelT],
+    compute: Callable[[ModelT], object],
+    *secret_sources: pulumi.Input[Any],
+) -> pulumi.Output[Any]:
+    """A name or URL computed from the validated object, after ``resource``.
+
+    The object is secret as a whole as soon as one value in it is (a Redis password, an
+    image tag given as a secret), yet names and ports are not secrets: such a value is
+    kept secret only if one of ``secret_sources`` (the name, the namespace) is.
+    """
+    value = pulumi.Output.unsecret(plan.model.apply(compute))
+    return pulumi.Output.all(resource.urn, value, plan.name, *secret_sources).apply(
+        lambda parts: parts[1]
+    )
+
+
+def namespace_of(args: WorkloadArgs, resource: RayObjectResource) -> pulumi.Output[str]:
+    """The namespace asked for, else the one the provider put the object in."""
+    if args.namespace is not None:
+        return after(resource, args.namespace)
+    return resource.metadata.apply(lambda meta: (meta or {}).get("namespace") or "default")
