@@ -1,0 +1,206 @@
+"""``RayJob``: one run of a Ray job, named after its spec so a new spec is a new run."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+import pulumi
+
+from components import _workload as w
+from components._inputs import RayInputError, has_outputs, object_ref, redact_secrets
+from operator_runtime import api
+from operator_runtime.api.labels import LabelKey
+
+# The operator's own limit, so the two can never disagree.
+from operator_runtime.api.validation._names import MAX_RAYJOB_NAME
+
+__all__ = ["RayJob"]
+
+TYPE_TOKEN: Final = "pulumi-ray:index:RayJob"
+DIGEST_LENGTH: Final = 8
+"""Hex characters of the spec digest in metadata.name (after a ``-``)."""
+
+
+def spec_digest(spec: object) -> str:
+    """A short, stable digest of the applied spec: same spec, same digest, in every
+    preview and update (keys sorted, no whitespace)."""
+    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_LENGTH]
+
+
+def job_name(base: pulumi.Input[str], applied_spec: object) -> pulumi.Input[str]:
+    """``<base>-<digest of the applied spec>``. Secret values take no part in the digest
+    (see ``redact_secrets``), so the name never becomes a secret nor a hash of one."""
+    if not has_outputs(base) and not has_outputs(applied_spec):
+        return f"{base}-{spec_digest(applied_spec)}"
+    digest = pulumi.Output.from_input(redact_secrets(applied_spec)).apply(spec_digest)
+    return pulumi.Output.all(base, digest).apply(lambda parts: f"{parts[0]}-{parts[1]}")
+
+
+def _refuse_long_name(job: api.RayJob) -> None:
+    name = job.metadata.name or ""
+    if len(name) > MAX_RAYJOB_NAME:
+        limit = MAX_RAYJOB_NAME - DIGEST_LENGTH - 1
+        raise RayInputError(
+            object_ref("RayJob", job.metadata.namespace, name), "metadata.name",
+            f"the name has {len(name)} characters with the -<spec digest> suffix",
+            f"give a name of at most {limit} characters (name=)", "RAYJOB_NAME_TOO_LONG",
+        )  # fmt: skip
+
+
+def _refuse_delete_self(job: api.RayJob) -> None:
+    strategy = job.spec.deletion_strategy
+    if strategy is None:
+        return
+    paths: list[tuple[str, str | None]] = [
+        (f"spec.deletionStrategy.deletionRules[{i}].policy", rule.policy)
+        for i, rule in enumerate(strategy.deletion_rules or ())
+    ]
+    for wire_name, legacy in (
+        ("onSuccess", strategy.on_success),
+        ("onFailure", strategy.on_failure),
+    ):
+        if legacy is not None:
+            paths.append((f"spec.deletionStrategy.{wire_name}.policy", legacy.policy))
+    for path, policy in paths:
+        if policy == "DeleteSelf":
+            raise RayInputError(
+                object_ref("RayJob", job.metadata.namespace, job.metadata.name), path,
+                "DeleteSelf deletes the RayJob once it ends; the next `pulumi up --refresh` "
+                "finds it gone and creates it again, which runs the job a second time",
+                "use DeleteCluster or DeleteWorkers to free the cluster, and `pulumi destroy` "
+                "(or remove the RayJob from the program) to delete the RayJob itself",
+                "RAYJOB_DELETE_SELF_UNDER_PULUMI",
+            )  # fmt: skip
+
+
+RULES: Final = w.KindRules(
+    kind="RayJob",
+    model=api.RayJob,
+    spec_model=api.RayJobSpec,
+    cluster_path=("rayClusterSpec",),
+    wait_for="jsonpath={.status.jobDeploymentStatus}=Complete",
+    name_for=job_name,
+    checks=(_refuse_long_name, _refuse_delete_self),
+)
+
+
+def _selected_cluster(job: api.RayJob) -> str | None:
+    return (job.spec.cluster_selector or {}).get(LabelKey.CLUSTER)
+
+
+def head_service_name(job: api.RayJob, status: Any) -> str | None:
+    """The head Service of the cluster the job runs on: the selected one, else the one
+    the operator generated and reported in ``status.rayClusterName``."""
+    cluster = _selected_cluster(job) or (status or {}).get("rayClusterName")
+    return f"{cluster}-head-svc" if cluster else None
+
+
+def dashboard_url(job: api.RayJob, status: Any, namespace: str, domain: str) -> str | None:
+    """The operator reports ``host:port`` in ``status.dashboardURL``; before it does, the
+    selected cluster's address is known."""
+    reported = (status or {}).get("dashboardURL")
+    if reported:
+        return f"http://{reported}"
+    selected = _selected_cluster(job)
+    return f"http://{selected}-head-svc.{namespace}.svc.{domain}:8265" if selected else None
+
+
+class RayJob(pulumi.ComponentResource):
+    """One run of a Ray job: a ray.io/v1 RayJob, on its own cluster (``ray_cluster_spec``)
+    or on an existing one (``cluster_selector``).
+
+    A RayJob runs once; the operator never re-runs a finished job whose spec changed. So
+    metadata.name is ``<name>-<digest of the spec>``: a change of the spec is a new name,
+    ``pulumi preview`` says replace, and the new run is created before the old RayJob is
+    deleted (their results never mix; with ``wait_for_ready`` the old one goes once the
+    new one is Complete). Secret values are left out of the digest (a hash of a secret
+    would let anyone who can list RayJobs test guesses of it): changing only a secret
+    updates the RayJob in place and does not re-run it; change ``name`` to re-run.
+    ``replace_on_changes=["spec"]`` is deliberately not set: it would replace the object
+    under the same name in that one case, and pulumi-kubernetes' create of an existing
+    name adopts the object that the delete of the old one then removes.
+
+    ``deletionStrategy`` with ``DeleteSelf`` (and the operator's
+    ``DELETE_RAYJOB_CR_AFTER_JOB_FINISHES``) is refused: the RayJob would delete itself
+    after it ends, the next ``pulumi up --refresh`` would find it gone and create it
+    again, and the job would run twice. Use DeleteCluster or DeleteWorkers to free the
+    cluster, and ``pulumi destroy`` to delete the RayJob.
+
+    ``pulumi up`` waits until ``status.jobDeploymentStatus`` is ``Complete`` (a failed
+    job therefore fails the update at ``timeout``); ``wait_for_ready=False`` only submits.
+    """
+
+    resource_name: pulumi.Output[str]
+    """metadata.name: ``<name>-<spec digest>``."""
+    namespace: pulumi.Output[str]
+    head_service_name: pulumi.Output[str | None]
+    """Known from ``cluster_selector``, else once the operator named the cluster."""
+    dashboard_url: pulumi.Output[str | None]
+    serve_url: pulumi.Output[None]
+    """Always None: a RayJob serves nothing."""
+    status: pulumi.Output[Any]
+    custom_resource: w.RayObjectResource
+
+    def __init__(
+        self,
+        resource_name: str,
+        spec: pulumi.Input[api.RayJobSpec | Mapping[str, Any]] | None = None,
+        *,
+        name: pulumi.Input[str] | None = None,
+        namespace: pulumi.Input[str] | None = None,
+        labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
+        annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
+        operator: pulumi.Resource | None = None,
+        wait_for_ready: bool = True,
+        timeout: float | str | datetime.timedelta | None = None,
+        provider: pulumi.ProviderResource | None = None,
+        feature_gates: api.FeatureGates | str | None = None,
+        cluster_domain: str = "cluster.local",
+        opts: pulumi.ResourceOptions | None = None,
+        **spec_fields: object,
+    ) -> None:
+        args = w.WorkloadArgs(
+            name, namespace, labels, annotations, operator, wait_for_ready, timeout, provider,
+            feature_gates, cluster_domain,
+        )  # fmt: skip
+        ref = object_ref(RULES.kind, namespace, name if name is not None else resource_name)
+        plan = w.plan_workload(
+            RULES, args, resource_name, w.spec_argument(RULES, spec, spec_fields, ref)
+        )
+        super().__init__(TYPE_TOKEN, resource_name, None, opts)
+
+        # Create the new run first; the old one (another name) is deleted after it.
+        extra = pulumi.ResourceOptions(delete_before_replace=False)
+        cr = w.create_custom_resource(self, resource_name, RULES, args, plan, extra)
+        self.custom_resource = cr
+        self.namespace = w.namespace_of(args, cr)
+        self.resource_name = w.derived(cr, plan, lambda j: j.metadata.name)
+        status = cr.status
+        ns = self.namespace
+        self.head_service_name = w.derived(
+            cr, plan, lambda j: status.apply(lambda s: head_service_name(j, s))
+        )
+        self.dashboard_url = w.derived(
+            cr,
+            plan,
+            lambda j: pulumi.Output.all(status, ns).apply(
+                lambda p: dashboard_url(j, p[0], p[1], cluster_domain)
+            ),
+            ns,
+        )
+        self.serve_url = pulumi.Output.from_input(None)
+        self.status = status
+        self.register_outputs(
+            {
+                "resource_name": self.resource_name,
+                "namespace": self.namespace,
+                "head_service_name": self.head_service_name,
+                "dashboard_url": self.dashboard_url,
+                "status": self.status,
+            }
+        )

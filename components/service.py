@@ -1,0 +1,181 @@
+"""``RayService``: Ray Serve applications on clusters the operator replaces without
+downtime, waited for until the ``Ready`` condition holds."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Mapping
+from typing import Any, Final
+
+import pulumi
+
+from components import _workload as w
+from components._inputs import RayInputError, object_ref
+from components.edges import Backend, GatewayEdgeArgs, IngressEdgeArgs, check_edges, create_edges
+from operator_runtime import api
+from operator_runtime.render.names import serve_service_name as default_serve_service_name
+from operator_runtime.render.services import DEFAULT_PORTS, service_ports
+
+__all__ = ["RayService"]
+
+TYPE_TOKEN: Final = "pulumi-ray:index:RayService"
+INCREMENTAL_UPGRADE: Final = "NewClusterWithIncrementalUpgrade"
+
+RULES: Final = w.KindRules(
+    kind="RayService",
+    model=api.RayService,
+    spec_model=api.RayServiceSpec,
+    cluster_path=("rayClusterConfig",),
+    wait_for="condition=Ready",
+)
+
+
+def _ports(service: api.RayService) -> dict[str, int]:
+    """The head ports of the service's clusters (they all share one cluster spec)."""
+    cluster = api.RayCluster(
+        metadata=api.ObjectMeta(name=service.metadata.name), spec=service.spec.ray_cluster_config
+    )
+    return service_ports(cluster)
+
+
+def head_service_name(service: api.RayService) -> str:
+    """The operator keeps ``<name>-head-svc`` pointed at the active cluster's head."""
+    return f"{service.metadata.name}-head-svc"
+
+
+def serve_service_name(service: api.RayService) -> str:
+    custom = (service.spec.serve_service or {}).get("metadata")
+    name = custom.get("name") if isinstance(custom, Mapping) else None
+    return name if isinstance(name, str) and name else default_serve_service_name(
+        service.metadata.name or ""
+    )  # fmt: skip
+
+
+def serve_port(service: api.RayService) -> int:
+    return _ports(service).get("serve", DEFAULT_PORTS["serve"])
+
+
+def dashboard_url(service: api.RayService, namespace: str, domain: str) -> str:
+    port = _ports(service).get("dashboard", DEFAULT_PORTS["dashboard"])
+    return f"http://{head_service_name(service)}.{namespace}.svc.{domain}:{port}"
+
+
+def serve_url(service: api.RayService, namespace: str, domain: str) -> str:
+    return f"http://{serve_service_name(service)}.{namespace}.svc.{domain}:{serve_port(service)}"
+
+
+def _refuse_edges_with_incremental_upgrade(edge: str | None) -> w.Check[api.RayService]:
+    def check(service: api.RayService) -> None:
+        strategy = service.spec.upgrade_strategy
+        if edge is None or strategy is None or strategy.type != INCREMENTAL_UPGRADE:
+            return
+        raise RayInputError(
+            object_ref("RayService", service.metadata.namespace, service.metadata.name),
+            "spec.upgradeStrategy.type",
+            f"{INCREMENTAL_UPGRADE} routes traffic through the Gateway and HTTPRoute the "
+            f"operator creates; the {edge} asked for would bypass its traffic split",
+            f"drop {edge}= and send traffic to the operator's Gateway, or use NewCluster",
+            "RAYSERVICE_EDGE_WITH_INCREMENTAL_UPGRADE",
+        )
+
+    return check
+
+
+class RayService(pulumi.ComponentResource):
+    """Ray Serve applications: a ray.io/v1 RayService, plus an optional Ingress or
+    Gateway + HTTPRoute in front of its serve Service.
+
+    The operator creates the clusters (their names are its own) and keeps
+    ``<name>-head-svc`` and ``<name>-serve-svc`` pointed at the active one, so those are
+    the addresses this component returns. Replicas in ``ray_cluster_config`` follow the
+    rule of ``RayCluster``: left out when the cluster autoscales, otherwise Pulumi's, with
+    ``pulumi.com/patchForce``. ``pulumi up`` waits for the ``Ready`` condition.
+
+    With ``upgradeStrategy.type: NewClusterWithIncrementalUpgrade`` the operator itself
+    creates the Gateway and the weighted HTTPRoute; an edge of ours would bypass the
+    traffic split, so it is refused.
+    """
+
+    resource_name: pulumi.Output[str]
+    namespace: pulumi.Output[str]
+    head_service_name: pulumi.Output[str]
+    dashboard_url: pulumi.Output[str]
+    serve_service_name: pulumi.Output[str]
+    serve_url: pulumi.Output[str]
+    """``http://<name>-serve-svc.<namespace>.svc.<cluster domain>:8000``."""
+    status: pulumi.Output[Any]
+    custom_resource: w.RayObjectResource
+
+    def __init__(
+        self,
+        resource_name: str,
+        spec: pulumi.Input[api.RayServiceSpec | Mapping[str, Any]] | None = None,
+        *,
+        name: pulumi.Input[str] | None = None,
+        namespace: pulumi.Input[str] | None = None,
+        labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
+        annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
+        operator: pulumi.Resource | None = None,
+        wait_for_ready: bool = True,
+        timeout: float | str | datetime.timedelta | None = None,
+        provider: pulumi.ProviderResource | None = None,
+        feature_gates: api.FeatureGates | str | None = None,
+        cluster_domain: str = "cluster.local",
+        serve_ingress: IngressEdgeArgs | None = None,
+        serve_gateway: GatewayEdgeArgs | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+        **spec_fields: object,
+    ) -> None:
+        args = w.WorkloadArgs(
+            name, namespace, labels, annotations, operator, wait_for_ready, timeout, provider,
+            feature_gates, cluster_domain,
+        )  # fmt: skip
+        ref = object_ref(RULES.kind, namespace, name if name is not None else resource_name)
+        check_edges(ref, "serve", serve_ingress, serve_gateway)
+        edge = "serve_gateway" if serve_gateway else "serve_ingress" if serve_ingress else None
+        rules = dataclasses.replace(RULES, checks=(_refuse_edges_with_incremental_upgrade(edge),))
+        plan = w.plan_workload(
+            rules, args, resource_name, w.spec_argument(rules, spec, spec_fields, ref)
+        )
+        super().__init__(TYPE_TOKEN, resource_name, None, opts)
+
+        cr = w.create_custom_resource(self, resource_name, rules, args, plan)
+        self.custom_resource = cr
+        self.namespace = ns = w.namespace_of(args, cr)
+        self.resource_name = w.derived(cr, plan, lambda s: s.metadata.name)
+        self.head_service_name = w.derived(cr, plan, head_service_name)
+        self.serve_service_name = w.derived(cr, plan, serve_service_name)
+        self.dashboard_url = w.derived(
+            cr, plan, lambda s: ns.apply(lambda n: dashboard_url(s, n, cluster_domain)), ns
+        )
+        self.serve_url = w.derived(
+            cr, plan, lambda s: ns.apply(lambda n: serve_url(s, n, cluster_domain)), ns
+        )
+        self.status = cr.status
+        create_edges(
+            self,
+            resource_name,
+            "serve",
+            Backend(
+                namespace=ns,
+                object_name=self.resource_name,
+                service_name=self.serve_service_name,
+                port=w.derived(cr, plan, serve_port),
+            ),
+            ingress=serve_ingress,
+            gateway=serve_gateway,
+            custom_resource=cr,
+            provider=provider,
+        )
+        self.register_outputs(
+            {
+                "resource_name": self.resource_name,
+                "namespace": self.namespace,
+                "head_service_name": self.head_service_name,
+                "dashboard_url": self.dashboard_url,
+                "serve_service_name": self.serve_service_name,
+                "serve_url": self.serve_url,
+                "status": self.status,
+            }
+        )
