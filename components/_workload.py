@@ -13,14 +13,7 @@ The flow, in ``plan_workload`` then ``create_custom_resource``:
 4. the custom resource is created with ``parent`` set to the component, the operator in
    ``depends_on`` and the readiness annotation of its kind.
 
-Why replicas are split this way: with in-tree autoscaling the autoscaler owns each group's
-``replicas`` (and ``scaleStrategy.workersToDelete``). Server-side apply gives a field to
-whoever applied it last, so Pulumi must never apply them: leaving them out lets the
-autoscaler's value stand, and our CRDs key ``workerGroupSpecs`` by ``groupName`` so a
-group's other fields stay Pulumi's (an atomic list would conflict on every update). The
-operator starts a group applied without ``replicas`` at ``minReplicas``. Without
-autoscaling, nobody but Pulumi should set replicas: ``patchForce`` makes ``pulumi up``
-put a hand-edited value back instead of failing with a field-manager conflict.
+Who owns ``replicas`` is explained in ``_replicas``.
 """
 
 from __future__ import annotations
@@ -36,12 +29,12 @@ import pulumi_kubernetes as k8s
 from pulumi_kubernetes import _utilities as k8s_utilities
 
 from components._inputs import RayInputError, has_outputs, object_ref, parse_object, to_wire
+from components._replicas import get_at, map_at, without_autoscaler_fields
 from operator_runtime.api import API_VERSION, FeatureGates, KubeModel
 
 __all__ = [
     "PATCH_FORCE",
     "SKIP_AWAIT",
-    "TIMEOUT_SECONDS",
     "WAIT_FOR",
     "Check",
     "KindRules",
@@ -58,7 +51,6 @@ __all__ = [
 WAIT_FOR: Final = "pulumi.com/waitFor"
 SKIP_AWAIT: Final = "pulumi.com/skipAwait"
 PATCH_FORCE: Final = "pulumi.com/patchForce"
-TIMEOUT_SECONDS: Final = "pulumi.com/timeoutSeconds"
 
 ModelT = TypeVar("ModelT", bound=KubeModel)
 Wire = dict[str, Any]
@@ -215,73 +207,6 @@ def spec_argument(
     return spec
 
 
-def _map_at(value: object, path: Sequence[str], change: Callable[[object], object]) -> object:
-    """``value`` with ``change`` applied to the node at ``path``, through any Outputs."""
-    if isinstance(value, pulumi.Output):
-        return value.apply(lambda resolved: _map_at(resolved, path, change))
-    if not path:
-        return change(value)
-    if not isinstance(value, Mapping) or path[0] not in value:
-        return value
-    return {**value, path[0]: _map_at(value[path[0]], path[1:], change)}
-
-
-def _get_at(value: object, path: Sequence[str]) -> object:
-    """The node at ``path`` (None if absent), as an Output if any step is one."""
-    if isinstance(value, pulumi.Output):
-        return value.apply(lambda resolved: _get_at(resolved, path))
-    if not path:
-        return value
-    if not isinstance(value, Mapping):
-        return None
-    return _get_at(value.get(path[0]), path[1:])
-
-
-def _each(value: object, change: Callable[[object], object]) -> object:
-    if isinstance(value, pulumi.Output):
-        return value.apply(lambda resolved: _each(resolved, change))
-    if isinstance(value, list | tuple):
-        return [change(item) for item in value]
-    return value
-
-
-def _without_autoscaler_fields(group: object) -> object:
-    if isinstance(group, pulumi.Output):
-        return group.apply(_without_autoscaler_fields)
-    if not isinstance(group, Mapping):
-        return group
-    kept = {k: v for k, v in group.items() if k != "replicas"}
-    strategy = kept.get("scaleStrategy")
-    if isinstance(strategy, Mapping):
-        rest = {k: v for k, v in strategy.items() if k != "workersToDelete"}
-        if rest:
-            kept["scaleStrategy"] = rest
-        else:
-            del kept["scaleStrategy"]
-    elif isinstance(strategy, pulumi.Output):
-        kept["scaleStrategy"] = strategy.apply(
-            lambda s: {k: v for k, v in s.items() if k != "workersToDelete"}
-            if isinstance(s, Mapping) else s
-        )  # fmt: skip
-    return kept
-
-
-def _strip_cluster(cluster: object) -> object:
-    """A cluster spec without the fields the autoscaler owns, when it autoscales."""
-    if isinstance(cluster, pulumi.Output):
-        return cluster.apply(_strip_cluster)
-    if not isinstance(cluster, Mapping) or "workerGroupSpecs" not in cluster:
-        return cluster
-    groups = cluster["workerGroupSpecs"]
-    flag = cluster.get("enableInTreeAutoscaling")
-
-    def stripped(on: object) -> object:
-        return _each(groups, _without_autoscaler_fields) if on else groups
-
-    new_groups = flag.apply(stripped) if isinstance(flag, pulumi.Output) else stripped(flag)
-    return {**cluster, "workerGroupSpecs": new_groups}
-
-
 def _merged(*maps: object) -> pulumi.Input[Wire]:
     """Later maps win; Output-valued maps are merged once they resolve."""
     present = [m for m in maps if m is not None]
@@ -313,11 +238,13 @@ def plan_workload(
     wire_spec = to_wire(rules.spec_model, spec)
     cluster_path = rules.cluster_path
     applied = (
-        wire_spec if cluster_path is None else _map_at(wire_spec, cluster_path, _strip_cluster)
+        wire_spec
+        if cluster_path is None
+        else map_at(wire_spec, cluster_path, without_autoscaler_fields)
     )
     autoscaled = (
         False if cluster_path is None
-        else _get_at(wire_spec, (*cluster_path, "enableInTreeAutoscaling"))
+        else get_at(wire_spec, (*cluster_path, "enableInTreeAutoscaling"))
     )  # fmt: skip
     name = rules.name_for(args.name if args.name is not None else resource_name, applied)
     user_meta: Wire = {"name": name}
