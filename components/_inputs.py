@@ -29,6 +29,7 @@ import pulumi
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
+from components._schema import first_unknown_field
 from operator_runtime.api import FeatureGates, InvalidObjectError, KubeModel, validate
 
 __all__ = [
@@ -227,6 +228,11 @@ def parse_object(
         parsed = model.model_validate(wire)
     except ValidationError as error:
         raise _parse_failure(model, error, ref) from None
+    unknown = first_unknown_field(
+        kind, parsed.model_dump(mode="json", by_alias=True, exclude_none=True)["spec"]
+    )
+    if unknown is not None:
+        raise RayInputError(ref, *unknown, "UNKNOWN_FIELD")
     for check in checks:
         check(parsed)
     try:

@@ -129,6 +129,22 @@ def test_autoscaled_groups_leave_replicas_to_the_autoscaler() -> None:
     assert "pulumi.com/patchForce" not in annotations(cr)
 
 
+def test_an_output_autoscaling_flag_and_group_are_stripped_once_resolved() -> None:
+    def program() -> Any:
+        spec = cluster_spec(enable_in_tree_autoscaling=pulumi.Output.from_input(True))
+        group = spec["worker_group_specs"][0]
+        group["scale_strategy"] = {"workers_to_delete": ["gpu-abcde"]}
+        spec["worker_group_specs"] = [pulumi.Output.from_input(group)]
+        return RayCluster("demo", **spec)
+
+    cr = run(program).one(CR)
+    group = cr.inputs["spec"]["workerGroupSpecs"][0]
+    assert group["groupName"] == "gpu"
+    assert "replicas" not in group
+    assert "scaleStrategy" not in group
+    assert "pulumi.com/patchForce" not in annotations(cr)
+
+
 def test_groups_without_autoscaling_are_pulumis_and_forced_back() -> None:
     spec = cluster_spec()
     spec["worker_group_specs"][0]["scale_strategy"] = {"workers_to_delete": ["gpu-abcde"]}
@@ -191,6 +207,41 @@ def test_parse_errors_name_the_wire_field_path(change: Any, path: str, words: st
     assert str(caught.value).startswith(f"RayCluster team-a/demo: {path}: ")
     assert words in str(caught.value)
     assert "pydantic" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "path", "words"),
+    [
+        ({"ports": [{"container_port": 8265}]},
+         "spec.headGroupSpec.template.spec.containers[0].ports[0].container_port",
+         "write containerPort: Kubernetes objects inside the spec keep"),
+        ({"imagePullPolicyy": "Always"},
+         "spec.headGroupSpec.template.spec.containers[0].imagePullPolicyy",
+         "did you mean imagePullPolicy?"),
+    ],
+)  # fmt: skip
+def test_unknown_fields_in_embedded_kubernetes_objects_are_refused(
+    field: dict[str, Any], path: str, words: str
+) -> None:
+    spec = cluster_spec()
+    spec["head_group_spec"]["template"]["spec"]["containers"][0].update(field)
+    with pytest.raises(RayInputError) as caught:
+        run(lambda: RayCluster("demo", **spec))
+    assert caught.value.path == path
+    assert words in str(caught.value)
+    assert "[UNKNOWN_FIELD]" in str(caught.value)
+
+
+def test_map_keys_in_embedded_objects_are_not_fields() -> None:
+    spec = cluster_spec()
+    pod = spec["head_group_spec"]["template"]
+    pod["metadata"] = {"labels": {"team_name": "a"}, "annotations": {"some_key": "v"}}
+    pod["spec"]["nodeSelector"] = {"pool_name": "gpu"}
+    pod["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "1"}}
+    cr = run(lambda: RayCluster("demo", **spec)).one(CR)
+    assert cr.inputs["spec"]["headGroupSpec"]["template"]["spec"]["nodeSelector"] == {
+        "pool_name": "gpu"
+    }
 
 
 def test_the_pulumi_name_must_make_a_valid_object_name() -> None:
