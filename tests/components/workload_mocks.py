@@ -108,8 +108,11 @@ class _Mocks(pulumi.runtime.Mocks):
         if args.typ.startswith("kubernetes:ray.io/v1:"):
             state["status"] = STATUS[args.typ.rsplit(":", 1)[-1]]
         metadata = state.get("metadata")
-        if isinstance(metadata, dict):
-            state["metadata"] = {"namespace": "default", **metadata}
+        if isinstance(metadata, dict) or args.typ.startswith("kubernetes:"):
+            # As the provider does: a default namespace, and a name made from the
+            # resource name when the program gives none.
+            given = metadata if isinstance(metadata, dict) else {}
+            state["metadata"] = {"namespace": "default", "name": f"{args.name}-0a1b2c3d", **given}
         return f"{args.name}-id", state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
