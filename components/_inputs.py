@@ -12,7 +12,8 @@ whole worker group built with ``apply``). Three jobs live here:
 - ``to_wire``: the wire (camelCase) form of a value WITHOUT resolving its Outputs, so a
   nested secret stays a nested secret in what the custom resource is given (the SDK
   serializes each nested Output on its own), and ``redact_secrets`` for hashing such a
-  value without publishing a hash of a secret.
+  value without publishing a hash of a secret. (The Kubernetes provider then marks the
+  nearest enclosing list as secret, e.g. a pod's ``containers``, not the whole spec.)
 """
 
 from __future__ import annotations

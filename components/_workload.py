@@ -11,7 +11,10 @@ The flow, in ``plan_workload`` then ``create_custom_resource``:
 3. for autoscaled clusters the fields the Ray autoscaler writes are left out of what is
    applied; otherwise ``pulumi.com/patchForce`` lets Pulumi take back a hand change;
 4. the custom resource is created with ``parent`` set to the component, the operator in
-   ``depends_on`` and the readiness annotation of its kind.
+   ``depends_on`` and the readiness annotation of its kind. A ``timeout`` becomes its
+   ``customTimeouts`` for create and update: pulumi-kubernetes 4.25 prefers them to the
+   ``pulumi.com/timeoutSeconds`` annotation, and unlike the annotation they are not part
+   of the object, so changing only the timeout is not a diff (nor a new RayJob).
 
 Who owns ``replicas`` is explained in ``_replicas``.
 """
@@ -277,9 +280,11 @@ def create_custom_resource(
     rules: KindRules[Any],
     args: WorkloadArgs,
     plan: Plan[Any],
+    component_opts: pulumi.ResourceOptions | None,
     extra: pulumi.ResourceOptions | None = None,
 ) -> RayObjectResource:
-    """The custom resource, a child of ``parent`` that waits for the operator."""
+    """The custom resource, a child of ``parent`` that waits for the operator and for
+    what the component itself was told to depend on (children do not inherit that)."""
     depends_on: list[pulumi.Input[pulumi.Resource]] = []
     if args.operator is not None:
         # Destroy deletes the object while the operator still runs and removes finalizers.
@@ -293,6 +298,9 @@ def create_custom_resource(
     opts = pulumi.ResourceOptions(
         parent=parent, provider=args.provider, depends_on=depends_on, custom_timeouts=timeouts
     )
+    if component_opts is not None and component_opts.depends_on is not None:
+        inherited = pulumi.ResourceOptions(depends_on=component_opts.depends_on)
+        opts = pulumi.ResourceOptions.merge(opts, inherited)
     return RayObjectResource(
         resource_name,
         kind=rules.kind,

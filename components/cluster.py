@@ -106,7 +106,7 @@ class RayCluster(pulumi.ComponentResource):
         )
         super().__init__(TYPE_TOKEN, resource_name, None, opts)
 
-        cr = w.create_custom_resource(self, resource_name, RULES, args, plan)
+        cr = w.create_custom_resource(self, resource_name, RULES, args, plan, opts)
         self.custom_resource = cr
         self.namespace = w.namespace_of(args, cr)
         self.resource_name = w.derived(cr, plan, lambda c: c.metadata.name)

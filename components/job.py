@@ -176,7 +176,7 @@ class RayJob(pulumi.ComponentResource):
 
         # Create the new run first; the old one (another name) is deleted after it.
         extra = pulumi.ResourceOptions(delete_before_replace=False)
-        cr = w.create_custom_resource(self, resource_name, RULES, args, plan, extra)
+        cr = w.create_custom_resource(self, resource_name, RULES, args, plan, opts, extra)
         self.custom_resource = cr
         self.namespace = w.namespace_of(args, cr)
         self.resource_name = w.derived(cr, plan, lambda j: j.metadata.name)

@@ -140,7 +140,7 @@ class RayService(pulumi.ComponentResource):
         )
         super().__init__(TYPE_TOKEN, resource_name, None, opts)
 
-        cr = w.create_custom_resource(self, resource_name, rules, args, plan)
+        cr = w.create_custom_resource(self, resource_name, rules, args, plan, opts)
         self.custom_resource = cr
         self.namespace = ns = w.namespace_of(args, cr)
         self.resource_name = w.derived(cr, plan, lambda s: s.metadata.name)

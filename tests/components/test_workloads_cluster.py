@@ -402,6 +402,19 @@ def test_operator_provider_and_options_pass_through() -> None:
     assert component.request.aliases
 
 
+def test_what_the_component_depends_on_the_custom_resource_waits_for() -> None:
+    def program() -> Any:
+        namespace = k8s.core.v1.Namespace("team-a")
+        return RayCluster(
+            "demo", opts=pulumi.ResourceOptions(depends_on=[namespace]), **cluster_spec()
+        )
+
+    result = run(program)
+    namespace = result.one("kubernetes:core/v1:Namespace").urn
+    assert namespace in result.one(COMPONENT).dependencies
+    assert namespace in result.one(CR).dependencies
+
+
 @pytest.mark.parametrize("edge", ["ingress", "gateway", "existing-gateway"])
 def test_dashboard_edges_lead_to_the_head_service(edge: str) -> None:
     host = "ray.example.com"
