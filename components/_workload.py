@@ -166,6 +166,9 @@ class KindRules(Generic[ModelT]):
     """Wire keys from ``spec`` to the embedded RayClusterSpec (``()`` for a RayCluster)."""
     wait_for: str | None
     """The ``pulumi.com/waitFor`` value that means ready; None for nothing to wait for."""
+    wait_for_suspended: str | None = None
+    """What to wait for instead with ``spec.suspend: true``: such an object never gets
+    ready, and waiting for it would only end at the timeout."""
     name_for: Callable[[pulumi.Input[str], object], pulumi.Input[str]] = lambda base, _: base
     """metadata.name from the base name and the applied spec (RayJob adds a digest)."""
     checks: Sequence[Check[ModelT]] = ()
@@ -220,16 +223,25 @@ def _merged(*maps: object) -> pulumi.Input[Wire]:
     return {k: v for m in present if isinstance(m, Mapping) for k, v in m.items()}
 
 
-def _own_annotations(rules: KindRules[Any], args: WorkloadArgs, autoscaled: object) -> object:
-    ours: dict[str, str] = {}
-    if not args.wait_for_ready:
-        ours[SKIP_AWAIT] = "true"
-    elif rules.wait_for is not None:
-        ours[WAIT_FOR] = rules.wait_for
-    force = {PATCH_FORCE: "true"}
-    if isinstance(autoscaled, pulumi.Output):
-        return autoscaled.apply(lambda on: ours if on else {**ours, **force})
-    return ours if autoscaled else {**ours, **force}
+def _own_annotations(
+    rules: KindRules[Any], args: WorkloadArgs, autoscaled: object, suspended: object
+) -> object:
+    """skipAwait or waitFor (ready, or suspended), and patchForce unless autoscaled."""
+
+    def annotations(autoscales: object, suspends: object) -> dict[str, str]:
+        ours: dict[str, str] = {}
+        wait_for = rules.wait_for_suspended if suspends is True else rules.wait_for
+        if not args.wait_for_ready:
+            ours[SKIP_AWAIT] = "true"
+        elif wait_for is not None:
+            ours[WAIT_FOR] = wait_for
+        if not autoscales:
+            ours[PATCH_FORCE] = "true"
+        return ours
+
+    if isinstance(autoscaled, pulumi.Output) or isinstance(suspended, pulumi.Output):
+        return pulumi.Output.all(autoscaled, suspended).apply(lambda p: annotations(*p))
+    return annotations(autoscaled, suspended)
 
 
 def plan_workload(
@@ -256,7 +268,10 @@ def plan_workload(
             user_meta[key] = getattr(args, key)
     metadata: Wire = {
         **user_meta,
-        "annotations": _merged(_own_annotations(rules, args, autoscaled), args.annotations),
+        "annotations": _merged(
+            _own_annotations(rules, args, autoscaled, get_at(wire_spec, ("suspend",))),
+            args.annotations,
+        ),
     }
 
     def checked(obj: Wire) -> ModelT:

@@ -26,6 +26,7 @@ RULES: Final = w.KindRules(
     spec_model=api.RayClusterSpec,
     cluster_path=(),
     wait_for="jsonpath={.status.state}=ready",
+    wait_for_suspended="jsonpath={.status.state}=suspended",
 )
 
 
@@ -58,8 +59,8 @@ class RayCluster(pulumi.ComponentResource):
     autoscaler and never conflicts with it. Without autoscaling Pulumi owns ``replicas``
     and applies with ``pulumi.com/patchForce``, so a hand change is put back.
 
-    ``pulumi up`` waits until ``status.state`` is ``ready`` (``wait_for_ready=False``
-    skips it; ``timeout`` bounds it). Pass the ``RayOperator`` as ``operator`` so
+    ``pulumi up`` waits until ``status.state`` is ``ready`` (``suspended`` for a cluster
+    with ``suspend: true``; ``wait_for_ready=False`` skips it; ``timeout`` bounds it). Pass the ``RayOperator`` as ``operator`` so
     ``pulumi destroy`` deletes the cluster while the operator still runs.
     """
 

@@ -84,6 +84,7 @@ RULES: Final = w.KindRules(
     spec_model=api.RayJobSpec,
     cluster_path=("rayClusterSpec",),
     wait_for="jsonpath={.status.jobDeploymentStatus}=Complete",
+    wait_for_suspended="jsonpath={.status.jobDeploymentStatus}=Suspended",
     name_for=job_name,
     checks=(_refuse_long_name, _refuse_delete_self),
 )

@@ -28,6 +28,7 @@ RULES: Final = w.KindRules(
     spec_model=api.RayServiceSpec,
     cluster_path=("rayClusterConfig",),
     wait_for="condition=Ready",
+    wait_for_suspended="condition=Suspended",
 )
 
 

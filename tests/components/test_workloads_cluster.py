@@ -111,6 +111,14 @@ def test_wait_can_be_skipped_and_bounded() -> None:
     assert (timeouts.create, timeouts.update) == ("5400s", "5400s")
 
 
+def test_a_suspended_cluster_is_waited_for_until_suspended() -> None:
+    cr = run(lambda: RayCluster("demo", suspend=True, **cluster_spec())).one(CR)
+    assert annotations(cr)["pulumi.com/waitFor"] == "jsonpath={.status.state}=suspended"
+    flag = pulumi.Output.from_input(True)
+    cr = run(lambda: RayCluster("demo", suspend=flag, **cluster_spec())).one(CR)
+    assert annotations(cr)["pulumi.com/waitFor"] == "jsonpath={.status.state}=suspended"
+
+
 def test_autoscaled_groups_leave_replicas_to_the_autoscaler() -> None:
     spec = cluster_spec(enable_in_tree_autoscaling=True)
     spec["worker_group_specs"][0]["scale_strategy"] = {"workers_to_delete": ["gpu-abcde"]}

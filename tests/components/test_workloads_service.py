@@ -49,6 +49,11 @@ def test_rayservice_registers_waits_for_ready_and_returns_its_addresses() -> Non
     }
 
 
+def test_a_suspended_rayservice_is_waited_for_until_suspended() -> None:
+    cr = run(lambda: RayService("llm", suspend=True, **service_spec())).one(SERVICE)
+    assert annotations(cr)["pulumi.com/waitFor"] == "condition=Suspended"
+
+
 def test_rayservice_cluster_config_leaves_replicas_to_the_autoscaler() -> None:
     spec = service_spec(ray_cluster_config=cluster_spec(enable_in_tree_autoscaling=True))
     cr = run(lambda: RayService("llm", **spec)).one(SERVICE)
