@@ -60,8 +60,9 @@ class RayCluster(pulumi.ComponentResource):
     and applies with ``pulumi.com/patchForce``, so a hand change is put back.
 
     ``pulumi up`` waits until ``status.state`` is ``ready`` (``suspended`` for a cluster
-    with ``suspend: true``; ``wait_for_ready=False`` skips it; ``timeout`` bounds it). Pass the ``RayOperator`` as ``operator`` so
-    ``pulumi destroy`` deletes the cluster while the operator still runs.
+    with ``suspend: true``; ``wait_for_ready=False`` skips it; ``timeout`` bounds it).
+    Pass the ``RayOperator`` as ``operator`` so ``pulumi destroy`` deletes the cluster
+    while the operator still runs.
     """
 
     resource_name: pulumi.Output[str]
