@@ -296,6 +296,24 @@ def test_outputs_anywhere_are_applied_in_place() -> None:
     assert result.value["dashboard_url"] == "http://demo-head-svc.team-a.svc.cluster.local:8265"
 
 
+def test_output_labels_and_annotations_merge_with_ours() -> None:
+    def program() -> Any:
+        return RayCluster(
+            "demo",
+            labels=pulumi.Output.from_input({"team": "a"}),
+            annotations={"owner": pulumi.Output.from_input("ml-platform")},
+            **cluster_spec(),
+        )
+
+    cr = run(program).one(CR)
+    assert cr.inputs["metadata"]["labels"] == {"team": "a"}
+    assert annotations(cr) == {
+        "owner": "ml-platform",
+        "pulumi.com/waitFor": "jsonpath={.status.state}=ready",
+        "pulumi.com/patchForce": "true",
+    }
+
+
 def test_an_output_that_breaks_a_rule_fails_with_the_same_message_once_resolved() -> None:
     def program() -> Any:
         spec = cluster_spec()
