@@ -33,7 +33,7 @@ from pulumi_kubernetes import _utilities as k8s_utilities
 
 from components._inputs import RayInputError, has_outputs, object_ref, parse_object, to_wire
 from components._replicas import get_at, map_at, without_autoscaler_fields
-from operator_runtime.api import API_VERSION, FeatureGates, KubeModel
+from operator_runtime.api import API_VERSION, FeatureGateError, FeatureGates, KubeModel
 
 __all__ = [
     "PATCH_FORCE",
@@ -145,12 +145,19 @@ class WorkloadArgs:
     feature_gates: FeatureGates | str | None = None
     cluster_domain: str = "cluster.local"
 
-    def gates(self) -> FeatureGates:
+    def gates(self, ref: str) -> FeatureGates:
         """The gates to validate with: explicit, else the operator's, else the defaults."""
         if isinstance(self.feature_gates, FeatureGates):
             return self.feature_gates
         if isinstance(self.feature_gates, str):
-            return FeatureGates.parse(self.feature_gates)
+            try:
+                return FeatureGates.parse(self.feature_gates)
+            except FeatureGateError as error:
+                raise RayInputError(
+                    ref, "feature_gates", str(error),
+                    "give the operator's --feature-gates value, e.g. 'RayCronJob=true'",
+                    "INVALID_FEATURE_GATES",
+                ) from None  # fmt: skip
         from_operator = getattr(self.operator, "feature_gates", None)
         return from_operator if isinstance(from_operator, FeatureGates) else FeatureGates()
 
@@ -249,7 +256,6 @@ def plan_workload(
 ) -> Plan[ModelT]:
     """Everything the custom resource needs; raises ``RayInputError`` now when every
     argument is known, else the returned ``gate`` raises once the Outputs resolve."""
-    gates = args.gates()
     wire_spec = to_wire(rules.spec_model, spec)
     cluster_path = rules.cluster_path
     applied = (
@@ -277,7 +283,9 @@ def plan_workload(
     def checked(obj: Wire) -> ModelT:
         return parse_object(rules.model, obj, gates, kind=rules.kind, checks=rules.checks)
 
-    timeout = parse_timeout(args.timeout, object_ref(rules.kind, args.namespace, name))
+    ref = object_ref(rules.kind, args.namespace, name)
+    timeout = parse_timeout(args.timeout, ref)
+    gates = args.gates(ref)
     whole = {"metadata": user_meta, "spec": wire_spec}
     if not has_outputs(whole):
         model = checked(whole)

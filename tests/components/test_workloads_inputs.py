@@ -109,3 +109,14 @@ def test_bad_timeouts_name_the_argument(given: Any) -> None:
         parse_timeout(given, "RayCluster demo")
     assert caught.value.path == "timeout"
     assert str(caught.value).startswith("RayCluster demo: timeout: ")
+
+
+def test_bad_feature_gates_are_an_input_error() -> None:
+    from components import RayCluster
+    from tests.components.workload_mocks import cluster_spec
+
+    with pytest.raises(RayInputError) as caught:
+        run(lambda: RayCluster("demo", feature_gates="RayCronJob=maybe", **cluster_spec()))
+    assert caught.value.path == "feature_gates"
+    assert str(caught.value).startswith("RayCluster demo: feature_gates: ")
+    assert "RayCronJob=maybe" in str(caught.value)
