@@ -7,6 +7,7 @@ from components.cluster import RayCluster
 from components.cronjob import RayCronJob
 from components.edges import GatewayEdgeArgs, IngressEdgeArgs
 from components.job import RayJob
+from components.operator import RayOperator, RayOperatorArgs
 from components.service import RayService
 
 __all__: list[str] = [
@@ -15,5 +16,7 @@ __all__: list[str] = [
     "RayCluster",
     "RayCronJob",
     "RayJob",
+    "RayOperator",
+    "RayOperatorArgs",
     "RayService",
 ]

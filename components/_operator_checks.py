@@ -1,0 +1,255 @@
+"""``settle``: the one pass that checks ``RayOperatorArgs`` and decides every default.
+
+Everything a user can get wrong is refused here, at program time, before the component
+registers anything: the engine then prints one ``RayInputError`` naming the argument and
+the fix, never a traceback, and nothing is half-created.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import pulumi
+
+from components._inputs import RayInputError
+from components._operator_args import (
+    DEFAULT_RESOURCES,
+    METRICS_SUFFIX,
+    SELF_DELETING_RAYJOB_ENV,
+    Plan,
+    RayOperatorArgs,
+)
+from operator_runtime.api import FeatureGates
+from operator_runtime.api.errors import FeatureGateError
+
+__all__ = ["settle"]
+
+_DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+class _Refusal(Exception):
+    """One refused argument: its name, what is wrong, the fix, a stable code."""
+
+    def __init__(self, path: str, detail: str, hint: str, code: str) -> None:
+        super().__init__(detail)
+        self.path, self.detail, self.hint, self.code = path, detail, hint, code
+
+
+def settle(resource_name: str, args: RayOperatorArgs) -> Plan:
+    """Check ``args`` and decide every default; raise ``RayInputError`` naming the arg."""
+    try:
+        return _settle(resource_name, args)
+    except _Refusal as refusal:
+        raise RayInputError(
+            f"RayOperator {resource_name}",
+            refusal.path,
+            refusal.detail,
+            refusal.hint,
+            f"RAYOPERATOR_{refusal.code}",
+        ) from None
+
+
+def _settle(resource_name: str, args: RayOperatorArgs) -> Plan:
+    base_name = args.name if args.name is not None else resource_name
+    _check_dns_label("name", base_name, len(METRICS_SUFFIX))
+    if isinstance(args.namespace, str):
+        _check_dns_label("namespace", args.namespace)
+    if isinstance(args.image, str) and not args.image.strip():
+        raise _Refusal("image", "is empty", "name an image, e.g. the default", "IMAGE")
+    _check_count("replicas", args.replicas, "REPLICAS")
+    if args.replicas > 1 and not args.leader_election:
+        raise _Refusal(
+            "leader_election",
+            f"is off with {args.replicas} replicas: every replica would "
+            "reconcile the same objects at once",
+            "keep leader_election=True or use 1 replica",
+            "LEADER_ELECTION",
+        )
+    if args.burst is not None:
+        _check_count("burst", args.burst, "BURST")
+    if args.reconcile_concurrency is not None:
+        _check_count("reconcile_concurrency", args.reconcile_concurrency, "CONCURRENCY")
+    if args.qps is not None and (
+        isinstance(args.qps, bool) or not isinstance(args.qps, int | float) or args.qps <= 0
+    ):
+        raise _Refusal("qps", f"must be a number above 0, got {args.qps!r}", "e.g. 100", "QPS")
+    _check_choice("log_format", args.log_format, ("json", "console"))
+    _check_choice("log_level", args.log_level, ("debug", "info", "warning", "error"))
+    _check_choice("image_pull_policy", args.image_pull_policy, ("Always", "IfNotPresent", "Never"))
+    watch_namespaces = _watch_namespaces(args.watch_namespaces)
+    create_namespace, install_crds = _cluster_scoped_choices(args, watch_namespaces)
+    return Plan(
+        resource_name=resource_name,
+        base_name=base_name,
+        namespace=args.namespace,
+        create_namespace=create_namespace,
+        install_crds=install_crds,
+        retain_crds_on_delete=args.retain_crds_on_delete,
+        image=args.image,
+        image_pull_policy=args.image_pull_policy,
+        replicas=args.replicas,
+        resources=_resources(args.resources),
+        feature_gates=_feature_gates(args.feature_gates),
+        feature_gates_given=args.feature_gates is not None,
+        log_format=args.log_format,
+        log_level=args.log_level,
+        qps=args.qps,
+        burst=args.burst,
+        reconcile_concurrency=args.reconcile_concurrency,
+        watch_namespaces=watch_namespaces,
+        cluster_scoped_rbac=args.cluster_scoped_rbac,
+        leader_election=args.leader_election,
+        env=_env(args.env),
+        service_monitor=args.service_monitor,
+        prometheus_rule=args.prometheus_rule,
+        monitoring_labels=dict(args.monitoring_labels or {}),
+        provider=args.provider,
+    )
+
+
+def _check_dns_label(path: str, value: object, reserve: int = 0) -> None:
+    limit = 63 - reserve
+    if not isinstance(value, str) or not _DNS_LABEL.fullmatch(value) or len(value) > limit:
+        raise _Refusal(
+            path,
+            f"{value!r} is not a DNS label of at most {limit} characters",
+            "use lowercase letters, digits and '-', starting and ending with a letter or digit",
+            "NAME",
+        )
+
+
+def _check_count(path: str, value: object, code: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _Refusal(
+            path, f"must be a whole number of at least 1, got {value!r}", f"set {path} >= 1", code
+        )
+
+
+def _check_choice(path: str, value: object, choices: tuple[str, ...]) -> None:
+    if value is not None and value not in choices:
+        raise _Refusal(
+            path,
+            f"{value!r} is not one of {', '.join(choices)}",
+            f"use one of {', '.join(choices)}, or None for the default",
+            "CHOICE",
+        )
+
+
+def _watch_namespaces(namespaces: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(namespaces, str):
+        # A bare string is a sequence of letters; it is surely one namespace misplaced.
+        raise _Refusal(
+            "watch_namespaces",
+            f"is the string {namespaces!r}, not a list",
+            f"write watch_namespaces=[{namespaces!r}]",
+            "WATCH_NAMESPACES",
+        )
+    for namespace in namespaces:
+        _check_dns_label("watch_namespaces", namespace)
+    if len(set(namespaces)) != len(namespaces):
+        raise _Refusal(
+            "watch_namespaces",
+            f"lists a namespace twice: {list(namespaces)}",
+            "list each namespace once",
+            "WATCH_NAMESPACES",
+        )
+    return tuple(namespaces)
+
+
+def _cluster_scoped_choices(
+    args: RayOperatorArgs, watch_namespaces: tuple[str, ...]
+) -> tuple[bool, bool]:
+    """(create_namespace, install_crds). Namespaced RBAC promises no cluster-scoped
+    object, so a Namespace or a CRD asked for explicitly is refused there, not dropped."""
+    if args.cluster_scoped_rbac:
+        create = args.create_namespace if args.create_namespace is not None else True
+        install = args.install_crds if args.install_crds is not None else True
+        return create, install
+    if not watch_namespaces:
+        raise _Refusal(
+            "cluster_scoped_rbac",
+            "is False but watch_namespaces is empty: an operator that "
+            "watches every namespace needs cluster-wide permissions",
+            "list the namespaces in watch_namespaces, or keep cluster_scoped_rbac=True",
+            "NAMESPACED_RBAC",
+        )
+    for path, value, kind in (
+        ("install_crds", args.install_crds, "CustomResourceDefinitions"),
+        ("create_namespace", args.create_namespace, "a Namespace"),
+    ):
+        if value:
+            raise _Refusal(
+                path,
+                f"is True with cluster_scoped_rbac=False, but {kind} are cluster-scoped "
+                "objects, which namespaced RBAC promises not to create",
+                f"leave {path} unset (or False) and create them from a stack with cluster "
+                "rights, e.g. a RayOperator with cluster_scoped_rbac=True",
+                "NAMESPACED_RBAC",
+            )
+    return False, False
+
+
+def _resources(
+    resources: Mapping[str, Mapping[str, pulumi.Input[str]]] | None,
+) -> Mapping[str, Mapping[str, pulumi.Input[str]]]:
+    if resources is None:
+        return DEFAULT_RESOURCES
+    unknown = sorted(set(resources) - {"requests", "limits"})
+    if unknown:
+        raise _Refusal(
+            "resources",
+            f"has unknown key(s) {', '.join(unknown)}",
+            'use "requests" and "limits", e.g. {"limits": {"memory": "1Gi"}}',
+            "RESOURCES",
+        )
+    return resources
+
+
+def _feature_gates(gates: FeatureGates | Mapping[str, bool] | str | None) -> FeatureGates:
+    if gates is None or isinstance(gates, FeatureGates):
+        return gates or FeatureGates()
+    if isinstance(gates, Mapping):
+        for gate, value in gates.items():
+            if not isinstance(value, bool):
+                raise _Refusal(
+                    f"feature_gates.{gate}",
+                    f"must be True or False, got {value!r}",
+                    f"write {{{gate!r}: True}}",
+                    "FEATURE_GATES",
+                )
+        flag = ",".join(f"{gate}={str(value).lower()}" for gate, value in gates.items())
+    else:
+        flag = gates
+    try:
+        # The operator's own parser, so the component and the process agree on every gate.
+        return FeatureGates.parse(flag)
+    except FeatureGateError as error:
+        raise _Refusal(
+            "feature_gates", str(error), "use the KubeRay gate names listed", "FEATURE_GATES"
+        ) from None
+
+
+def _env(env: Mapping[str, pulumi.Input[str]] | None) -> tuple[tuple[str, pulumi.Input[str]], ...]:
+    for name in env or {}:
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            raise _Refusal(
+                f"env.{name}",
+                "is not a valid environment variable name",
+                "use letters, digits and '_'",
+                "ENV",
+            )
+        if name == SELF_DELETING_RAYJOB_ENV:
+            raise _Refusal(
+                f"env.{name}",
+                "would let the operator delete finished RayJobs itself; a "
+                "RayJob this stack manages would then be created again (and rerun) by the "
+                "next `pulumi up --refresh`",
+                "leave it unset; a RayJob's shutdownAfterJobFinishes frees its RayCluster "
+                "and keeps the RayJob",
+                "SELF_DELETING_RAYJOB",
+            )
+    # Sorted: the pod template, and so the rollout, must not depend on dict order.
+    return tuple(sorted((env or {}).items()))

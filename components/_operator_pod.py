@@ -1,0 +1,205 @@
+"""The operator's Deployment, its metrics Service and its PodDisruptionBudget.
+
+The container runs ``OPERATOR_COMMAND`` (the Dockerfile's ENTRYPOINT; a test holds them
+equal) with flags of ``python -m operator_runtime`` only, and only those the user set:
+an unset knob keeps the operator's own default, which lives in its argument parser. The
+flags the pod spec depends on (ports, shutdown timeout, Lease name) are always passed,
+so the probes, the Service and the grace period never rely on a default elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components._operator_args import Plan
+
+__all__ = [
+    "CONTAINER_NAME",
+    "HEALTH_PORT",
+    "METRICS_PORT",
+    "OPERATOR_COMMAND",
+    "SHUTDOWN_TIMEOUT_SECONDS",
+    "create_deployment",
+    "create_disruption_budget",
+    "create_metrics_service",
+    "operator_flags",
+]
+
+OPERATOR_COMMAND: Final = ("python", "-m", "operator_runtime")
+"""What the operator image's ENTRYPOINT runs and the Deployment's ``command`` repeats, so a
+custom image with another entrypoint still starts the operator."""
+CONTAINER_NAME: Final = "operator"
+METRICS_PORT: Final = 8080
+HEALTH_PORT: Final = 8082
+SHUTDOWN_TIMEOUT_SECONDS: Final = 30
+_GRACE_MARGIN_SECONDS: Final = 15
+"""After the drain: flushing events and releasing the Lease, so a standby takes over at
+once instead of after the Lease expires. The kubelet's SIGKILL must not cut that short."""
+_TMP_VOLUME: Final = "tmp"
+
+
+def operator_flags(plan: Plan) -> list[str]:
+    """The container's args: every one a flag of ``operator_runtime.__main__.build_parser``."""
+    flags = [
+        f"--metrics-addr=:{METRICS_PORT}",
+        f"--health-probe-bind-address=:{HEALTH_PORT}",
+        f"--shutdown-timeout={SHUTDOWN_TIMEOUT_SECONDS}",
+    ]
+    if plan.leader_election:
+        # The Lease's namespace is the pod's own (the operator reads it from its token).
+        flags.append(f"--leader-election-id={plan.leader_election_id}")
+    else:
+        flags.append("--enable-leader-election=false")
+    flags.extend(f"--watch-namespace={namespace}" for namespace in plan.watch_namespaces)
+    if plan.feature_gates_given:
+        # Every gate spelled out: the pod spec says what runs, whatever the defaults become.
+        flags.append(f"--feature-gates={plan.feature_gates.as_flag()}")
+    optional: Sequence[tuple[str, object]] = (
+        ("--qps", plan.qps),
+        ("--burst", plan.burst),
+        ("--reconcile-concurrency", plan.reconcile_concurrency),
+        ("--log-stdout-encoder", plan.log_format),
+        ("--log-level", plan.log_level),
+    )
+    flags.extend(f"{flag}={value}" for flag, value in optional if value is not None)
+    return flags
+
+
+def _probe(path: str, period_seconds: int) -> k8s.core.v1.ProbeArgs:
+    return k8s.core.v1.ProbeArgs(
+        http_get=k8s.core.v1.HTTPGetActionArgs(path=path, port="health"),
+        initial_delay_seconds=5,
+        period_seconds=period_seconds,
+        timeout_seconds=2,
+        failure_threshold=3,
+    )
+
+
+def _container(plan: Plan) -> k8s.core.v1.ContainerArgs:
+    return k8s.core.v1.ContainerArgs(
+        name=CONTAINER_NAME,
+        image=plan.image,
+        image_pull_policy=plan.image_pull_policy,
+        command=list(OPERATOR_COMMAND),
+        args=operator_flags(plan),
+        env=[k8s.core.v1.EnvVarArgs(name=name, value=value) for name, value in plan.env] or None,
+        ports=[
+            k8s.core.v1.ContainerPortArgs(name="metrics", container_port=METRICS_PORT),
+            k8s.core.v1.ContainerPortArgs(name="health", container_port=HEALTH_PORT),
+        ],
+        # /healthz answers while the process runs its loops; /readyz once every informer
+        # has synced, on standbys too, so a rollout waits for a warm replica.
+        liveness_probe=_probe("/healthz", 10),
+        readiness_probe=_probe("/readyz", 5),
+        resources=k8s.core.v1.ResourceRequirementsArgs(
+            requests=plan.resources.get("requests"), limits=plan.resources.get("limits")
+        ),
+        security_context=k8s.core.v1.SecurityContextArgs(
+            run_as_non_root=True,
+            read_only_root_filesystem=True,
+            allow_privilege_escalation=False,
+            capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
+            seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+        ),
+        # The root filesystem is read-only; a library that wants a scratch file gets /tmp.
+        volume_mounts=[k8s.core.v1.VolumeMountArgs(name=_TMP_VOLUME, mount_path="/tmp")],
+    )
+
+
+def _spread(plan: Plan) -> list[k8s.core.v1.TopologySpreadConstraintArgs] | None:
+    if plan.replicas < 2:
+        return None
+    # Standbys on other nodes, or losing one node loses the leader and its standby at once.
+    return [
+        k8s.core.v1.TopologySpreadConstraintArgs(
+            max_skew=1,
+            topology_key="kubernetes.io/hostname",
+            when_unsatisfiable="ScheduleAnyway",
+            label_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=plan.selector_labels),
+        )
+    ]
+
+
+def create_deployment(
+    parent: pulumi.Resource,
+    plan: Plan,
+    namespace: pulumi.Input[str],
+    service_account_name: pulumi.Input[str],
+    depends_on: Sequence[pulumi.Resource],
+) -> k8s.apps.v1.Deployment:
+    pod = k8s.core.v1.PodSpecArgs(
+        service_account_name=service_account_name,
+        security_context=k8s.core.v1.PodSecurityContextArgs(
+            run_as_non_root=True,
+            seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+        ),
+        termination_grace_period_seconds=SHUTDOWN_TIMEOUT_SECONDS + _GRACE_MARGIN_SECONDS,
+        containers=[_container(plan)],
+        volumes=[
+            k8s.core.v1.VolumeArgs(
+                name=_TMP_VOLUME,
+                empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="64Mi"),
+            )
+        ],
+        topology_spread_constraints=_spread(plan),
+    )
+    return k8s.apps.v1.Deployment(
+        plan.resource_name,
+        metadata=plan.metadata(plan.base_name, namespace),
+        spec=k8s.apps.v1.DeploymentSpecArgs(
+            replicas=plan.replicas,
+            selector=k8s.meta.v1.LabelSelectorArgs(match_labels=plan.selector_labels),
+            template=k8s.core.v1.PodTemplateSpecArgs(
+                metadata=k8s.meta.v1.ObjectMetaArgs(labels=plan.labels), spec=pod
+            ),
+        ),
+        # It waits for the CRDs and its RBAC: an operator started before them only
+        # crash-loops on its first list; on destroy it goes first, so it never runs
+        # without its permissions.
+        opts=plan.child(parent, depends_on),
+    )
+
+
+METRICS_LABELS: Final = {"app.kubernetes.io/component": "metrics"}
+"""On the metrics Service, so a ServiceMonitor selects it and nothing else of ours."""
+
+
+def create_metrics_service(
+    parent: pulumi.Resource, plan: Plan, namespace: pulumi.Input[str]
+) -> k8s.core.v1.Service:
+    return k8s.core.v1.Service(
+        f"{plan.resource_name}-metrics",
+        metadata=plan.metadata(plan.metrics_service_name, namespace, METRICS_LABELS),
+        spec=k8s.core.v1.ServiceSpecArgs(
+            type="ClusterIP",
+            selector=plan.selector_labels,
+            ports=[
+                k8s.core.v1.ServicePortArgs(
+                    name="metrics", port=METRICS_PORT, target_port="metrics", protocol="TCP"
+                )
+            ],
+        ),
+        opts=plan.child(parent),
+    )
+
+
+def create_disruption_budget(
+    parent: pulumi.Resource, plan: Plan, namespace: pulumi.Input[str]
+) -> k8s.policy.v1.PodDisruptionBudget | None:
+    """With standbys, a node drain takes one replica at a time; with a single replica a
+    budget would block every drain, so there is none."""
+    if plan.replicas < 2:
+        return None
+    return k8s.policy.v1.PodDisruptionBudget(
+        plan.resource_name,
+        metadata=plan.metadata(plan.base_name, namespace),
+        spec=k8s.policy.v1.PodDisruptionBudgetSpecArgs(
+            max_unavailable=1,
+            selector=k8s.meta.v1.LabelSelectorArgs(match_labels=plan.selector_labels),
+        ),
+        opts=plan.child(parent),
+    )

@@ -1,0 +1,180 @@
+"""``RayOperator``: the ray.io/v1 CRDs and the Python operator that reconciles them.
+
+What it creates, each a child of the component (``parent=self``):
+
+- a Namespace (optional), labelled to enforce the ``restricted`` Pod Security Standard,
+  which the operator's pod meets;
+- the four CRDs from ``operator_runtime/api/crds`` as typed CustomResourceDefinitions,
+  applied server-side (the Kubernetes provider's default; they are too big for a
+  client-side apply's last-applied annotation), kept on ``pulumi destroy`` by default;
+- a ServiceAccount and its RBAC (``_operator_rbac``): a ClusterRole and binding, or a
+  Role and binding per watched namespace; a leader-election Role in its own namespace;
+- the Deployment, the metrics Service and, with replicas > 1, a PodDisruptionBudget
+  (``_operator_pod``); optionally a ServiceMonitor and a PrometheusRule
+  (``_operator_monitoring``).
+
+Workload components take it as ``operator=``, so they wait for it on ``up`` and are
+deleted while it still runs on ``destroy``; they read its ``feature_gates`` to validate
+with the gates the operator really has.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Final
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from components._operator_args import (
+    DEFAULT_IMAGE,
+    DEFAULT_NAMESPACE,
+    SELF_DELETING_RAYJOB_ENV,
+    Plan,
+    RayOperatorArgs,
+    name_of,
+)
+from components._operator_checks import settle
+from components._operator_monitoring import create_prometheus_rule, create_service_monitor
+from components._operator_pod import (
+    OPERATOR_COMMAND,
+    create_deployment,
+    create_disruption_budget,
+    create_metrics_service,
+)
+from components._operator_rbac import create_rbac
+from operator_runtime.api import FeatureGates
+from operator_runtime.api.crds import CRD_DIR
+
+__all__ = [
+    "DEFAULT_IMAGE",
+    "DEFAULT_NAMESPACE",
+    "OPERATOR_COMMAND",
+    "SELF_DELETING_RAYJOB_ENV",
+    "TYPE_TOKEN",
+    "RayOperator",
+    "RayOperatorArgs",
+    "load_crds",
+]
+
+TYPE_TOKEN: Final = "pulumi-ray:index:RayOperator"
+_POD_SECURITY: Final = {"pod-security.kubernetes.io/enforce": "restricted"}
+
+
+@functools.cache
+def load_crds() -> tuple[dict[str, Any], ...]:
+    """The committed CRD manifests, in file order: the ones the operator is tested with.
+
+    Cached because they are megabytes of package data that never change while a program
+    runs; callers must not modify them."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster
+    return tuple(
+        document
+        for path in sorted(CRD_DIR.glob("*.yaml"))
+        for document in yaml.load_all(path.read_text(), Loader=loader)
+        if document
+    )
+
+
+class RayOperator(pulumi.ComponentResource):
+    """The ray.io/v1 operator: CRDs, RBAC, Deployment, metrics, alerts.
+
+    ``RayOperator("ray", RayOperatorArgs(replicas=2, watch_namespaces=["team-a"]))``.
+    Arguments are checked before anything is registered; a mistake raises
+    ``RayInputError`` naming the argument and the fix.
+    """
+
+    namespace: pulumi.Output[str]
+    """The operator's namespace (read back from the Namespace when this component made it)."""
+    service_account_name: pulumi.Output[str]
+    deployment_name: pulumi.Output[str]
+    metrics_service_name: pulumi.Output[str]
+    cluster_role_name: pulumi.Output[str | None]
+    """None with namespaced RBAC."""
+    role_names: pulumi.Output[dict[str, str]]
+    """Watched namespace -> the operator's Role there; empty with cluster-scoped RBAC."""
+    leader_election_role_name: pulumi.Output[str | None]
+    """None with leader election off."""
+    image: pulumi.Output[str]
+    crds: list[k8s.apiextensions.v1.CustomResourceDefinition]
+    """The CRDs this component installs (none with ``install_crds=False``)."""
+    deployment: k8s.apps.v1.Deployment
+    feature_gates: FeatureGates
+    """The gates the operator runs with (its defaults when none were given)."""
+    watch_namespaces: tuple[str, ...]
+    """Empty: every namespace."""
+
+    def __init__(
+        self,
+        resource_name: str,
+        args: RayOperatorArgs | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        plan = settle(resource_name, args if args is not None else RayOperatorArgs())
+        super().__init__(TYPE_TOKEN, resource_name, None, opts)
+        self.feature_gates = plan.feature_gates
+        self.watch_namespaces = plan.watch_namespaces
+        self.namespace = self._namespace(plan)
+        self.crds = self._crds(plan)
+        account = k8s.core.v1.ServiceAccount(
+            resource_name,
+            metadata=plan.metadata(plan.base_name, self.namespace),
+            opts=plan.child(self),
+        )
+        self.service_account_name = name_of(account)
+        rbac = create_rbac(self, plan, self.namespace, self.service_account_name)
+        self.cluster_role_name = rbac.cluster_role_name
+        self.role_names = rbac.role_names
+        self.leader_election_role_name = rbac.leader_election_role_name
+        self.deployment = create_deployment(
+            self, plan, self.namespace, self.service_account_name, [*self.crds, *rbac.bindings]
+        )
+        self.deployment_name = name_of(self.deployment)
+        self.image = pulumi.Output.from_input(plan.image)
+        self.metrics_service_name = name_of(create_metrics_service(self, plan, self.namespace))
+        create_disruption_budget(self, plan, self.namespace)
+        if plan.service_monitor:
+            create_service_monitor(self, plan, self.namespace)
+        if plan.prometheus_rule:
+            create_prometheus_rule(self, plan, self.namespace)
+        self.register_outputs(
+            {
+                "namespace": self.namespace,
+                "service_account_name": self.service_account_name,
+                "deployment_name": self.deployment_name,
+                "metrics_service_name": self.metrics_service_name,
+                "cluster_role_name": self.cluster_role_name,
+                "role_names": self.role_names,
+                "leader_election_role_name": self.leader_election_role_name,
+                "image": self.image,
+            }
+        )
+
+    def _namespace(self, plan: Plan) -> pulumi.Output[str]:
+        if not plan.create_namespace:
+            return pulumi.Output.from_input(plan.namespace)
+        namespace = k8s.core.v1.Namespace(
+            plan.resource_name,
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=plan.namespace, labels={**plan.labels, **_POD_SECURITY}
+            ),
+            opts=plan.child(self),
+        )
+        return name_of(namespace)
+
+    def _crds(self, plan: Plan) -> list[k8s.apiextensions.v1.CustomResourceDefinition]:
+        if not plan.install_crds:
+            return []
+        opts = pulumi.ResourceOptions.merge(
+            plan.child(self), pulumi.ResourceOptions(retain_on_delete=plan.retain_crds_on_delete)
+        )
+        return [
+            k8s.apiextensions.v1.CustomResourceDefinition(
+                f"{plan.resource_name}-{crd['spec']['names']['plural']}",
+                metadata=crd["metadata"],
+                spec=crd["spec"],
+                opts=opts,
+            )
+            for crd in load_crds()
+        ]
