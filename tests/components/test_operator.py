@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import runpy
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from operator_runtime.render.rbac import OPERATOR_PERMISSIONS
 from tests.components.workload_mocks import Registration, Run, cluster_spec, run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO_ROOT / "examples"
 COMPONENT = "pulumi-ray:index:RayOperator"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
@@ -541,3 +543,44 @@ def test_dockerfile_runs_the_deployments_command_as_a_numeric_non_root_user() ->
     # runAsNonRoot can only be checked by the kubelet against a numeric user.
     assert uid.isdigit() and int(uid) != 0
     assert stage[0][1].startswith("python:") and "-slim" in stage[0][1]
+
+
+# --- the examples ----------------------------------------------------------------------
+
+
+def run_example(name: str) -> Run:
+    directory = EXAMPLES / name
+    assert (directory / "Pulumi.yaml").is_file()
+    readme = (directory / "README.md").read_text().strip()
+    assert readme and "\n" not in readme
+    return run(lambda: runpy.run_path(str(directory / "__main__.py"), run_name="__main__"))
+
+
+def test_operator_only_example_runs_two_replicas_behind_a_budget() -> None:
+    result = run_example("operator-only")
+
+    assert result.one(DEPLOYMENT).inputs["spec"]["replicas"] == 2
+    assert result.one(PDB).parent == result.one(COMPONENT).urn
+    assert FeatureGates.parse(
+        build_parser().parse_args(container(result)["args"]).feature_gates
+    ).enabled("RayCronJob")
+
+
+def test_multi_namespace_example_grants_nothing_cluster_wide_to_the_operator() -> None:
+    result = run_example("platform-multi-namespace")
+
+    operator = result.one(COMPONENT)
+    under_operator = {r.type for r in result.registrations if r.parent == operator.urn}
+    assert DEPLOYMENT in under_operator
+    assert not under_operator & CLUSTER_SCOPED
+    # The admin part makes the cluster-scoped objects, outside the operator.
+    assert len(result.of_type(CRD)) == 4
+    assert {r.inputs["metadata"]["namespace"] for r in result.of_type(ROLE)} == {
+        "ray-platform",
+        "team-a",
+        "team-b",
+    }
+    clusters = result.of_type("kubernetes:ray.io/v1:RayCluster")
+    assert sorted(c.inputs["metadata"]["namespace"] for c in clusters) == ["team-a", "team-b"]
+    for cluster in clusters:
+        assert result.one(DEPLOYMENT).urn in cluster.dependencies
