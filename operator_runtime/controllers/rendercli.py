@@ -1,38 +1,39 @@
 """``python -m operator_runtime render FILE.yaml``: what the operator would create.
 
-Every RayCluster in FILE (``-`` reads stdin) is validated as the controller would
-validate it, then rendered straight from ``operator_runtime.render``: autoscaler RBAC,
-Ingress, Secret, Services, PVC, the head and worker pods (with ``generateName``, as
-created) and, for a Redis GCS-FT cluster, the cleanup Job its deletion would start.
-Other kinds in FILE are skipped with a note on stderr. Exit codes: 0 rendered,
-1 an invalid RayCluster, 2 an unreadable file.
+Every ray.io/v1 object in FILE (``-`` reads stdin) is validated as the controller would
+validate it, then rendered by ``operator_runtime.render.render_manifest``: for a
+RayCluster its autoscaler RBAC, Ingress, Secret, Services, PVC, the head and worker pods
+(with ``generateName``, as created) and, for a Redis GCS-FT cluster, the cleanup Job its
+deletion would start. For the kinds with no builders yet, a note on stderr says what is
+left out; other kinds are skipped with a note on stderr. Exit codes: 0 rendered,
+1 an invalid object, 2 an unreadable file.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, TextIO
 
-import pydantic
 import yaml
 
-from operator_runtime.api import (
-    FeatureGateError,
-    FeatureGates,
-    InvalidObjectError,
-    RayCluster,
-    validate_raycluster,
+from operator_runtime.api import FeatureGateError, FeatureGates
+from operator_runtime.render import (
+    ManifestError,
+    ManifestRenderParams,
+    RenderOptions,
+    flatten_lists,
+    is_ray_object,
+    render_manifest,
 )
-from operator_runtime.render import ClusterRenderParams, RenderError, RenderOptions, render_cluster
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ray-operator render",
         description="Print, as YAML, every object the operator would create for the "
-        "RayClusters in FILE.",
+        "ray.io/v1 objects in FILE.",
     )
     parser.add_argument("file", metavar="FILE", help="YAML manifest(s); - reads stdin")
     parser.add_argument(
@@ -44,14 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="leave out the Redis cleanup Job (it only exists while a cluster is deleted)",
     )
     return parser
-
-
-def _documents(stream: TextIO) -> Iterator[Any]:
-    for document in yaml.safe_load_all(stream):
-        if isinstance(document, dict) and document.get("kind") == "List":
-            yield from document.get("items") or ()
-        elif document is not None:
-            yield document
 
 
 def main(
@@ -66,30 +59,31 @@ def main(
         return 2
     try:
         if args.file == "-":
-            documents = list(_documents(sys.stdin))
+            documents = list(flatten_lists(yaml.safe_load_all(sys.stdin)))
         else:
             with open(args.file) as handle:
-                documents = list(_documents(handle))
+                documents = list(flatten_lists(yaml.safe_load_all(handle)))
     except (OSError, yaml.YAMLError) as exc:
         print(f"render: cannot read {args.file}: {exc}", file=err)
         return 2
     options = RenderOptions(feature_gates=gates)
     rendered: list[Any] = []
     for index, document in enumerate(documents):
-        kind = document.get("kind") if isinstance(document, dict) else None
-        if kind != "RayCluster":
+        if not is_ray_object(document):
+            kind = document.get("kind") if isinstance(document, dict) else None
             print(f"render: document {index}: skipping kind {kind!r}", file=err)
             continue
+        params = ManifestRenderParams(
+            document=document, options=options, include_redis_cleanup_job=not args.no_cleanup_job
+        )
         try:
-            cluster = RayCluster.model_validate(document)
-            validate_raycluster(cluster, gates)
-            params = ClusterRenderParams(
-                cluster=cluster, options=options, include_redis_cleanup_job=not args.no_cleanup_job
-            )
-            rendered.extend(render_cluster(params=params))
-        except (pydantic.ValidationError, InvalidObjectError, RenderError) as exc:
+            result = render_manifest(params=params)
+        except ManifestError as exc:
             print(f"render: document {index}: {exc}", file=err)
             return 1
+        rendered.extend(result.objects)
+        for note in result.notes:
+            print(f"render: document {index}: {result.ref}: {note}", file=err)
     yaml.safe_dump_all(rendered, out, sort_keys=False, default_flow_style=False)
     return 0
 

@@ -13,6 +13,15 @@ from operator_runtime.render.cluster import (
 )
 from operator_runtime.render.ingress import IngressParams, build_head_ingress
 from operator_runtime.render.jobs import RedisCleanupJobParams, build_redis_cleanup_job
+from operator_runtime.render.manifest import (
+    RAY_KINDS,
+    ManifestError,
+    ManifestRenderParams,
+    RenderedManifest,
+    flatten_lists,
+    is_ray_object,
+    render_manifest,
+)
 from operator_runtime.render.metadata import owner_reference, pod_labels
 from operator_runtime.render.names import check_label, check_name, pod_name
 from operator_runtime.render.options import RenderOptions
@@ -44,12 +53,15 @@ from operator_runtime.render.storage import (
 
 __all__ = [
     "OPERATOR_PERMISSIONS",
+    "RAY_KINDS",
     "AuthSecretParams",
     "AutoscalerRbacParams",
     "ClusterRenderParams",
     "ClusterRoleParams",
     "GcsStoragePvcParams",
     "IngressParams",
+    "ManifestError",
+    "ManifestRenderParams",
     "Permission",
     "PodParams",
     "QuantityError",
@@ -58,6 +70,7 @@ __all__ = [
     "RedisCleanupJobParams",
     "RenderError",
     "RenderOptions",
+    "RenderedManifest",
     "ServiceParams",
     "build_auth_secret",
     "build_autoscaler_role",
@@ -75,10 +88,13 @@ __all__ = [
     "check_label",
     "check_name",
     "desired_worker_replicas",
+    "flatten_lists",
+    "is_ray_object",
     "owner_reference",
     "parse_quantity",
     "pod_labels",
     "pod_name",
     "quantity_value",
     "render_cluster",
+    "render_manifest",
 ]
