@@ -5,10 +5,22 @@ retried with exponential backoff on 429 and 5xx (honouring ``Retry-After``); a G
 also retried when the connection fails. Writes that fail to connect are not retried
 here: the reconcile is requeued instead, and being level-triggered it re-reads the
 state before acting again. Failures raise the errors of ``errors.py``.
+
+A create (POST) is not idempotent: a 504 or a timeout after sending may mean the object
+was made, and a ``generateName`` create sent again makes a second one. So a POST is
+retried only where the server said it did nothing (429, or any answer carrying
+``Retry-After``); any other 5xx, and a timeout or reset once the request may have left,
+raise ``OutcomeUnknown`` for the caller to resolve by looking (a fresh LIST).
+
+Two hooks serve leader election: ``set_write_gate`` refuses every write (``NotLeading``)
+once the gate says leadership has lapsed, and ``bounded(deadline)`` is a view for the
+Lease's own requests: one attempt, no limiter queue, socket timeouts cut so the request
+ends by the deadline, and no gate.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -17,7 +29,11 @@ from typing import Any, Literal
 
 from operator_runtime.runtime.clock import Clock, SystemClock
 from operator_runtime.runtime.errors import (
+    ApiError,
+    HttpError,
     NotFound,
+    NotLeading,
+    OutcomeUnknown,
     ServerError,
     TooManyRequests,
     TransportError,
@@ -37,6 +53,8 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
 }
 RequestObserver = Callable[[str, str, float], None]
 """Called after each request with (verb, status code or "error", seconds)."""
+WriteGate = Callable[[], bool]
+"""Asked before each write; False refuses it with ``NotLeading``."""
 
 
 @dataclass(frozen=True)
@@ -82,9 +100,36 @@ class KubeClient:
         self._observe = observe
         self._clock = clock or SystemClock()
         self._sleep = sleep
+        self._write_gate: WriteGate | None = None
+        self._deadline: float | None = None
 
     def set_observer(self, observe: RequestObserver | None) -> None:
         self._observe = observe
+
+    def set_write_gate(self, gate: WriteGate | None) -> None:
+        """Refuse writes (``NotLeading``) whenever ``gate()`` is False: a replica whose
+        Lease may have passed to another must not act, even mid-reconcile."""
+        self._write_gate = gate
+
+    def bounded(self, deadline: float) -> KubeClient:
+        """A view sharing this client's connections whose requests all end by
+        ``deadline`` (this client's monotonic clock): one attempt each, no rate-limiter
+        queue, no write gate. Used to renew the Lease, where a late answer is useless."""
+        view = copy.copy(self)
+        view._retry = RetryPolicy(attempts=1)
+        view._limiter = TokenBucket(0, 1)
+        view._write_gate = None
+        view._deadline = deadline
+        return view
+
+    def _timeouts(self) -> tuple[float, float]:
+        if self._deadline is None:
+            return self._timeout
+        remaining = self._deadline - self._clock.monotonic()
+        if remaining <= 0.01:
+            raise TransportError("deadline passed before the request was sent", maybe_sent=False)
+        connect = min(self._timeout[0], remaining / 2)
+        return connect, min(self._timeout[1], remaining - connect)
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -102,15 +147,19 @@ class KubeClient:
         headers = {"Content-Type": content_type} if payload is not None else {}
         attempt = 0
         while True:
+            if method != "GET" and self._write_gate is not None and not self._write_gate():
+                raise NotLeading(f"{verb} {path}: not the leader (Lease not renewed in time)")
             self._limiter.wait()
             started = self._clock.monotonic()
             try:
                 response = self._transport.request(
                     method, path, query=query or [], body=payload, headers=headers,
-                    timeout=self._timeout,
+                    timeout=self._timeouts(),
                 )  # fmt: skip
-            except TransportError:
+            except TransportError as exc:
                 self._record(verb, "error", started)
+                if method == "POST" and exc.maybe_sent:
+                    raise OutcomeUnknown(f"{verb} {path}: {exc}", cause=exc) from exc
                 if method != "GET" or attempt + 1 >= self._retry.attempts:
                     raise
                 self._sleep(self._retry.delay(attempt, None))
@@ -123,10 +172,8 @@ class KubeClient:
                 response.status, _decode_status(response.body),
                 retry_after=_retry_after(response.headers),
             )  # fmt: skip
-            if not isinstance(error, TooManyRequests | ServerError) or (
-                attempt + 1 >= self._retry.attempts
-            ):
-                raise error
+            if not _retriable(method, error) or attempt + 1 >= self._retry.attempts:
+                raise _outcome(method, verb, path, error)
             self._sleep(self._retry.delay(attempt, error.retry_after))
             attempt += 1
 
@@ -349,6 +396,20 @@ class WatchStream:
 
     def close(self) -> None:
         self._stream.close()
+
+
+def _retriable(method: str, error: HttpError) -> bool:
+    """Whether sending ``method`` again after ``error`` is safe and may help."""
+    if method == "POST":  # only where the server says it did nothing
+        return isinstance(error, TooManyRequests) or error.retry_after is not None
+    return isinstance(error, TooManyRequests | ServerError)
+
+
+def _outcome(method: str, verb: str, path: str, error: HttpError) -> ApiError:
+    """The error to raise: a 5xx to a create without ``Retry-After`` may have created."""
+    if method == "POST" and isinstance(error, ServerError) and error.retry_after is None:
+        return OutcomeUnknown(f"{verb} {path}: {error}", cause=error)
+    return error
 
 
 def _selectors(label_selector: str | None, field_selector: str | None) -> list[tuple[str, str]]:

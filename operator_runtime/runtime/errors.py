@@ -5,6 +5,9 @@ API errors are grouped by HTTP class, so ``except NotFound`` reads like the inte
 
     ApiError                      any failed request to the API server
     ├── TransportError            no HTTP answer at all (refused, reset, timed out)
+    ├── OutcomeUnknown            a create that may or may not have happened (504,
+    │                             a timeout or a reset after it was sent): not retried
+    ├── NotLeading                a write refused on our side: leadership has lapsed
     └── HttpError                 an HTTP answer with a failure status (``.status``)
         ├── ClientError           4xx: the request is wrong for the current state
         │   ├── BadRequest        400
@@ -40,7 +43,32 @@ class ApiError(Exception):
 
 
 class TransportError(ApiError):
-    """The API server did not answer: connection refused or reset, or a timeout."""
+    """The API server did not answer: connection refused or reset, or a timeout.
+
+    ``maybe_sent`` is False only when the request certainly never left (the
+    connection could not be opened), so even a create can safely be tried again.
+    """
+
+    def __init__(self, message: str, *, maybe_sent: bool = True) -> None:
+        super().__init__(message)
+        self.maybe_sent = maybe_sent
+
+
+class OutcomeUnknown(ApiError):
+    """A non-idempotent write (a POST) whose effect is unknown: the server answered
+    5xx without ``Retry-After``, or the connection timed out or broke after the request
+    was sent. It may have been committed (a 504 often means "created, but late").
+    Retrying could create a second object, so the client never does; the caller must
+    look (a fresh LIST) before acting again. ``cause`` is the underlying error."""
+
+    def __init__(self, message: str, *, cause: ApiError) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+class NotLeading(ApiError):
+    """A write refused before it was sent: this process no longer holds the leader
+    Lease within its renew deadline, so another replica may already be acting."""
 
 
 class HttpError(ApiError):

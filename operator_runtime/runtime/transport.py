@@ -177,6 +177,9 @@ class UrllibTransport:
                 retries=False,
                 preload_content=preload,
             )
+        except urllib3.exceptions.ConnectTimeoutError as exc:  # also refused, unresolved
+            # No connection, so no request: safe to send again, even a create.
+            raise TransportError(f"{method} {path}: {exc}", maybe_sent=False) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransportError(f"{method} {path}: {exc}") from exc
 

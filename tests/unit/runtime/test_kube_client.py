@@ -94,11 +94,83 @@ def test_a_failed_connection_is_retried_for_reads_but_not_for_writes() -> None:
     client, slept, _ = make(ScriptedTransport(errors.TransportError("reset"), ok({})))
     client.get(POD, "p", "ns")
     assert len(slept) == 1
-    client, _, _ = make(ScriptedTransport(errors.TransportError("reset")))
+    client, _, _ = make(ScriptedTransport(errors.TransportError("refused", maybe_sent=False)))
     with pytest.raises(errors.TransportError):
-        client.create(
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "ns"}}
-        )
+        client.create(CREATED)
+    client, _, _ = make(ScriptedTransport(errors.TransportError("refused", maybe_sent=False)))
+    with pytest.raises(errors.TransportError):
+        client.update({**CREATED, "metadata": {"name": "x", "namespace": "ns"}})
+
+
+CREATED = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "x-",
+                                                                  "namespace": "ns"}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [status(504, "Timeout"), status(500, "InternalError"), status(503),
+     errors.TransportError("read timed out"), errors.TransportError("connection reset")],
+    ids=["504", "500", "503-without-retry-after", "read-timeout", "reset-after-send"],
+)  # fmt: skip
+def test_a_create_whose_outcome_is_unknown_is_never_sent_again(answer: Any) -> None:
+    # The server may have made the object: a second generateName POST makes a second one.
+    transport = ScriptedTransport(answer, ok({"metadata": {"name": "x-2"}}))
+    client, slept, _ = make(transport)
+    with pytest.raises(errors.OutcomeUnknown) as caught:
+        client.create(CREATED)
+    assert len(transport.requests) == 1
+    assert slept == []
+    assert isinstance(caught.value.cause, errors.ApiError)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [status(429, "TooManyRequests"), status(503, headers={"Retry-After": "1"}),
+     status(500, headers={"Retry-After": "2"})],
+    ids=["429", "503-retry-after", "500-retry-after"],
+)  # fmt: skip
+def test_a_create_is_retried_where_the_server_says_it_did_nothing(answer: Response) -> None:
+    transport = ScriptedTransport(answer, ok({"metadata": {"name": "x-1"}}))
+    client, _, _ = make(transport)
+    assert client.create(CREATED)["metadata"]["name"] == "x-1"
+    assert [r["method"] for r in transport.requests] == ["POST", "POST"]
+
+
+def test_idempotent_writes_are_still_retried_on_5xx() -> None:
+    transport = ScriptedTransport(status(504, "Timeout"), ok({"metadata": {"name": "x"}}))
+    client, _, _ = make(transport)
+    client.update({**CREATED, "metadata": {"name": "x", "namespace": "ns"}})
+    assert [r["method"] for r in transport.requests] == ["PUT", "PUT"]
+
+
+def test_the_write_gate_refuses_writes_but_not_reads() -> None:
+    transport = ScriptedTransport(ok({}))
+    client, _, _ = make(transport)
+    client.set_write_gate(lambda: False)
+    with pytest.raises(errors.NotLeading):
+        client.create(CREATED)
+    client.get(POD, "p", "ns")
+    assert [r["method"] for r in transport.requests] == ["GET"]
+
+
+def test_a_bounded_view_makes_one_attempt_that_ends_by_the_deadline() -> None:
+    clock = FakeClock()
+    transport = ScriptedTransport(status(503), ok({}))
+    client = KubeClient(transport, clock=clock, sleep=lambda _: None, timeout=30,
+                        limiter=TokenBucket(1, 1, clock=clock), connect_timeout=5)  # fmt: skip
+    client.set_write_gate(lambda: False)
+    view = client.bounded(clock.monotonic() + 4.0)
+    with pytest.raises(errors.ServiceUnavailable):
+        view.get(LEASE, "l", "ns")
+    assert transport.requests[0]["timeout"] == (2.0, 2.0), "connect + read fit in 4 s"
+    clock.advance(3.0)
+    view.update({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                 "metadata": {"name": "l", "namespace": "ns"}})  # fmt: skip
+    assert transport.requests[1]["timeout"] == (0.5, 0.5)
+    clock.advance(1.0)
+    with pytest.raises(errors.TransportError) as caught:
+        view.get(LEASE, "l", "ns")
+    assert not caught.value.maybe_sent
 
 
 def test_every_request_carries_a_timeout_and_the_limiter_is_consulted() -> None:
