@@ -13,6 +13,13 @@ on its *own* monotonic clock (so clocks of different machines need not agree).
 Every write is conditional on resourceVersion, so two candidates cannot both win.
 The leader renews every ``retry_period``; if it cannot renew within
 ``renew_deadline`` it has lost leadership and must stop acting.
+
+Time bounds, because a standby may take the Lease ``lease_duration`` after the last
+renewal it saw: leadership is valid until ``renew_deadline`` after the start of the
+last successful renewal (``leading_until``, never later than the standby could act),
+and each renewal is one attempt through ``KubeClient.bounded`` that ends by then,
+never the client's retries with their 30 s timeouts and Retry-After waits. ``valid()``
+is what the manager asks before dispatching a key and before every write.
 """
 
 from __future__ import annotations
@@ -57,22 +64,35 @@ class LeaseElector:
         self._observed_at = 0.0
         self._wake = threading.Event()
         self.is_leader = False
+        self.leading_until = 0.0
+        """Monotonic time until which this candidate may act as leader."""
+
+    def valid(self) -> bool:
+        """Leading, and the last renewal is recent enough that no standby can have
+        taken over yet. Safe to call from any thread."""
+        return self.is_leader and self._clock.monotonic() < self.leading_until
 
     def poke(self) -> None:
         """The Lease changed (seen by a watch): re-check now instead of at the next
         retry period, which makes failover after a release nearly instant."""
         self._wake.set()
 
-    def try_acquire_or_renew(self) -> bool:
-        """One attempt; True when this candidate holds the Lease afterwards."""
+    def try_acquire_or_renew(self, deadline: float | None = None) -> bool:
+        """One attempt, over by ``deadline`` (monotonic; default one renew deadline
+        from now); True when this candidate holds the Lease afterwards."""
         cfg = self.config
+        started = self._clock.monotonic()
+        client = self._client.bounded(
+            started + cfg.renew_deadline if deadline is None else deadline
+        )
         now = format_micro_time(self._clock.now())
         try:
-            lease = self._client.get(LEASE, cfg.name, cfg.namespace)
+            lease = client.get(LEASE, cfg.name, cfg.namespace)
         except NotFound:
             spec = self._spec(holder=cfg.identity, acquired=now, renewed=now, transitions=0)
             return self._write(
-                lambda: self._client.create({
+                started,
+                lambda: client.create({
                     "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec,
                 }),
@@ -97,7 +117,7 @@ class LeaseElector:
             renewed=now,
             transitions=transitions if ours else transitions + 1,
         )
-        return self._write(lambda: self._client.update({**lease, "spec": new_spec}))
+        return self._write(started, lambda: client.update({**lease, "spec": new_spec}))
 
     def _spec(self, *, holder: str, acquired: str, renewed: str, transitions: int) -> Object:
         return {
@@ -105,7 +125,7 @@ class LeaseElector:
             "acquireTime": acquired, "renewTime": renewed, "leaseTransitions": transitions,
         }  # fmt: skip
 
-    def _write(self, write: Any) -> bool:
+    def _write(self, started: float, write: Any) -> bool:
         try:
             written: Object = write()
         except Conflict:  # someone else wrote first (AlreadyExists is a Conflict)
@@ -116,6 +136,9 @@ class LeaseElector:
             return False
         self._observed = dict(written.get("spec") or {})
         self._observed_at = self._clock.monotonic()
+        # From when the renewal was *sent*: the standby's lease clock starts when it
+        # sees the write, which is later still.
+        self.leading_until = started + self.config.renew_deadline
         self.is_leader = True
         return True
 
@@ -131,37 +154,47 @@ class LeaseElector:
             self._wait_for_change(stop, self.config.retry_period)
         return False
 
-    def hold(self, stop: threading.Event) -> bool:
-        """Renew until ``stop`` (True: still leader) or a missed deadline (False)."""
+    def hold(self, until: threading.Event) -> bool:
+        """Renew every ``retry_period`` until ``until`` is set (True: still leader) or
+        the Lease is lost (False): another holder wrote it, or ``leading_until``
+        passed without a renewal. The caller stops acting at once on False; it also
+        stops dispatching as soon as ``valid()`` turns false, even mid-renewal."""
+        cfg = self.config
         last_renewed = self._clock.monotonic()
-        while not stop.is_set():
-            stop.wait(self.config.retry_period)
-            if stop.is_set():
+        while True:
+            next_at = min(last_renewed + cfg.retry_period, self.leading_until)
+            if until.wait(max(0.0, next_at - self._clock.monotonic())):
+                return True
+            if self._clock.monotonic() >= self.leading_until:
                 break
-            if self.try_acquire_or_renew():
+            if self.try_acquire_or_renew(deadline=self.leading_until):
                 last_renewed = self._clock.monotonic()
-            elif (not self.is_leader) or (
-                self._clock.monotonic() - last_renewed > self.config.renew_deadline
-            ):
-                log.error("%s lost the lease", self.config.identity)
-                self.is_leader = False
-                return False
-        return True
+            elif not self.is_leader or self._clock.monotonic() >= self.leading_until:
+                break
+            else:  # a failed attempt: try again one retry period later
+                last_renewed = self._clock.monotonic()
+        log.error("%s lost the lease (not renewed within %.1fs)", cfg.identity,
+                  cfg.renew_deadline)  # fmt: skip
+        self.is_leader = False
+        return False
 
     def release(self) -> bool:
         """Give the Lease back if we hold it, so a standby need not wait it out."""
         if not self.is_leader:
             return False
         cfg = self.config
+        if not self.valid():  # lapsed: someone else may hold it by now
+            return False
+        client = self._client.bounded(self.leading_until)
         try:
-            lease = self._client.get(LEASE, cfg.name, cfg.namespace)
+            lease = client.get(LEASE, cfg.name, cfg.namespace)
             spec = dict(lease.get("spec") or {})
             if spec.get("holderIdentity") != cfg.identity:
                 return False
             now = format_micro_time(self._clock.now())
             spec.update(holderIdentity="", leaseDurationSeconds=1, acquireTime=now,
                         renewTime=now)  # fmt: skip
-            self._client.update({**lease, "spec": spec})
+            client.update({**lease, "spec": spec})
         except ApiError as exc:
             log.warning("could not release lease %s/%s: %s", cfg.namespace, cfg.name, exc)
             return False

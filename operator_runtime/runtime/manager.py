@@ -8,9 +8,15 @@ Lifecycle of ``run``:
 3. wait for the caches to sync, then start ``concurrency`` workers per controller;
 4. until ``stop`` is set (SIGTERM) or the Lease is lost: work;
 5. shut down: stop intake (queues refuse new keys), let in-flight reconciles finish
-   (up to ``shutdown_timeout``), flush events, release the Lease so a standby takes
-   over at once, stop informers and servers. Exit code 0, or 1 if the Lease was lost
-   (the process must restart rather than keep acting without it).
+   (up to ``shutdown_timeout``) while still renewing the Lease, flush events, then
+   release the Lease so a standby takes over at once, stop informers and servers.
+   Exit code 0.
+
+Losing the Lease is different: the moment it is not renewed within the renew deadline
+(``LeaseElector.valid()`` turns false) no key is dispatched and every write is refused
+by the client's write gate, even one a running reconcile is about to make; ``run``
+returns 1 without draining (worker threads are daemons) and the process restarts
+rather than keep acting without the Lease.
 
 Concurrency is threads over the synchronous client (see docs/architecture.md).
 """
@@ -53,6 +59,8 @@ class ManagerOptions:
     shutdown_timeout: float = 30.0
     identity: str = ""
     feature_gates: tuple[tuple[str, bool], ...] = ()
+    watch_inactivity_timeout: float = 70.0
+    """A watch silent (no event, no bookmark) this long is treated as dead and reopened."""
 
 
 class _Runner:
@@ -79,8 +87,9 @@ class Manager:
         self.metrics = metrics or RuntimeMetrics(CollectorRegistry())
         self.identity = options.identity or f"ray-operator-{uuid.uuid4().hex[:10]}"
         self.informers = InformerSet(
-            client, namespaces=options.namespaces, on_restart=self.metrics.observe_watch_restart
-        )
+            client, namespaces=options.namespaces, on_restart=self.metrics.observe_watch_restart,
+            inactivity_timeout=options.watch_inactivity_timeout,
+        )  # fmt: skip
         self._event_sink = AsyncEventSink(
             ApiEventSink(client, controller="ray.io/ray-operator", instance=self.identity)
         )
@@ -92,6 +101,8 @@ class Manager:
         """The running HTTP endpoints ("health", "metrics"); ``.port`` is the bound port."""
         self.lost_leadership = False
         self.leading = threading.Event()
+        self._release = threading.Event()
+        """Set once the drain is over: the renew loop may stop and the Lease go back."""
 
     # -- assembly ---------------------------------------------------------------------
 
@@ -158,6 +169,9 @@ class Manager:
             if self.options.leader_election is not None:
                 if not self._acquire(self.options.leader_election, stop):
                     return 0
+                # The write gate makes a reconcile still running when the Lease lapses
+                # fail its next write instead of acting beside a new leader.
+                self.client.set_write_gate(self._may_act)
                 holder = threading.Thread(target=self._hold, args=(stop,), name="lease-renew")
                 holder.start()
             self.leading.set()
@@ -198,19 +212,28 @@ class Manager:
         threading.Thread(target=wake_on_stop, name="lease-wake", daemon=True).start()
         return elector.acquire(stop)
 
+    def _may_act(self) -> bool:
+        return self._elector is None or self._elector.valid()
+
     def _hold(self, stop: threading.Event) -> None:
+        # Renews until the drain is over (``_release``), not merely until ``stop``: a
+        # reconcile finishing after SIGTERM must still be the only one acting.
         assert self._elector is not None
-        if not self._elector.hold(stop):
+        if not self._elector.hold(self._release):
             self.lost_leadership = True
             self.metrics.leader.labels(self._lease_name).set(0)
+            for runner in self._runners:
+                runner.queue.shut_down()
             stop.set()
 
     def _start_workers(self) -> None:
         for runner in self._runners:
             for index in range(max(1, self.options.concurrency)):
+                # Daemons: after losing the Lease the process exits without waiting
+                # for a reconcile stuck in a call (its writes are refused anyway).
                 thread = threading.Thread(
                     target=self._work, args=(runner,),
-                    name=f"{runner.controller.name}-worker-{index}",
+                    name=f"{runner.controller.name}-worker-{index}", daemon=True,
                 )  # fmt: skip
                 thread.start()
                 runner.threads.append(thread)
@@ -218,6 +241,8 @@ class Manager:
     def _work(self, runner: _Runner) -> None:
         while (key := runner.queue.get()) is not None:
             try:
+                if not self._may_act():
+                    return  # the Lease lapsed: dispatch nothing more
                 self._reconcile(runner, key)
             finally:
                 runner.queue.done(key)
@@ -270,19 +295,18 @@ class Manager:
             self.metrics.reconcile_errors.labels(controller).inc()
 
     def _shutdown(self, holder: threading.Thread | None) -> None:
-        log.info("shutting down: draining in-flight reconciles")
         for runner in self._runners:
             runner.queue.shut_down()
-        deadline = time.monotonic() + self.options.shutdown_timeout
-        for runner in self._runners:
-            if not runner.queue.wait_idle(max(0.0, deadline - time.monotonic())):
-                log.warning("%s: reconciles still running at the shutdown deadline",
-                            runner.controller.name)  # fmt: skip
-            for thread in runner.threads:
-                thread.join(max(0.0, deadline - time.monotonic()))
-        for recorder in self._recorders.values():
-            recorder.flush()
-        self._event_sink.close(timeout=2.0)
+        if not self.lost_leadership:
+            log.info("shutting down: draining in-flight reconciles")
+            self._drain()
+        if self.lost_leadership:
+            log.error("lost the leader Lease: stopping at once, without draining")
+        else:
+            for recorder in self._recorders.values():
+                recorder.flush()
+            self._event_sink.close(timeout=2.0)
+        self._release.set()
         if holder is not None:
             holder.join()
         if self._elector is not None and not self.lost_leadership:
@@ -294,6 +318,21 @@ class Manager:
         for server in self.endpoints.values():
             server.stop()
         log.info("shutdown complete")
+
+    def _drain(self) -> None:
+        """Wait for in-flight reconciles (up to ``shutdown_timeout``), giving up at once
+        if the Lease is lost meanwhile."""
+        deadline = time.monotonic() + self.options.shutdown_timeout
+        for runner in self._runners:
+            while not runner.queue.wait_idle(min(0.1, max(0.0, deadline - time.monotonic()))):
+                if self.lost_leadership:
+                    return
+                if time.monotonic() >= deadline:
+                    log.warning("%s: reconciles still running at the shutdown deadline",
+                                runner.controller.name)  # fmt: skip
+                    break
+            for thread in runner.threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     @property
     def controllers(self) -> Sequence[Controller]:

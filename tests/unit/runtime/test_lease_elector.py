@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+import threading
+import time
 from typing import Any
 
-from operator_runtime.runtime.clock import FakeClock
-from operator_runtime.runtime.errors import AlreadyExists, Conflict, NotFound
+from operator_runtime.runtime.clock import FakeClock, SystemClock
+from operator_runtime.runtime.errors import AlreadyExists, Conflict, NotFound, TransportError
 from operator_runtime.runtime.leader import LeaderElectionConfig, LeaseElector
 
 
@@ -14,6 +16,11 @@ class LeaseStore:
     def __init__(self) -> None:
         self.lease: dict[str, Any] | None = None
         self.version = 0
+        self.deadlines: list[float] = []
+
+    def bounded(self, deadline: float) -> LeaseStore:
+        self.deadlines.append(deadline)
+        return self
 
     def get(self, kind: Any, name: str, namespace: str) -> dict[str, Any]:
         if self.lease is None:
@@ -102,3 +109,61 @@ def test_two_candidates_racing_on_a_stale_read_cannot_both_win() -> None:
     store.get = lambda *args: copy.deepcopy(stale)  # type: ignore[method-assign]
     assert not b.try_acquire_or_renew(), "the write on a stale resourceVersion conflicts"
     assert not b.is_leader
+
+
+class HangingStore(LeaseStore):
+    """After ``hang()``, every request blocks until the deadline it was given (a server
+    that stops answering, met by the client's cut-down socket timeouts)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hanging = False
+
+    def get(self, kind: Any, name: str, namespace: str) -> dict[str, Any]:
+        if self.hanging:
+            time.sleep(max(0.0, self.deadlines[-1] - time.monotonic()))
+            raise TransportError("read timed out")
+        return super().get(kind, name, namespace)
+
+
+def test_renewal_against_a_silent_server_ends_by_the_renew_deadline() -> None:
+    store = HangingStore()
+    config = LeaderElectionConfig(
+        namespace="ns", name="lock", identity="a", lease_duration=1.5, renew_deadline=1,
+        retry_period=0.2,
+    )  # fmt: skip
+    a = LeaseElector(store, config, clock=SystemClock())  # type: ignore[arg-type]
+    assert a.try_acquire_or_renew() and a.valid()
+    renewed_at = time.monotonic()
+    store.hanging = True
+    outcome: list[bool] = []
+    holder = threading.Thread(target=lambda: outcome.append(a.hold(threading.Event())))
+    holder.start()
+    while a.valid():
+        time.sleep(0.005)
+    invalid_after = time.monotonic() - renewed_at
+    holder.join(5)
+    held_for = time.monotonic() - renewed_at
+    assert outcome == [False] and not a.is_leader
+    assert invalid_after <= config.renew_deadline + 0.05, "no acting past the renew deadline"
+    assert held_for <= config.renew_deadline + 0.3, "the renewal ended by its deadline"
+    assert all(d <= a.leading_until + 1e-6 for d in store.deadlines[1:])
+
+
+def test_hold_keeps_renewing_until_told_to_stop() -> None:
+    store, clock = LeaseStore(), SystemClock()
+    config = LeaderElectionConfig(
+        namespace="ns",
+        name="lock",
+        identity="a",
+        lease_duration=0.6,
+        renew_deadline=0.4,
+        retry_period=0.05,
+    )
+    a = LeaseElector(store, config, clock=clock)  # type: ignore[arg-type]
+    assert a.try_acquire_or_renew()
+    until = threading.Event()
+    timer = threading.Timer(1.0, until.set)  # longer than the lease itself
+    timer.start()
+    assert a.hold(until), "still the leader when told to stop"
+    assert a.valid() and store.version >= 10
