@@ -16,8 +16,8 @@ from operator_runtime.runtime.cache import Cache, IndexFunc, Projection, strip_m
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import Clock
 from operator_runtime.runtime.events import EventRecorder
-from operator_runtime.runtime.expectations import Expectations
-from operator_runtime.runtime.informer import Informer, RestartObserver
+from operator_runtime.runtime.expectations import Expectations, timeout_for
+from operator_runtime.runtime.informer import WATCH_INACTIVITY_TIMEOUT, Informer, RestartObserver
 from operator_runtime.runtime.kinds import ResourceKind
 
 
@@ -34,7 +34,7 @@ class InformerSet:
         client: KubeClient,
         *,
         namespaces: tuple[str, ...] = (),
-        inactivity_timeout: float = 70.0,
+        inactivity_timeout: float = WATCH_INACTIVITY_TIMEOUT,
         on_restart: RestartObserver | None = None,
         rng: random.Random | None = None,
     ) -> None:
@@ -79,6 +79,11 @@ class InformerSet:
                 informer.start()
             return informer
 
+    @property
+    def inactivity_timeout(self) -> float:
+        """How long a silent watch lasts before it is presumed stalled and reopened."""
+        return self._inactivity_timeout
+
     def cache(self, kind: ResourceKind, *, label_selector: str | None = None) -> Cache:
         return self.get(kind, label_selector=label_selector).cache
 
@@ -115,5 +120,10 @@ class ControllerContext:
     metrics_registry: CollectorRegistry | None = None
     """The registry ``/metrics`` serves; controllers add their own collectors to it."""
 
-    def expectations(self, timeout: float = 30.0) -> Expectations:
-        return Expectations(clock=self.clock, timeout=timeout)
+    def expectations(self, timeout: float | None = None) -> Expectations:
+        """Scale expectations whose timeout is never shorter than these informers'
+        stall detection plus a relist (``expectations.timeout_for``): an event held up
+        by a stalled watch must arrive before the expectation gives up, or the
+        controller acts on a cache that misses its own create."""
+        floor = timeout_for(self.informers.inactivity_timeout)
+        return Expectations(clock=self.clock, timeout=max(timeout or floor, floor))

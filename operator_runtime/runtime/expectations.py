@@ -6,8 +6,19 @@ or re-create pods it just deleted (KubeRay's 5 -> 4 scale-down bug). So each cre
 delete is recorded under a group key (e.g. ``ns/cluster/group``) and
 ``is_satisfied(group)`` stays false until the cache reflects every recorded item:
 a created object is present, a deleted one is gone. An item also counts as satisfied
-after ``timeout`` seconds (30, as KubeRay's ``ExpectationsTimeout``), so a lost event
-or a create the API server rejected later cannot block the group forever.
+after ``timeout`` seconds, so a lost event or a create the API server rejected later
+cannot block the group forever.
+
+The timeout must outlast the slowest way an event can arrive: a watch that stalls
+silently is only noticed after the informer's inactivity timeout (70 s), and then a
+relist may follow. KubeRay's 30 s is shorter than that, so a create event held up by a
+stalled watch timed out into a duplicate pod; ``timeout_for(inactivity)`` is that
+stall detection plus ``RELIST_ALLOWANCE``.
+
+A create whose outcome is unknown (``OutcomeUnknown``: a 504, a timeout after sending)
+has no name to wait for, so ``expect_unknown`` blocks the whole group until the caller
+has looked with a fresh LIST (``resolve_unknown``, which turns what it found into
+named create expectations) or the timeout passes.
 
 This mirrors KubeRay's ``scale_expectations.go`` (named items, checked against the
 cache) rather than client-go's add/delete counters, because names make a missed or
@@ -17,11 +28,24 @@ duplicated event harmless.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
+from typing import Final
 
 from operator_runtime.runtime.clock import Clock, SystemClock
+from operator_runtime.runtime.informer import WATCH_INACTIVITY_TIMEOUT
+
+RELIST_ALLOWANCE: Final = 30.0
+"""Seconds a relist after a stalled watch may take before its events are in the cache."""
+
+
+def timeout_for(watch_inactivity_timeout: float) -> float:
+    """The shortest safe expectation timeout for informers with this stall detection."""
+    return watch_inactivity_timeout + RELIST_ALLOWANCE
+
+
+DEFAULT_TIMEOUT: Final = timeout_for(WATCH_INACTIVITY_TIMEOUT)
 
 ExistsInCache = Callable[[str, str], bool]
 """(namespace, name) -> whether the cache currently holds that object."""
@@ -30,6 +54,11 @@ ExistsInCache = Callable[[str, str], bool]
 class Action(Enum):
     CREATE = "create"
     DELETE = "delete"
+    UNKNOWN = "unknown"
+    """A create that may or may not have happened; satisfied only by a look or time."""
+
+
+_UNKNOWN_KEY: Final = ("", "")
 
 
 @dataclass(frozen=True)
@@ -43,7 +72,7 @@ class _Item:
 class Expectations:
     """Per-group create/delete expectations; thread-safe."""
 
-    def __init__(self, *, clock: Clock | None = None, timeout: float = 30.0) -> None:
+    def __init__(self, *, clock: Clock | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
         self._clock = clock or SystemClock()
         self.timeout = timeout
         self._lock = threading.Lock()
@@ -54,6 +83,30 @@ class Expectations:
 
     def expect_delete(self, group: str, namespace: str, name: str) -> None:
         self._record(group, namespace, name, Action.DELETE)
+
+    def expect_unknown(self, group: str) -> None:
+        """A create in ``group`` may have happened: block the group until
+        ``resolve_unknown`` (after a fresh LIST) or the timeout."""
+        self._record(group, "", "", Action.UNKNOWN)
+
+    def has_unknown(self, group: str) -> bool:
+        with self._lock:
+            return _UNKNOWN_KEY in self._groups.get(group, {})
+
+    def resolve_unknown(
+        self, group: str, listed: Iterable[tuple[str, str]], exists: ExistsInCache
+    ) -> None:
+        """A fresh LIST returned ``listed`` (namespace, name) for the group: every one
+        the cache does not show yet becomes a create expectation, and the unknown goes."""
+        now = self._clock.monotonic()
+        with self._lock:
+            items = self._groups.setdefault(group, {})
+            items.pop(_UNKNOWN_KEY, None)
+            for namespace, name in listed:
+                if not exists(namespace, name):
+                    items[(namespace, name)] = _Item(namespace, name, Action.CREATE, now)
+            if not items:
+                del self._groups[group]
 
     def _record(self, group: str, namespace: str, name: str, action: Action) -> None:
         item = _Item(namespace, name, action, self._clock.monotonic())
@@ -83,6 +136,8 @@ class Expectations:
     def _item_satisfied(self, item: _Item, exists: ExistsInCache, now: float) -> bool:
         if now - item.recorded_at >= self.timeout:
             return True
+        if item.action is Action.UNKNOWN:
+            return False
         present = exists(item.namespace, item.name)
         return present if item.action is Action.CREATE else not present
 

@@ -22,7 +22,7 @@ import logging
 import random
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal
+from typing import Final, Literal
 
 from operator_runtime.runtime.cache import (
     Cache,
@@ -34,6 +34,9 @@ from operator_runtime.runtime.cache import (
 from operator_runtime.runtime.client import KubeClient, WatchStream
 from operator_runtime.runtime.errors import ApiError, Gone
 from operator_runtime.runtime.kinds import Object, ResourceKind
+
+WATCH_INACTIVITY_TIMEOUT: Final = 70.0
+"""Seconds without an event or a bookmark after which a watch is presumed stalled."""
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 Handler = Callable[[EventType, Object, Object | None], None]
@@ -57,7 +60,7 @@ class Informer:
         field_selector: str | None = None,
         projection: Projection = strip_managed_fields,
         indexers: Mapping[str, IndexFunc] | None = None,
-        inactivity_timeout: float = 70.0,
+        inactivity_timeout: float = WATCH_INACTIVITY_TIMEOUT,
         on_restart: RestartObserver | None = None,
         rng: random.Random | None = None,
     ) -> None:

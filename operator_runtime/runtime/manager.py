@@ -38,7 +38,12 @@ from operator_runtime.runtime.context import ControllerContext, InformerSet
 from operator_runtime.runtime.errors import Conflict, PermanentError, TemporaryError
 from operator_runtime.runtime.events import ApiEventSink, AsyncEventSink, EventRecorder
 from operator_runtime.runtime.health import HttpEndpoint, checks_route, parse_address
-from operator_runtime.runtime.informer import EventType, Handler, Informer
+from operator_runtime.runtime.informer import (
+    WATCH_INACTIVITY_TIMEOUT,
+    EventType,
+    Handler,
+    Informer,
+)
 from operator_runtime.runtime.kinds import LEASE, Object
 from operator_runtime.runtime.leader import LeaderElectionConfig, LeaseElector
 from operator_runtime.runtime.metrics import RuntimeMetrics
@@ -59,7 +64,7 @@ class ManagerOptions:
     shutdown_timeout: float = 30.0
     identity: str = ""
     feature_gates: tuple[tuple[str, bool], ...] = ()
-    watch_inactivity_timeout: float = 70.0
+    watch_inactivity_timeout: float = WATCH_INACTIVITY_TIMEOUT
     """A watch silent (no event, no bookmark) this long is treated as dead and reopened."""
 
 

@@ -5,6 +5,10 @@ Every create or delete is recorded in the expectations under its group
 cache shows the new pod (or no longer shows the deleted one) the group is skipped.
 That is what keeps a pass working on a stale cache from creating duplicates or
 recreating a pod it just deleted (the 5 -> 4 scale-down bug).
+
+A create whose outcome is unknown (a 504 or a timeout after sending: the pod may exist
+under a name we never learnt) blocks its group the same way, until a fresh LIST of the
+group's pods shows what is really there; only then may the group create again.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers.raycluster.podhealth import is_terminating
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation, need
 from operator_runtime.render import PodParams, build_pod
-from operator_runtime.runtime.errors import ApiError, Conflict, NotFound
+from operator_runtime.runtime.errors import ApiError, Conflict, NotFound, OutcomeUnknown
 from operator_runtime.runtime.kinds import POD, Object
 
 log = logging.getLogger(__name__)
@@ -92,9 +96,14 @@ def _failure(
 def satisfied(run: Reconciliation, group: str) -> bool:
     key = run.group_key(group)
     pods = run.tools.caches.pods
-    done = run.tools.expectations.is_satisfied(
-        key, lambda namespace, name: pods.get(namespace, name) is not None
-    )
+
+    def cached(namespace: str, name: str) -> bool:
+        return pods.get(namespace, name) is not None
+
+    if run.tools.expectations.has_unknown(key):
+        # A LIST error propagates: the pass fails and retries, the group stays blocked.
+        run.tools.expectations.resolve_unknown(key, list_group(run, group), cached)
+    done = run.tools.expectations.is_satisfied(key, cached)
     if not done:
         log.info(
             "%s: group %r waits for the cache to reflect %d pod change(s)",
@@ -105,11 +114,43 @@ def satisfied(run: Reconciliation, group: str) -> bool:
     return done
 
 
+def list_group(run: Reconciliation, group: str) -> list[tuple[str, str]]:
+    """(namespace, name) of the group's pods this cluster controls, from a fresh LIST
+    of the API server (not the cache, which may not show a create yet)."""
+    labels = {LabelKey.CLUSTER.value: run.name}
+    if group:
+        labels.update({LabelKey.GROUP.value: group, LabelKey.NODE_TYPE.value: NodeType.WORKER})
+    else:
+        labels[LabelKey.NODE_TYPE.value] = NodeType.HEAD
+    selector = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+    items, _ = run.tools.client.list_all(POD, run.namespace, label_selector=selector)
+    uid = run.raw["metadata"].get("uid")
+    return [
+        (run.namespace, str(pod["metadata"]["name"]))
+        for pod in items
+        if any(
+            ref.get("controller") and ref.get("uid") == uid
+            for ref in pod["metadata"].get("ownerReferences") or ()
+        )
+    ]
+
+
 def create_pod(run: Reconciliation, pod: JSONObject, *, group: str, head: bool) -> str:
     """Create ``pod``; returns its server-made name. Failures become ReplicaFailure."""
     role = _HEAD if head else _WORKER
     try:
         created = run.tools.client.create(pod)
+    except OutcomeUnknown as exc:
+        # Maybe created: never guess. The group waits for a fresh LIST (``satisfied``).
+        run.tools.expectations.expect_unknown(run.group_key(group))
+        cluster = f"{run.namespace}/{run.name}"
+        message = (
+            f"Failed to create {role.what} Pod for the cluster {cluster} (it may exist; "
+            f"creates wait until the pods are listed again), {exc}"
+        )
+        raise _failure(
+            run, role.create_failed, message, Action.CREATE, role.create_marker, exc
+        ) from exc
     except ApiError as exc:
         cluster = f"{run.namespace}/{run.name}"
         message = f"Failed to create {role.what} Pod for the cluster {cluster}, {exc}"

@@ -1,9 +1,12 @@
-"""Scale expectations: satisfied when the cache reflects the writes, or after 30 s."""
+"""Scale expectations: satisfied when the cache reflects the writes, or after a timeout
+longer than watch stall detection plus a relist."""
 
 from __future__ import annotations
 
 from operator_runtime.runtime.clock import FakeClock
-from operator_runtime.runtime.expectations import Expectations
+from operator_runtime.runtime.context import ControllerContext, InformerSet
+from operator_runtime.runtime.expectations import RELIST_ALLOWANCE, Expectations, timeout_for
+from operator_runtime.runtime.informer import WATCH_INACTIVITY_TIMEOUT
 
 GROUP = "ns/cluster/workers"
 
@@ -42,13 +45,56 @@ def test_every_item_of_the_group_must_be_satisfied_and_satisfied_items_are_forgo
     assert expectations.is_satisfied(GROUP, lambda ns, name: name in present)
 
 
-def test_expectations_time_out_after_30_seconds() -> None:
+def test_expectations_outlast_watch_stall_detection_plus_a_relist() -> None:
+    # A create event held up by a stalled watch arrives only after the informer notices
+    # the stall (70 s) and relists; timing out before that made a duplicate pod.
     clock = FakeClock()
     expectations = Expectations(clock=clock)
+    assert expectations.timeout == timeout_for(WATCH_INACTIVITY_TIMEOUT)
+    assert expectations.timeout >= WATCH_INACTIVITY_TIMEOUT + RELIST_ALLOWANCE
     expectations.expect_create(GROUP, "ns", "never-seen")
-    clock.advance(29.9)
+    clock.advance(WATCH_INACTIVITY_TIMEOUT + 10)
     assert not expectations.is_satisfied(GROUP, lambda ns, name: False)
-    clock.advance(0.1)
+    clock.advance(expectations.timeout)
+    assert expectations.is_satisfied(GROUP, lambda ns, name: False)
+
+
+def test_a_context_never_makes_expectations_shorter_than_its_stall_detection() -> None:
+    for inactivity in (10.0, 70.0, 200.0):
+        informers = InformerSet(None, inactivity_timeout=inactivity)  # type: ignore[arg-type]
+        context = ControllerContext(client=None, informers=informers, clock=FakeClock(),  # type: ignore[arg-type]
+                                    events=lambda _: None)  # type: ignore[arg-type,return-value]  # fmt: skip
+        assert context.expectations(30.0).timeout == max(30.0, timeout_for(inactivity))
+
+
+def test_an_unknown_create_blocks_the_group_until_a_fresh_list() -> None:
+    clock = FakeClock()
+    expectations = Expectations(clock=clock)
+    expectations.expect_unknown(GROUP)
+    assert expectations.has_unknown(GROUP)
+    assert not expectations.is_satisfied(GROUP, lambda ns, name: True), "no name to look for"
+    cache = {"old"}
+    # The LIST shows the pod that the 504'd create did make; the cache not yet.
+    expectations.resolve_unknown(GROUP, [("ns", "old"), ("ns", "made")],
+                                 lambda ns, name: name in cache)  # fmt: skip
+    assert not expectations.has_unknown(GROUP)
+    assert not expectations.is_satisfied(GROUP, lambda ns, name: name in cache)
+    cache.add("made")
+    assert expectations.is_satisfied(GROUP, lambda ns, name: name in cache)
+
+
+def test_an_unknown_create_that_made_nothing_unblocks_after_the_list() -> None:
+    expectations = Expectations(clock=FakeClock())
+    expectations.expect_unknown(GROUP)
+    expectations.resolve_unknown(GROUP, [], lambda ns, name: False)
+    assert expectations.is_satisfied(GROUP, lambda ns, name: False)
+
+
+def test_an_unresolved_unknown_gives_up_after_the_timeout() -> None:
+    clock = FakeClock()
+    expectations = Expectations(clock=clock)
+    expectations.expect_unknown(GROUP)
+    clock.advance(expectations.timeout)
     assert expectations.is_satisfied(GROUP, lambda ns, name: False)
 
 
