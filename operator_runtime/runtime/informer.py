@@ -12,7 +12,8 @@ One reflector thread per watched namespace (or one for all namespaces) runs:
 4. no event and no bookmark for ``inactivity_timeout`` seconds (the socket read
    timeout) counts as a dropped connection, so a stalled watch cannot freeze us.
 
-Failures back off exponentially (0.5 s doubling to 5 s) and never end the thread.
+Failures, 410 Gone included, back off exponentially (0.5 s doubling to 5 s) until a
+watch ends normally, and never end the thread.
 Handlers run on the reflector thread and must be quick: they only enqueue keys.
 """
 
@@ -133,7 +134,10 @@ class Informer:
                 failures = 0
                 reason = "timeout"
             except Gone:
+                # Counted like any failure: a server that answers 410 to every watch
+                # right after a relist would otherwise be relisted in a tight loop.
                 progress.clear()
+                failures += 1
                 reason = "gone"
             except ApiError as exc:
                 if self._stop.is_set():
