@@ -14,7 +14,7 @@ group's pods shows what is really there; only then may the group create again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -221,20 +221,21 @@ def delete_all(
     return deleted
 
 
-def free_replica_indexes(pods: Iterable[Object], count: int) -> list[int]:
-    """The ``count`` lowest ``ray.io/worker-group-replica-index`` values no pod carries."""
+def free_replica_indexes(pods: Iterable[Object], count: int) -> Iterator[int]:
+    """The ``count`` lowest ``ray.io/worker-group-replica-index`` values no pod carries,
+    lowest first, generated lazily: ``count`` comes from the spec and may be 2**31 - 1,
+    while a pass only ever takes a batch of them."""
     used: set[int] = set()
     for pod in pods:
         value = (pod["metadata"].get("labels") or {}).get(LabelKey.WORKER_GROUP_REPLICA_INDEX)
         if value is not None and str(value).isdigit():
             used.add(int(value))
-    free: list[int] = []
     index = 0
-    while len(free) < count:
-        if index not in used:
-            free.append(index)
+    for _ in range(count):
+        while index in used:
+            index += 1
+        yield index
         index += 1
-    return free
 
 
 def create_worker(
