@@ -23,3 +23,7 @@ class AnnotationKey(StrEnum):
     INITIALIZING_TIMEOUT = "ray.io/initializing-timeout"
     CRONJOB_SCHEDULED_TIMESTAMP = "ray.io/cronjob-scheduled-timestamp"
     INGRESS_CLASS = "kubernetes.io/ingress.class"
+    GCS_STORAGE_CREATOR_UID = "ray.io/gcs-storage-creator-uid"
+    """Ours, not KubeRay's: the UID of the RayCluster that created a RocksDB PVC. Only
+    that cluster may (re)attach an owner reference to it, so a same-named claim made
+    by someone else is never adopted and garbage-collected with the cluster."""

@@ -35,8 +35,10 @@ class Permission:
 _READ_CREATE: Final = ("get", "list", "watch", "create")
 
 OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
-    Permission("manager", "coordination.k8s.io", ("leases",), ("get", "create", "update"),
-               "leader election"),
+    # Granted in a Role of the operator's own namespace, never cluster-wide (see
+    # components/_operator_rbac.py): the manager watches its one Lease to hear a release.
+    Permission("manager", "coordination.k8s.io", ("leases",),
+               ("get", "list", "watch", "create", "update"), "leader election"),
     Permission("manager", "events.k8s.io", ("events",), ("create", "patch"), "events"),
     Permission("manager", "", ("events",), ("create", "patch"),
                "events where events.k8s.io/v1 is not served"),
@@ -57,7 +59,8 @@ OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
                "head, serve and headless Services"),
     Permission("raycluster", "", ("serviceaccounts",), _READ_CREATE,
                "autoscaler ServiceAccount; get checks a user-named one"),
-    Permission("raycluster", "", ("secrets",), ("list", "watch", "create"), "auth token Secret"),
+    Permission("raycluster", "", ("secrets",), ("get", "create"),
+               "auth token Secret, read by name: no cache of every Secret"),
     Permission("raycluster", "", ("persistentvolumeclaims",), (*_READ_CREATE, "update"),
                "RocksDB GCS storage; get checks a user's claimName"),
     Permission("raycluster", "rbac.authorization.k8s.io", ("roles",), ("list", "watch", "create"),

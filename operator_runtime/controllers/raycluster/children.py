@@ -40,7 +40,7 @@ from operator_runtime.render.services import needs_headless_service
 from operator_runtime.render.storage import auth_secret_needed
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.errors import AlreadyExists, ApiError, NotFound
-from operator_runtime.runtime.kinds import SERVICE_ACCOUNT, Object
+from operator_runtime.runtime.kinds import SECRET, SERVICE_ACCOUNT, Object
 
 log = logging.getLogger(__name__)
 _CACHE = ("list", "watch")
@@ -263,22 +263,24 @@ def _ingress_update(existing: Object, desired: Object) -> Object | None:
 
 
 AUTH_SECRET_NEEDS: Final = (
-    need("", "secrets", (*_CACHE, "create"), "the generated auth token Secret"),
+    need("", "secrets", ("get", "create"), "the generated auth token Secret, by name"),
 )
 
 
 def reconcile_auth_secret(run: Reconciliation) -> None:
+    """Read the one Secret by name instead of caching Secrets: a cache would need
+    list/watch on every Secret of every watched namespace, and hold them all in memory,
+    to know about one."""
     if not auth_secret_needed(run.cluster):
         return
-    create_missing(
-        run,
-        run.tools.caches.secrets,
-        auth_secret_name(run.cluster),
-        lambda: build_auth_secret(params=AuthSecretParams(run.cluster, run.tools.new_token())),
-        what="secret",
-        created=None,
-        failed=None,
-    )
+    name = auth_secret_name(run.cluster)
+    try:
+        run.tools.client.get(SECRET, name, run.namespace)
+        return
+    except NotFound:
+        pass
+    secret = build_auth_secret(params=AuthSecretParams(run.cluster, run.tools.new_token()))
+    create_child(run, secret, what="secret", created=None, failed=None)
 
 
 SERVICE_NEEDS: Final = (

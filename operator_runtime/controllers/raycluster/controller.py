@@ -96,7 +96,6 @@ WATCHED: Final[dict[str, tuple[ResourceKind, str | None]]] = {
     "roles": (kinds.ROLE, CREATED_BY_SELECTOR),
     "role_bindings": (kinds.ROLE_BINDING, CREATED_BY_SELECTOR),
     "ingresses": (kinds.INGRESS, CREATED_BY_SELECTOR),
-    "secrets": (kinds.SECRET, CLUSTER_SELECTOR),
     "pvcs": (kinds.PERSISTENT_VOLUME_CLAIM, CLUSTER_SELECTOR),
 }
 STATUS_NEEDS: Final = (need("ray.io", "rayclusters/status", ("update",), "status"),)
@@ -193,6 +192,10 @@ class RayClusterController:
             self.tools.expectations.forget_prefix(f"{key.namespace}/{key.name}/")
             self.metrics.forget(key.namespace, key.name)
             return Result()
+        if gcsft.holds_deletion(raw):
+            # Before parsing and validation: nothing wrong with the object may keep
+            # its deletion from ending.
+            return gcsft.finish_deletion(self.tools, key, raw)
         try:
             cluster = RayCluster.model_validate(raw)
         except pydantic.ValidationError as exc:
@@ -200,7 +203,7 @@ class RayClusterController:
                 raw,
                 "Warning",
                 Reason.INVALID_SPEC.value,
-                f"The RayCluster cannot be read: {exc}",
+                f"The RayCluster cannot be read: {gates.describe_parse_error(exc)}",
                 Action.VALIDATE.value,
             )
             return Result()
@@ -218,9 +221,8 @@ class RayClusterController:
         changed = self._write_status(run)
         if run.step_error is not None:
             raise TemporaryError(f"{step.__name__}: {run.step_error}") from run.step_error
-        return Result(
-            requeue_after=SHORT_REQUEUE_SECONDS if changed else self.options.requeue_seconds
-        )
+        soon = changed or run.more_to_create
+        return Result(requeue_after=SHORT_REQUEUE_SECONDS if soon else self.options.requeue_seconds)
 
     def _write_status(self, run: Reconciliation) -> bool:
         tools, raw = self.tools, run.raw

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Final
 
+import pydantic
+
 from operator_runtime.api import (
     MANAGED_BY_KUBERAY,
     InvalidObjectError,
@@ -27,6 +29,17 @@ _REASONS: Final = {
     "InvalidRayClusterSpec": Reason.INVALID_SPEC,
     "InvalidRayClusterStatus": Reason.INVALID_STATUS,
 }
+
+
+def describe_parse_error(exc: pydantic.ValidationError) -> str:
+    """Where and why the object does not parse, without the offending values: an
+    Event is readable by anyone who may list Events in the namespace, and a value
+    can be a secret (a password in ``rayStartParams``, an env value)."""
+    problems = []
+    for error in exc.errors(include_url=False, include_input=False, include_context=False):
+        path = ".".join(str(part) for part in error["loc"]) or "<root>"
+        problems.append(f"{path}: {error['msg']}")
+    return "; ".join(problems)
 
 
 def skip_unmanaged(run: Reconciliation) -> Result | None:

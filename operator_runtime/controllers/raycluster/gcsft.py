@@ -14,22 +14,31 @@ import datetime
 import logging
 from typing import Final
 
+import pydantic
+
+from operator_runtime.api import RayCluster
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.finalizers import Finalizer
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
+from operator_runtime.controllers.raycluster.gates import describe_parse_error
 from operator_runtime.controllers.raycluster.options import (
     DEFAULT_GCS_FT_DELETION_TIMEOUT,
     HEAD_TERMINATION_REQUEUE_SECONDS,
     SHORT_REQUEUE_SECONDS,
 )
 from operator_runtime.controllers.raycluster.podops import delete_all
-from operator_runtime.controllers.raycluster.reconciliation import Reconciliation, loose, need
+from operator_runtime.controllers.raycluster.reconciliation import (
+    Reconciliation,
+    Toolkit,
+    loose,
+    need,
+)
 from operator_runtime.render import RedisCleanupJobParams, build_redis_cleanup_job
 from operator_runtime.render.gcsft import ft_embedded, ft_enabled
 from operator_runtime.runtime.errors import AlreadyExists, ApiError
 from operator_runtime.runtime.kinds import RAY_CLUSTER, Object
-from operator_runtime.runtime.reconcile import Result
+from operator_runtime.runtime.reconcile import ObjectKey, Result
 
 log = logging.getLogger(__name__)
 FINALIZER: Final = Finalizer.GCS_FT_REDIS_CLEANUP.value
@@ -47,15 +56,25 @@ def _finalizers(raw: Object) -> list[str]:
 def set_finalizer(run: Reconciliation, present: bool) -> None:
     """Add or remove the finalizer; conditional on resourceVersion, so a concurrent
     change to the list is never overwritten (a conflict retries the pass)."""
-    current = _finalizers(run.raw)
+    _patch_finalizer(run.tools, run.raw, present)
+
+
+def _patch_finalizer(tools: Toolkit, raw: Object, present: bool) -> None:
+    current = _finalizers(raw)
     wanted = [f for f in current if f != FINALIZER] + ([FINALIZER] if present else [])
-    run.tools.client.patch(
+    metadata = raw["metadata"]
+    tools.client.patch(
         RAY_CLUSTER,
-        run.name,
-        run.namespace,
+        str(metadata["name"]),
+        str(metadata.get("namespace") or ""),
         {"metadata": {"finalizers": wanted}},
-        resource_version=run.raw["metadata"].get("resourceVersion"),
+        resource_version=metadata.get("resourceVersion"),
     )
+
+
+def holds_deletion(raw: Object) -> bool:
+    """Being deleted with our finalizer still on: only ``finish_deletion`` may run."""
+    return bool(raw["metadata"].get("deletionTimestamp")) and FINALIZER in _finalizers(raw)
 
 
 def deletion_timeout(annotations: dict[str, str]) -> float:
@@ -81,31 +100,61 @@ def job_outcome(job: Object) -> str:
 
 
 def gcs_ft_finalizer(run: Reconciliation) -> Result | None:
-    """Gate step: None lets the pass go on (not deleting, finalizer in place)."""
+    """Gate step: add the finalizer to a live cluster with Redis GCS FT. A cluster being
+    deleted with the finalizer never gets here (``finish_deletion`` runs instead)."""
     cluster, raw = run.cluster, run.raw
-    deleting = bool(raw["metadata"].get("deletionTimestamp"))
-    has = FINALIZER in _finalizers(raw)
-    if deleting and has and ft_embedded(cluster):
-        # Switched to RocksDB after the finalizer was added: nothing to clean up.
-        set_finalizer(run, present=False)
-        return Result()
+    if raw["metadata"].get("deletionTimestamp"):
+        return None
     if not (run.tools.options.gcs_ft_redis_cleanup and ft_enabled(cluster)) or ft_embedded(cluster):
         return None
-    if not deleting:
-        if has:
-            return None
-        log.info("%s: GCS FT on; adding finalizer %s", run.key, FINALIZER)
-        set_finalizer(run, present=True)
-        return Result(requeue_after=SHORT_REQUEUE_SECONDS)
-    return _cleanup(run) if has else Result()
+    if FINALIZER in _finalizers(raw):
+        return None
+    log.info("%s: GCS FT on; adding finalizer %s", run.key, FINALIZER)
+    set_finalizer(run, present=True)
+    return Result(requeue_after=SHORT_REQUEUE_SECONDS)
 
 
-def _cleanup(run: Reconciliation) -> Result:
-    started = datetime.datetime.fromisoformat(str(run.raw["metadata"]["deletionTimestamp"]))
-    timeout = deletion_timeout(run.cluster.metadata.annotations or {})
-    left = timeout - (run.tools.clock.now() - started).total_seconds()
+def finish_deletion(tools: Toolkit, key: ObjectKey, raw: Object) -> Result:
+    """A cluster being deleted while our finalizer holds it. Runs before anything else
+    of the pass (parsing, validation), so a deletion always ends: at the latest when
+    ``ray.io/gcs-ft-deletion-timeout`` has passed, whatever is wrong with the object,
+    and at once when there is nothing to clean up (cleanup disabled by
+    ``ENABLE_GCS_FT_REDIS_CLEANUP=false``, GCS FT removed from the spec, RocksDB)."""
+    metadata = raw["metadata"]
+    started = datetime.datetime.fromisoformat(str(metadata["deletionTimestamp"]))
+    timeout = deletion_timeout(metadata.get("annotations") or {})
+    left = timeout - (tools.clock.now() - started).total_seconds()
     if left <= 0:
-        return _give_up(run, timeout)
+        _give_up(tools, raw, timeout)
+        return Result()
+    try:
+        cluster = RayCluster.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        tools.events.record(
+            raw,
+            "Warning",
+            Reason.INVALID_SPEC.value,
+            f"The RayCluster cannot be read, so its Redis storage cannot be cleaned up; "
+            f"the finalizer is removed {timeout:.0f}s after the deletion request: "
+            f"{describe_parse_error(exc)}",
+            Action.CLEANUP.value,
+        )
+        return Result(requeue_after=left)
+    if not (tools.options.gcs_ft_redis_cleanup and ft_enabled(cluster)) or ft_embedded(cluster):
+        log.info("%s: nothing to clean up in Redis; removing finalizer %s", key, FINALIZER)
+        _patch_finalizer(tools, raw, present=False)
+        return Result()
+    run = Reconciliation(tools, key, raw, cluster)
+    try:
+        return _cleanup(run, left)
+    except ApiError as exc:
+        # No backoff here: it could outgrow the deadline. Look again soon, and at the
+        # latest when the deadline is up.
+        log.warning("%s: Redis cleanup step failed (%s); retrying", key, exc)
+        return Result(requeue_after=min(SHORT_REQUEUE_SECONDS, left))
+
+
+def _cleanup(run: Reconciliation, left: float) -> Result:
     pods = run.ray_pods()
     delete_all(
         run,
@@ -144,17 +193,21 @@ def _cleanup(run: Reconciliation) -> Result:
     return Result()
 
 
-def _give_up(run: Reconciliation, timeout: float) -> Result:
-    set_finalizer(run, present=False)
-    run.event(
-        "Warning",
-        Reason.FORCE_DELETED_STUCK_CLUSTER,
-        f"Force-removed GCS FT finalizer after {timeout:.0f}s due to Redis cleanup "
-        f"timeout; Redis storage namespace {_storage_namespace(run)!r} may need manual "
-        "cleanup",
-        Action.CLEANUP,
+def _give_up(tools: Toolkit, raw: Object, timeout: float) -> None:
+    _patch_finalizer(tools, raw, present=False)
+    annotations = raw["metadata"].get("annotations") or {}
+    storage_namespace = annotations.get(
+        AnnotationKey.EXTERNAL_STORAGE_NAMESPACE, str(raw["metadata"].get("uid") or "")
     )
-    return Result()
+    tools.events.record(
+        raw,
+        "Warning",
+        Reason.FORCE_DELETED_STUCK_CLUSTER.value,
+        f"Force-removed GCS FT finalizer after {timeout:.0f}s due to Redis cleanup "
+        f"timeout; Redis storage namespace {storage_namespace!r} may need manual "
+        "cleanup",
+        Action.CLEANUP.value,
+    )
 
 
 def _storage_namespace(run: Reconciliation) -> str:

@@ -9,6 +9,7 @@ from typing import Final
 
 from operator_runtime.api import WorkerGroupSpec
 from operator_runtime.api.labels import LabelKey
+from operator_runtime.controllers.raycluster.batches import take_budget
 from operator_runtime.controllers.raycluster.podhealth import running_and_ready, should_delete_pod
 from operator_runtime.controllers.raycluster.podops import (
     create_worker,
@@ -83,7 +84,9 @@ def _delete_replica(run: Reconciliation, group: str, members: list[Object], why:
 def _create_replicas(
     run: Reconciliation, group: WorkerGroupSpec, existing: list[list[Object]], count: int
 ) -> None:
-    for index in free_replica_indexes((members[0] for members in existing), count):
+    # A replica is created whole or not at all, so the budget is counted in replicas.
+    allowed = take_budget(run, count, pods_each=group.num_of_hosts)
+    for index in free_replica_indexes((members[0] for members in existing), allowed):
         suffix = "".join(run.tools.rng.choice(RAND_ALPHABET) for _ in range(5))
         replica_name = f"{group.group_name}-{suffix}"
         for host in range(group.num_of_hosts):

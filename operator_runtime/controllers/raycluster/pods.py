@@ -12,12 +12,14 @@ A group whose expectations are not yet met by the cache is skipped entirely.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from operator_runtime.api import WorkerGroupSpec
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers.raycluster import multihost, upgrade
+from operator_runtime.controllers.raycluster.batches import slow_start, take_budget
 from operator_runtime.controllers.raycluster.podhealth import (
     is_terminating,
     running_and_ready,
@@ -194,7 +196,10 @@ def _reconcile_group(run: Reconciliation, group: WorkerGroupSpec) -> None:
         return
     _replace_unhealthy(run, name, pods)
     deleted = _delete_requested(run, group, pods)
-    remaining = [p for p in pods if p["metadata"]["name"] not in deleted]
+    # A terminating pod is on its way out and no longer counts as a replica, as in the
+    # ReplicaSet controller: one stuck Terminating on a lost node is replaced. Pods we
+    # deleted ourselves are covered by their delete expectations until they are gone.
+    remaining = [p for p in pods if p["metadata"]["name"] not in deleted and not is_terminating(p)]
     diff = desired_worker_replicas(group) * group.num_of_hosts - len(remaining)
     if diff > 0:
         _create_workers(run, group, remaining, diff)
@@ -237,8 +242,12 @@ def _delete_requested(run: Reconciliation, group: WorkerGroupSpec, pods: list[Ob
 def _create_workers(
     run: Reconciliation, group: WorkerGroupSpec, remaining: list[Object], count: int
 ) -> None:
-    for index in free_replica_indexes(remaining, count):
-        create_worker(run, group, replica_index=index)
+    allowed = take_budget(run, count)
+
+    def create(index: int) -> Callable[[], None]:
+        return lambda: create_worker(run, group, replica_index=index)
+
+    slow_start(create(index) for index in free_replica_indexes(remaining, allowed))
 
 
 def _scale_down(run: Reconciliation, group: str, remaining: list[Object], count: int) -> None:
@@ -251,13 +260,7 @@ def _scale_down(run: Reconciliation, group: str, remaining: list[Object], count:
             count,
         )
         return
-    # Least valuable first: pods already terminating (deleting them again costs
-    # nothing and keeps the count right), then pods not serving, then list order.
-    ranked = sorted(remaining, key=lambda p: (not is_terminating(p), running_and_ready(p)))
+    # Least valuable first: pods not serving yet, then list order.
+    ranked = sorted(remaining, key=running_and_ready)
     for pod in ranked[:count]:
-        if is_terminating(pod):
-            run.tools.expectations.expect_delete(
-                run.group_key(group), run.namespace, str(pod["metadata"]["name"])
-            )
-            continue
         delete_pod(run, pod, group=group, head=False, why="scaling down")

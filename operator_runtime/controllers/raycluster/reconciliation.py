@@ -18,9 +18,9 @@ from operator_runtime.api import JSONObject, RayCluster
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
-from operator_runtime.controllers.raycluster.options import RayClusterOptions
+from operator_runtime.controllers.raycluster.options import POD_CREATES_PER_PASS, RayClusterOptions
 from operator_runtime.render import Permission
-from operator_runtime.runtime.cache import BY_CLUSTER, Cache
+from operator_runtime.runtime.cache import BY_OWNER_UID, Cache
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import Clock
 from operator_runtime.runtime.events import EventRecorder, EventType
@@ -54,7 +54,6 @@ class Caches:
     roles: Cache
     role_bindings: Cache
     ingresses: Cache
-    secrets: Cache
     pvcs: Cache
 
 
@@ -85,6 +84,10 @@ class Reconciliation:
     step_error: BaseException | None = None
     """The first failed resource step's error (status reflects it)."""
     notes: list[str] = field(default_factory=list)
+    create_budget: int = POD_CREATES_PER_PASS
+    """Pods this pass may still create (``POD_CREATES_PER_PASS``)."""
+    more_to_create: bool = False
+    """The budget ran out with pods still missing: look again soon."""
 
     @property
     def namespace(self) -> str:
@@ -106,8 +109,14 @@ class Reconciliation:
         self.tools.events.record(self.raw, type_, reason.value, note, action.value)
 
     def cluster_pods(self) -> list[Object]:
-        """Every pod labelled ``ray.io/cluster=<name>`` (head, workers, cleanup)."""
-        return self.tools.caches.pods.by_index(BY_CLUSTER, f"{self.namespace}/{self.name}")
+        """Every pod this cluster is the controller owner of (head and workers).
+
+        Selected by owner UID, not by the ``ray.io/cluster`` label: anyone can label a
+        pod, and a foreign pod counted as a worker would make a scale-down delete one of
+        ours (or a suspend delete theirs). A namesake cluster deleted and recreated has
+        a new UID, so its predecessor's pods are not ours either."""
+        owned = self.tools.caches.pods.by_index(BY_OWNER_UID, self.uid)
+        return [p for p in owned if self.controls(p)]
 
     def head_pods(self) -> list[Object]:
         return [p for p in self.cluster_pods() if _label(p, LabelKey.NODE_TYPE) == NodeType.HEAD]

@@ -12,6 +12,7 @@ import copy
 from collections import Counter
 from typing import Final
 
+from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers.raycluster.children import create_child
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation, loose, need
@@ -54,9 +55,13 @@ def reconcile_gcs_storage_pvc(run: Reconciliation) -> None:
     desired = loose(build_gcs_storage_pvc(params=GcsStoragePvcParams(cluster=cluster)))
     existing = run.tools.caches.pvcs.get(run.namespace, name)
     if existing is None:
+        marked = copy.deepcopy(desired)
+        marked["metadata"].setdefault("annotations", {})[
+            AnnotationKey.GCS_STORAGE_CREATOR_UID.value
+        ] = run.uid
         create_child(
             run,
-            desired,
+            marked,
             what="GCS storage PVC",
             created=Reason.CREATED_PVC,
             failed=Reason.FAILED_TO_CREATE_PVC,
@@ -79,12 +84,30 @@ def _align_owner(run: Reconciliation, pvc: Object, *, retain: bool) -> None:
     owned = run.controls(pvc)
     if owned == (not retain):
         return
+    if not owned and not _created_by(run, pvc):
+        # KubeRay adopts any claim of this name; one someone else made (or one a
+        # deleted namesake retained) would then be garbage-collected with this
+        # cluster. It is used as it is, never owned.
+        run.event(
+            "Warning",
+            Reason.FAILED_TO_CREATE_PVC,
+            f"GCS storage PVC {run.namespace}/{pvc['metadata']['name']} was not created by "
+            "this RayCluster; it is used but not adopted (deletionPolicy has no effect on "
+            "it)",
+            Action.UPDATE,
+        )
+        return
     updated = copy.deepcopy(pvc)
     refs = [r for r in updated["metadata"].get("ownerReferences") or () if r.get("uid") != run.uid]
     if not retain:
         refs.append(owner_reference(run.cluster))
     updated["metadata"]["ownerReferences"] = refs
     run.tools.client.update(updated)
+
+
+def _created_by(run: Reconciliation, pvc: Object) -> bool:
+    annotations = pvc["metadata"].get("annotations") or {}
+    return bool(run.uid) and annotations.get(AnnotationKey.GCS_STORAGE_CREATOR_UID) == run.uid
 
 
 def pvc_drift(desired: Object, existing: Object) -> str:

@@ -9,6 +9,7 @@ tests/integration/raycluster/test_raycluster_scaling.py.
 from __future__ import annotations
 
 import copy
+import itertools
 import random
 from typing import Any
 
@@ -33,11 +34,12 @@ class FakeClient:
     def __init__(self) -> None:
         self.created: list[Object] = []
         self.deleted: list[str] = []
+        self._serial = itertools.count()  # next() is atomic: creates run in batches
 
     def create(self, obj: Object) -> Object:
         result = copy.deepcopy(obj)
         meta = result["metadata"]
-        meta["name"] = meta.get("name") or f"{meta['generateName']}{len(self.created):05d}"
+        meta["name"] = meta.get("name") or f"{meta['generateName']}{next(self._serial):05d}"
         meta["uid"] = f"uid-{meta['name']}"
         self.created.append(result)
         return result
@@ -81,7 +83,13 @@ def pod(name: str, node_type: str = "worker", phase: str = "Running") -> Object:
     group = "headgroup" if node_type == "head" else "g"
     labels = {"ray.io/cluster": "c", "ray.io/node-type": node_type, "ray.io/group": group}
     return {
-        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": labels},
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"uid-{name}",
+            "labels": labels,
+            "ownerReferences": [{"uid": "cluster-uid", "controller": True}],
+        },
         "spec": {"containers": [{"name": "ray"}]},
         "status": {"phase": phase},
     }
@@ -105,7 +113,6 @@ class World:
                 "roles",
                 "role_bindings",
                 "ingresses",
-                "secrets",
                 "pvcs",
             )
         }

@@ -1,0 +1,76 @@
+"""Bounded pod creation: a budget per pass and slow-start batches, as the ReplicaSet
+controller does it.
+
+A spec may ask for 2**31 - 1 replicas. Creating the whole difference in one pass would
+hold a worker for hours while other clusters wait, so a pass creates at most
+``POD_CREATES_PER_PASS`` pods (``take_budget``) and asks to be looked at again. Within
+the pass, pods are created in batches of 1, 2, 4, ... running concurrently; the first
+batch with a failure is the last, so a template the API server rejects costs one
+request, not a hundred.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Final
+
+from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
+
+log = logging.getLogger(__name__)
+MAX_PARALLEL_CREATES: Final = 16
+"""Requests in flight at once within one batch (the client's rate limiter still
+applies on top)."""
+
+
+def take_budget(run: Reconciliation, wanted: int, *, pods_each: int = 1) -> int:
+    """How many of ``wanted`` creations (of ``pods_each`` pods: a multi-host replica is
+    created whole) this pass may do. A fresh budget always admits one, however large;
+    when some must wait, the pass is marked for a quick requeue."""
+    fits = max(1, run.create_budget // pods_each) if run.create_budget > 0 else 0
+    allowed = max(0, min(wanted, fits))
+    run.create_budget -= allowed * pods_each
+    if allowed < wanted:
+        run.more_to_create = True
+        log.info(
+            "%s: creating %d of %d missing pods in this pass; the rest follows",
+            run.key,
+            allowed * pods_each,
+            wanted * pods_each,
+        )
+    return allowed
+
+
+def slow_start(calls: Iterable[Callable[[], None]]) -> int:
+    """Run ``calls`` in batches of doubling size, each batch concurrently; stop after
+    the first batch in which a call raised, and re-raise the first such error.
+    Returns how many calls succeeded. ``calls`` is consumed lazily."""
+    pending = iter(calls)
+    done, size = 0, 1
+    with ThreadPoolExecutor(MAX_PARALLEL_CREATES, thread_name_prefix="pod-create") as pool:
+        while True:
+            batch = [call for _, call in zip(range(size), pending, strict=False)]
+            if not batch:
+                return done
+            if len(batch) == 1:
+                batch[0]()  # the first probe runs inline: most passes create one pod
+                done += 1
+            else:
+                futures = [_submit(pool, call) for call in batch]
+                errors = [f.exception() for f in futures]
+                failed = [e for e in errors if e is not None]
+                done += len(batch) - len(failed)
+                if failed:
+                    if len(failed) > 1:
+                        log.info("%d more pod creations failed in the same batch", len(failed) - 1)
+                    raise failed[0]
+            size *= 2
+
+
+def _submit(pool: ThreadPoolExecutor, call: Callable[[], None]) -> Future[None]:
+    # Each call runs in a copy of this thread's context, so its log lines carry the
+    # reconcile's key and ID like the rest of the pass.
+    context = contextvars.copy_context()
+    return pool.submit(context.run, call)
