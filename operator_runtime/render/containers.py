@@ -20,7 +20,7 @@ from operator_runtime.render._json import (
 )
 from operator_runtime.render.metadata import CreatorKind
 from operator_runtime.render.names import auth_secret_name
-from operator_runtime.render.raystart import DEFAULT_DASHBOARD_AGENT_PORT
+from operator_runtime.render.raystart import DEFAULT_DASHBOARD_AGENT_PORT, shell_word
 
 AUTOSCALER_CONTAINER: Final = "autoscaler"
 WAIT_GCS_READY: Final = "wait-gcs-ready"
@@ -162,6 +162,8 @@ def ray_token_volume() -> JSONObject:
 
 
 def wait_gcs_ready_script(address: str) -> str:
+    # The port part comes from the head's rayStartParams: one shell word, like there.
+    address = shell_word(address)
     """The init container's loop: quiet for two minutes, then verbose, until the GCS
     answers. The exact text (tabs included) is KubeRay's, so pod specs compare equal."""
     lines = [

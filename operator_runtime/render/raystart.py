@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -115,8 +116,30 @@ def render_flags(params: Mapping[str, str]) -> str:
             if value.lower() == "true":
                 out.append(f" --{key} ")
         else:
-            out.append(f" --{key}={value} ")
+            out.append(f" --{key}={shell_word(value)} ")
     return "".join(out)
+
+
+_ENV_REFERENCE: Final = r"\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}"
+_PLAIN: Final = re.compile(rf"(?:[A-Za-z0-9_@%+=:,./~-]|{_ENV_REFERENCE})*")
+"""Characters bash reads literally, and ``$NAME``/``${NAME}`` references (the operator
+itself passes ``$REDIS_PASSWORD``)."""
+_SINGLE_QUOTED: Final = re.compile(r"'[^']*'")
+_DOUBLE_QUOTED: Final = re.compile(rf'"(?:[^"\\$`]|\\.|{_ENV_REFERENCE})*"')
+
+
+def shell_word(value: str) -> str:
+    """``value`` as exactly one word of the ``bash -c`` command line.
+
+    KubeRay pastes values in verbatim, so ``a b`` or ``1; rm -rf /`` breaks or extends
+    the command. Values bash already reads as one word are kept byte for byte (plain
+    values, ``$VAR`` references, and the quoted JSON users and KubeRay write, such as
+    ``'{"TPU":4}'`` or ``"{\\"CPU\\": 1}"``); anything else is single-quoted."""
+    if _PLAIN.fullmatch(value) or _SINGLE_QUOTED.fullmatch(value):
+        return value
+    if _DOUBLE_QUOTED.fullmatch(value):
+        return value
+    return shlex.quote(value)
 
 
 def _set_missing(params: dict[str, str], spec: RayStartInput) -> None:

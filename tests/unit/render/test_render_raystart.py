@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import pytest
@@ -226,3 +227,33 @@ def test_go_float_format(value: float, text: str) -> None:
 
 def test_go_float_map_is_sorted_and_compact() -> None:
     assert go_json_float_map({"b": 1.0, "a": 2.5}) == '{"a":2.5,"b":1}'
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["a b", "1; touch /tmp/pwned", "$(id)", "`id`", "x && y", "a'b", '"unclosed', "*"],
+)
+def test_a_value_is_exactly_one_word_of_the_command(value: str) -> None:
+    """A value with a space or ``;`` must neither break nor extend ``ray start``."""
+    start = build_ray_start(spec=RayStartInput(node_type=NodeType.HEAD, params={"temp-dir": value}))
+    words = shlex.split(start.command)
+    assert f"--temp-dir={value}" in words
+    assert words[:3] == ["ray", "start", "--head"]
+    assert len(words) == 3 + len(start.params)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "$REDIS_PASSWORD",
+        "${MY_POD_IP}",
+        "'{\"TPU\":4}'",
+        '"{\\"CPU\\": 1, \\"Custom\\": 5}"',
+        "k1=v1,k2=v2",
+        "/tmp/ray",
+        "100000000",
+        "",
+    ],
+)
+def test_what_bash_already_reads_as_one_word_stays_byte_identical(value: str) -> None:
+    assert render_flags({"k": value}) == f" --k={value} "
