@@ -4,6 +4,11 @@
 once every informer cache has synced (so a rollout waits for a warm replica) and
 503 with the names of the failing checks otherwise. ``/metrics`` is served on its own
 address (``--metrics-addr``), like controller-runtime, so it can be exposed separately.
+
+The default addresses are KubeRay's (``:8080`` metrics, ``:8082`` probes): every
+interface, since the kubelet and Prometheus dial the pod IP. Every connection has a
+socket timeout (``REQUEST_TIMEOUT_SECONDS``), so idle or slow clients cannot pile up
+threads. docs/operations.md says how to narrow the addresses.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ Route = Callable[[], tuple[int, str, bytes]]
 """Returns (status, content type, body)."""
 Check = Callable[[], bool]
 log = logging.getLogger(__name__)
+REQUEST_TIMEOUT_SECONDS = 10.0
+"""How long a connection may take to send its request and read the answer."""
 
 
 def parse_address(address: str) -> tuple[str, int] | None:
@@ -47,10 +54,21 @@ def checks_route(checks: Mapping[str, Check]) -> Route:
 class HttpEndpoint:
     """A tiny threaded HTTP server answering GET on fixed routes."""
 
-    def __init__(self, address: tuple[str, int], routes: Mapping[str, Route]) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        routes: Mapping[str, Route],
+        *,
+        request_timeout: float = REQUEST_TIMEOUT_SECONDS,
+    ) -> None:
         table = dict(routes)
 
         class Handler(BaseHTTPRequestHandler):
+            # A socket timeout on every connection: without it, a client that connects
+            # and sends nothing (or trickles bytes) holds a thread for ever, and enough
+            # of them exhaust the process.
+            timeout = request_timeout
+
             def do_GET(self) -> None:
                 route = table.get(self.path.split("?", 1)[0])
                 if route is None:
