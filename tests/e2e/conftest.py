@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pulumi.automation as auto
 import pytest
@@ -53,12 +54,16 @@ def program_stack(
     ]
 
     def create(
-        *, ray_cluster_wait_for: str | None = None, template_manifests: list[str] | None = None
+        *,
+        ray_cluster_wait_for: str | None = None,
+        template_manifests: list[str] | None = None,
+        template_config: dict[str, Any] | None = None,
     ) -> ProgramStack:
-        """A stack of the e2e program or, given ``template_manifests``, of the root stack
-        template configured with those manifests."""
+        """A stack of the e2e program or, given ``template_manifests`` or
+        ``template_config`` (keys of ``pulumi-ray:``, objects as in a stack file), of the
+        root stack template."""
         suffix = uuid.uuid4().hex[:8]
-        template = template_manifests is not None
+        template = template_manifests is not None or template_config is not None
         work_dir = program_copy(tmp_path / suffix, template=template)
         workspace = auto.LocalWorkspace(
             work_dir=str(work_dir),
@@ -84,18 +89,23 @@ def program_stack(
         if ray_cluster_wait_for is not None:
             config["rayClusterWaitFor"] = ray_cluster_wait_for
         if template:
-            config = {
-                "kubeconfig": str(local_cluster.kubeconfig),
-                "namespace": program.namespace,
-                "manifests": json.dumps(template_manifests),
-            }
+            config = {"kubeconfig": str(local_cluster.kubeconfig), "namespace": program.namespace}
         stack.set_all_config({key: auto.ConfigValue(value=value) for key, value in config.items()})
+        if template_manifests is not None:
+            program.write_config({"manifests": template_manifests})
+        if template_config:
+            program.write_config(template_config)
         return program
 
     yield create
     for program in created:
         # A failed test may leave resources behind; destroy is idempotent on an empty stack.
-        program.destroy()
-        program.stack.workspace.remove_stack(program.stack.name)
+        # An operator run for the stack keeps running until then, to honour finalizers.
+        try:
+            program.destroy()
+            program.stack.workspace.remove_stack(program.stack.name)
+        finally:
+            if program.operator is not None:
+                program.operator.stop()
     for path in pre_existing_crds:
         local_cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))

@@ -5,12 +5,15 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
 
 import pulumi.automation as auto
 import yaml
 
 from hack.localcluster import LocalCluster
 from hack.pulumi import python_executable
+from tests.e2e.operator_process import OperatorAsServiceAccount
 
 PROGRAM_DIR = Path(__file__).resolve().parent / "program"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +43,49 @@ class ProgramStack:
     namespace: str
     ray_cluster_name: str
     output: list[str] = field(default_factory=list)
+    operator: OperatorAsServiceAccount | None = None
+    """The operator a RayOperator of this stack deployed, run locally (see ``run_operator``)."""
+
+    @property
+    def config_file(self) -> Path:
+        return Path(self.stack.workspace.work_dir) / f"Pulumi.{self.stack.name}.yaml"
+
+    def write_config(self, values: dict[str, Any]) -> None:
+        """Set ``pulumi-ray:`` keys in the stack file, objects as objects (as a platform
+        team keeps them), which ``pulumi config set`` can only do one path at a time."""
+        document = (
+            yaml.safe_load(self.config_file.read_text()) if self.config_file.exists() else None
+        )
+        document = document or {}
+        document.setdefault("config", {}).update(
+            {f"pulumi-ray:{key}": value for key, value in values.items()}
+        )
+        self.config_file.write_text(yaml.safe_dump(document, sort_keys=False))
+
+    def run_operator(
+        self, *, namespace: str, name: str, work_dir: Path
+    ) -> OperatorAsServiceAccount:
+        """Run, in the background, the operator that this stack's RayOperator deploys: once
+        its Deployment and RBAC exist, with the Deployment's arguments and a token of its
+        ServiceAccount (kwok pods run no containers)."""
+        self.operator = OperatorAsServiceAccount(
+            cluster=self.cluster,
+            namespace=namespace,
+            deployment=name,
+            service_account=name,
+            work_dir=work_dir,
+        )
+        self.operator.start_when_deployed()
+        return self.operator
+
+    def state_file_text(self) -> str:
+        """The stack's state file as the (local, file://) backend stored it on disk: not
+        ``stack export``, which the automation API runs with ``--show-secrets``."""
+        backend = Path(urlparse(self.stack.workspace.env_vars["PULUMI_BACKEND_URL"]).path)
+        found = list((backend / ".pulumi" / "stacks").rglob(f"{self.stack.name}.json"))
+        if len(found) != 1:
+            raise FileNotFoundError(f"state file of {self.stack.name} under {backend}: {found}")
+        return found[0].read_text()
 
     def set_config(self, key: str, value: str) -> None:
         self.stack.set_config(key, auto.ConfigValue(value=value))
@@ -49,8 +95,11 @@ class ProgramStack:
         # the CRDs alone is some 80,000 lines.
         self.output.append(line)
 
-    def preview(self) -> tuple[auto.PreviewResult, list[auto.StepEventMetadata]]:
-        """``pulumi preview --diff``; returns the result and each resource's planned step."""
+    def preview(
+        self, *, refresh: bool = False
+    ) -> tuple[auto.PreviewResult, list[auto.StepEventMetadata]]:
+        """``pulumi preview --diff [--refresh]``; returns the result and each resource's
+        planned step."""
         steps: list[auto.StepEventMetadata] = []
 
         def collect(event: auto.EngineEvent) -> None:
@@ -59,7 +108,7 @@ class ProgramStack:
 
         self.output.clear()
         result = self.stack.preview(
-            diff=True, color="never", on_output=self._echo, on_event=collect
+            diff=True, color="never", refresh=refresh, on_output=self._echo, on_event=collect
         )
         return result, steps
 

@@ -1,0 +1,435 @@
+"""The platform team's stack template (the repository's root ``Pulumi.yaml``), driven by
+stack config alone.
+
+Every key is optional; the schema is declared in ``Pulumi.yaml`` and documented in the
+README::
+
+    pulumi-ray:kubeconfig   path of a kubeconfig; the ambient one when unset
+    pulumi-ray:operator     RayOperator settings in camelCase (``namespace``, ``image``,
+                            ``replicas``, ``featureGates``, ``watchNamespaces``, ...);
+                            ``enabled: false`` deploys no operator (one is already there)
+    pulumi-ray:workloads    {namespace: {createNamespace, rayClusters, rayJobs,
+                            rayServices, rayCronJobs}}; each entry is {name, spec,
+                            labels, annotations, waitForReady, timeout}
+    pulumi-ray:manifests    KubeRay YAML files, each object deployed through its component
+    pulumi-ray:namespace    namespace of manifest objects that name none ("default")
+
+Everything is checked before the first resource is registered, and a mistake is reported
+with the config key that holds it, as ``pulumi config set --path`` spells it::
+
+    pulumi-ray:workloads.ml.rayClusters[0].spec.workerGroupSpecs[0].minReplicas: worker
+    group gpu has minReplicas 3 greater than maxReplicas 1
+      fix: set minReplicas <= maxReplicas [RAYCLUSTER_MIN_GT_MAX]
+
+A key set with ``--secret`` stays secret: the specs read from it reach their custom
+resources as secret Outputs, so they are encrypted in the state and ``[secret]`` in diffs.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+from pulumi.runtime.config import is_config_secret
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel, to_snake
+
+from components import _workload as w
+from components import cluster, cronjob, job, service
+from components._inputs import RayInputError
+from components._operator_args import DEFAULT_NAMESPACE, RayOperatorArgs
+from components.cluster import RayCluster
+from components.cronjob import RayCronJob
+from components.job import RayJob
+from components.operator import RayOperator
+from components.service import RayService
+
+__all__ = [
+    "CONFIG_NAMESPACE",
+    "ConfigError",
+    "NamespaceWorkloads",
+    "OperatorConfig",
+    "StackConfig",
+    "WorkloadEntry",
+    "deploy",
+    "read_config",
+]
+
+CONFIG_NAMESPACE: Final = "pulumi-ray"
+"""The project's name, and so the prefix of every config key of the template."""
+
+Workload = RayCluster | RayJob | RayService | RayCronJob
+KIND_KEYS: Final[Mapping[str, str]] = {
+    "RayCluster": "rayClusters",
+    "RayJob": "rayJobs",
+    "RayService": "rayServices",
+    "RayCronJob": "rayCronJobs",
+}
+"""Each kind and the key of ``workloads.<namespace>`` that lists its objects."""
+
+
+class ConfigError(pulumi.RunError):
+    """A stack config value the template cannot use; the message leads with its key, and
+    the engine prints it alone, without a Python traceback."""
+
+
+def config_key(*steps: str | int) -> str:
+    """``pulumi-ray:workloads.ml.rayClusters[0]``: a key path as ``pulumi config --path``
+    spells it."""
+    key = CONFIG_NAMESPACE
+    for index, step in enumerate(steps):
+        if isinstance(step, int):
+            key += f"[{step}]"
+        else:
+            key += f"{':' if index == 0 else '.'}{step}"
+    return key
+
+
+# --- the schema -------------------------------------------------------------------------
+
+
+class _ConfigModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+class OperatorConfig(_ConfigModel):
+    """``pulumi-ray:operator``: the fields of ``RayOperatorArgs`` in camelCase (a test keeps
+    the two in step), plus ``enabled``."""
+
+    enabled: bool = True
+    name: str | None = None
+    namespace: str = DEFAULT_NAMESPACE
+    create_namespace: bool | None = None
+    install_crds: bool | None = None
+    retain_crds_on_delete: bool = True
+    image: str | None = None
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
+    replicas: int = Field(default=1, ge=1)
+    resources: dict[str, dict[str, str]] | None = None
+    log_format: Literal["json", "console"] | None = None
+    log_level: Literal["debug", "info", "warning", "error"] | None = None
+    feature_gates: dict[str, bool] | str | None = None
+    qps: float | None = Field(default=None, gt=0)
+    burst: int | None = Field(default=None, ge=1)
+    reconcile_concurrency: int | None = Field(default=None, ge=1)
+    watch_namespaces: list[str] = []
+    cluster_scoped_rbac: bool = True
+    leader_election: bool = True
+    env: dict[str, str] | None = None
+    service_monitor: bool = False
+    prometheus_rule: bool = False
+    monitoring_labels: dict[str, str] | None = None
+
+    @property
+    def gates_text(self) -> str | None:
+        """``featureGates`` as the operator's flag spells it, for the workloads' checks."""
+        if isinstance(self.feature_gates, Mapping):
+            return ",".join(f"{gate}={str(on).lower()}" for gate, on in self.feature_gates.items())
+        return self.feature_gates
+
+    def args(self, provider: pulumi.ProviderResource | None) -> RayOperatorArgs:
+        given = self.model_dump(exclude={"enabled"}, exclude_unset=True)
+        return RayOperatorArgs(**given, provider=provider)
+
+
+class WorkloadEntry(_ConfigModel):
+    """One Ray object; ``spec`` is its KubeRay spec, as in a YAML manifest (camelCase)."""
+
+    name: str = Field(min_length=1)
+    spec: dict[str, Any]
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    wait_for_ready: bool = True
+    """RayCronJob has no readiness: it is created and left to its schedule."""
+    timeout: int | str | None = None
+    """Seconds, or a duration such as ``"10m"``, that ``pulumi up`` waits for readiness."""
+
+
+class NamespaceWorkloads(_ConfigModel):
+    """``pulumi-ray:workloads.<namespace>``: the Ray objects of one namespace, by kind."""
+
+    create_namespace: bool = False
+    """Create the Namespace too. Off by default: ``pulumi destroy`` deletes a Namespace it
+    created with everything in it, the objects of other tools included."""
+    ray_clusters: list[WorkloadEntry] = []
+    ray_jobs: list[WorkloadEntry] = []
+    ray_services: list[WorkloadEntry] = []
+    ray_cron_jobs: list[WorkloadEntry] = []
+
+    def entries(self) -> Iterator[tuple[str, int, WorkloadEntry]]:
+        """``(kind, index, entry)`` in config order."""
+        for kind, key in KIND_KEYS.items():
+            for index, entry in enumerate(getattr(self, to_snake(key))):
+                yield kind, index, entry
+
+
+class StackConfig(_ConfigModel):
+    """Every key the template reads."""
+
+    kubeconfig: str | None = None
+    """Empty or unset: the ambient kubeconfig."""
+    operator: OperatorConfig = OperatorConfig()
+    workloads: dict[str, NamespaceWorkloads] = {}
+    manifests: list[str] = []
+    namespace: str = "default"
+
+
+_TEXT_KEYS: Final = frozenset({"kubeconfig", "namespace"})
+
+
+@dataclass(frozen=True)
+class TemplateConfig:
+    """The validated config, and which of its keys were set with ``--secret``."""
+
+    values: StackConfig
+    secret_keys: frozenset[str]
+
+
+def read_config(config: pulumi.Config) -> TemplateConfig:
+    """Read and check the whole stack config; a bad value raises ``ConfigError`` naming
+    its key path, with a suggestion when a key is misspelt."""
+    raw: dict[str, Any] = {}
+    secret: set[str] = set()
+    for field in StackConfig.model_fields:
+        key = to_camel(field)
+        value = config.get(key) if field in _TEXT_KEYS else config.get_object(key)
+        if value is not None:
+            raw[key] = value
+            if is_config_secret(config.full_key(key)):
+                secret.add(key)
+    try:
+        values = StackConfig.model_validate(raw)
+    except ValidationError as error:
+        raise _config_error(error, raw) from None
+    return TemplateConfig(values, frozenset(secret))
+
+
+def _config_error(error: ValidationError, raw: Mapping[str, Any]) -> ConfigError:
+    # A misspelt key also leaves the right one missing: report the misspelling.
+    errors = sorted(error.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
+    first = errors[0]
+    location = [step for step in first["loc"] if not _is_union_tag(step)]
+    message = f"{config_key(*location)}: {first['msg']}"
+    if first["type"] == "extra_forbidden":
+        known = _known_keys(raw, location[:-1])
+        close = difflib.get_close_matches(str(location[-1]), known, n=1)
+        message += f"\n  fix: {'did you mean ' + repr(close[0]) + '? ' if close else ''}"
+        message += f"known keys: {', '.join(sorted(known))}"
+    return ConfigError(message)
+
+
+def _is_union_tag(step: object) -> bool:
+    # pydantic names the union member it tried (``str``, ``dict[str,bool]``): not a key.
+    return isinstance(step, str) and (step in {"str", "int", "bool"} or "[" in step)
+
+
+def _known_keys(raw: Mapping[str, Any], parent: list[str | int]) -> list[str]:
+    """The camelCase keys the model at ``parent`` accepts."""
+    model: type[BaseModel] = StackConfig
+    steps = list(parent)
+    # workloads.<namespace>.<kind>[i] -> NamespaceWorkloads, then WorkloadEntry.
+    if steps[:1] == ["workloads"]:
+        model = NamespaceWorkloads if len(steps) == 2 else WorkloadEntry
+    elif steps[:1] == ["operator"]:
+        model = OperatorConfig
+    return [to_camel(name) for name in model.model_fields]
+
+
+# --- the program ------------------------------------------------------------------------
+
+
+def deploy(config: pulumi.Config | None = None) -> None:
+    """The whole template: provider, operator, namespaces and workloads from stack config.
+
+    Everything is validated before the first resource is registered, so a bad entry late
+    in the config never leaves the ones before it half-created.
+    """
+    template = read_config(config or pulumi.Config())
+    values = template.values
+    pending = list(_planned_workloads(template))
+    gates = values.operator.gates_text
+    for plan in pending:
+        plan.check(gates)
+
+    provider = (
+        k8s.Provider("kubernetes", kubeconfig=values.kubeconfig) if values.kubeconfig else None
+    )
+    operator = None
+    if values.operator.enabled:
+        try:
+            operator = RayOperator("ray-operator", values.operator.args(provider))
+        except RayInputError as error:
+            field, dot, rest = error.path.partition(".")
+            raise _readdressed(error, "operator", to_camel(field) + dot + rest) from None
+    namespaces: dict[str, k8s.core.v1.Namespace] = {}
+    for namespace, workloads in values.workloads.items():
+        if workloads.create_namespace:
+            namespaces[namespace] = k8s.core.v1.Namespace(
+                f"namespace-{namespace}",
+                metadata={"name": namespace},
+                opts=pulumi.ResourceOptions(provider=provider),
+            )
+
+    created: dict[str, list[pulumi.Output[str]]] = {kind: [] for kind in KIND_KEYS}
+    for plan in pending:
+        workload = plan.create(
+            provider=provider,
+            operator=operator,
+            namespace=namespaces.get(plan.namespace),
+            feature_gates=gates,
+        )
+        created[plan.kind].append(pulumi.Output.concat(plan.namespace, "/", workload.resource_name))
+
+    pulumi.export("operatorNamespace", operator.namespace if operator else None)
+    for kind, names in created.items():
+        pulumi.export(KIND_KEYS[kind], pulumi.Output.all(*names))
+
+
+_RULES: Final[Mapping[str, w.KindRules[Any]]] = {
+    "RayCluster": cluster.RULES,
+    "RayJob": job.RULES,
+    "RayService": service.RULES,
+    "RayCronJob": cronjob.RULES,
+}
+_CREATORS: Final[Mapping[str, Callable[..., Workload]]] = {
+    "RayCluster": RayCluster,
+    "RayJob": RayJob,
+    "RayService": RayService,
+    "RayCronJob": RayCronJob,
+}
+
+
+@dataclass(frozen=True)
+class _PlannedWorkload:
+    """One workload from config or a manifest, with the key that names it in errors."""
+
+    kind: str
+    namespace: str
+    entry: WorkloadEntry
+    key: tuple[str | int, ...]
+    secret: bool
+
+    @property
+    def resource_name(self) -> str:
+        return f"{self.kind.lower()}-{self.namespace}-{self.entry.name}"
+
+    def _arguments(self) -> dict[str, Any]:
+        arguments: dict[str, Any] = {
+            "name": self.entry.name,
+            "namespace": self.namespace,
+            "labels": self.entry.labels,
+            "annotations": self.entry.annotations,
+        }
+        if self.kind != "RayCronJob":
+            arguments["wait_for_ready"] = self.entry.wait_for_ready
+            arguments["timeout"] = self.entry.timeout
+        return arguments
+
+    def check(self, feature_gates: str | None) -> None:
+        """Validate the entry now, as its component would but without registering it:
+        the template checks *every* entry before it registers anything."""
+        if self.secret:
+            return  # validated by the component once the secret Output resolves
+        rules = _RULES[self.kind]
+        arguments = {k: v for k, v in self._arguments().items() if v is not None}
+        try:
+            w.plan_workload(
+                rules,
+                w.WorkloadArgs(**arguments, feature_gates=feature_gates),
+                self.resource_name,
+                self.entry.spec,
+            )
+        except RayInputError as error:
+            raise _readdressed(error, *self.key, error.path) from None
+
+    def create(
+        self,
+        *,
+        provider: pulumi.ProviderResource | None,
+        operator: RayOperator | None,
+        namespace: k8s.core.v1.Namespace | None,
+        feature_gates: str | None,
+    ) -> Workload:
+        spec: Any = pulumi.Output.secret(self.entry.spec) if self.secret else self.entry.spec
+        arguments = self._arguments()
+        if namespace is not None:
+            # The name read back from the Namespace, so the workload waits for it.
+            arguments["namespace"] = namespace.metadata.apply(lambda meta: str(meta.name))
+        try:
+            return _CREATORS[self.kind](
+                self.resource_name,
+                spec,
+                operator=operator,
+                provider=provider,
+                feature_gates=feature_gates,
+                **arguments,
+            )
+        except RayInputError as error:
+            raise _readdressed(error, *self.key, error.path) from None
+
+
+def _planned_workloads(template: TemplateConfig) -> Iterator[_PlannedWorkload]:
+    values = template.values
+    secret = "workloads" in template.secret_keys
+    for namespace, workloads in values.workloads.items():
+        for kind, index, entry in workloads.entries():
+            key = ("workloads", namespace, KIND_KEYS[kind], index)
+            yield _PlannedWorkload(kind, namespace, entry, key, secret)
+    for index, path in enumerate(values.manifests):
+        for document in _manifest_documents(path, index):
+            yield _from_manifest(document, path, index, values.namespace)
+
+
+def _manifest_documents(path: str, index: int) -> list[dict[str, Any]]:
+    """The YAML documents of one manifest; a relative path is the project directory's."""
+    try:
+        documents = list(yaml.safe_load_all(Path(path).read_text()))
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"{config_key('manifests', index)}: {path}: {error}") from None
+    return [document for document in documents if document is not None]
+
+
+def _from_manifest(
+    document: object, path: str, index: int, default_namespace: str
+) -> _PlannedWorkload:
+    key = config_key("manifests", index)
+    kind = document.get("kind") if isinstance(document, dict) else None
+    if not isinstance(document, dict) or kind not in KIND_KEYS:
+        raise ConfigError(
+            f"{key}: {path}: kind {kind!r} is not one of {', '.join(KIND_KEYS)}\n"
+            "  fix: list only ray.io/v1 objects here; apply other objects with their own tool"
+        )
+    metadata = document.get("metadata") or {}
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{key}: {path}: {kind} has no metadata.name\n  fix: name it")
+    try:
+        entry = WorkloadEntry(
+            name=name,
+            spec=document.get("spec") or {},
+            labels=metadata.get("labels"),
+            annotations=metadata.get("annotations"),
+        )
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        where = ".".join(str(step) for step in first["loc"])
+        raise ConfigError(f"{key}: {path}: {kind} {name}: {where}: {first['msg']}") from None
+    namespace = metadata.get("namespace") or default_namespace
+    return _PlannedWorkload(str(kind), namespace, entry, ("manifests", index), secret=False)
+
+
+def _readdressed(error: RayInputError, *key: str | int) -> ConfigError:
+    """A component's error about a config value, re-addressed to the key that holds it."""
+    steps = [step for step in key if step != ""]
+    return ConfigError(
+        f"{config_key(*steps[:-1])}.{steps[-1]}: {error.reason}\n"
+        f"  fix: {error.hint} [{error.code}]\n  ({error.object_ref})"
+    )
