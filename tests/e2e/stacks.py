@@ -125,9 +125,10 @@ class ProgramStack:
         return "".join(self.output)
 
 
-def program_copy(tmp_path: Path, *, template: bool = False) -> Path:
-    """The e2e program (or, with ``template``, the root stack template) in a scratch
-    directory, set to run in the project's virtualenv.
+def program_copy(tmp_path: Path, *, template: bool = False, source: Path | None = None) -> Path:
+    """The e2e program (or, with ``template``, the root stack template; or the program in
+    ``source``, e.g. an example) in a scratch directory, set to run in the project's
+    virtualenv.
 
     The engine writes ``Pulumi.<stack>.yaml`` beside ``Pulumi.yaml``, so the program
     never runs from the repository itself.
@@ -138,7 +139,9 @@ def program_copy(tmp_path: Path, *, template: bool = False) -> Path:
         for name in TEMPLATE_FILES:
             shutil.copyfile(REPO_ROOT / name, work_dir / name)
     else:
-        shutil.copytree(PROGRAM_DIR, work_dir, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            source or PROGRAM_DIR, work_dir, ignore=shutil.ignore_patterns("__pycache__")
+        )
     project = yaml.safe_load((work_dir / "Pulumi.yaml").read_text())
     # Read by language hosts that take it from the engine; the v3.79 host we can build
     # uses PULUMI_PYTHON_CMD instead (see hack/pulumi/environment.py). Both name .venv.
