@@ -70,7 +70,9 @@ def test_example_previews_cleanly(
     try:
         stack.preview(diff=True, color="never", on_output=output.append, on_event=collect)
     except auto.CommandError as error:
-        raise AssertionError(f"{example.name}: preview failed\n{''.join(output)[-4000:]}") from error
+        raise AssertionError(
+            f"{example.name}: preview failed\n{''.join(output)[-4000:]}"
+        ) from error
     finally:
         workspace.remove_stack(stack.name)
     text = "".join(output)
