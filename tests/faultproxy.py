@@ -16,6 +16,7 @@ Only what the test asks for is changed on the way:
 - ``slow(match, seconds)``: matching requests are forwarded that much later;
 - ``answer_after_forward(match, status)``: the request is forwarded and the server's
   real answer thrown away; the client gets ``status`` instead (a 504 after a commit);
+  ``cut_after_forward(match)``: the same, but the connection is closed unanswered;
 - ``reply(match, status, body)``: answered here, never forwarded (e.g. a watch that
   says 410 Gone);
 - ``stall_streams(match)``: streamed answers (watches) already open stop delivering
@@ -173,6 +174,10 @@ class FaultProxy:
         }).encode()  # fmt: skip
         self._add(_Rule(where, "after", status=status, body=body, times=times))
 
+    def cut_after_forward(self, where: Match, *, times: int | None = 1) -> None:
+        """Forward, then close the client's connection without any answer."""
+        self._add(_Rule(where, "after-cut", times=times))
+
     def reply(self, where: Match, status: int, body: bytes, *, times: int | None = None) -> None:
         self._add(_Rule(where, "reply", status=status, body=body, times=times))
 
@@ -301,6 +306,13 @@ def _handler_for(proxy: FaultProxy) -> type[http.server.BaseHTTPRequestHandler]:
                 return
             record.forwarded = time.time()
             record.upstream_status = upstream.status
+            if rule is not None and rule.kind == "after-cut":
+                upstream.read()
+                record.tampered = True
+                self.close_connection = True
+                with contextlib.suppress(OSError):
+                    self.request.shutdown(socket.SHUT_RDWR)
+                return
             if rule is not None and rule.kind == "after":
                 upstream.read()
                 record.tampered = True

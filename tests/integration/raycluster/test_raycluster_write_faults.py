@@ -4,7 +4,8 @@ The operator runs in-process and reaches the API server through the fault proxy
 (``tests/faultproxy.py``); the test counts pods with its own direct watch
 (``PodLedger``), so a duplicate made anywhere is seen. Two faults:
 
-- the server commits a pod create but the operator gets a 504 (head and first worker);
+- the server commits a pod create but the operator gets a 504, or a connection reset,
+  (head and first worker) while its pods watch is stalled;
 - the pods watch stalls right after a create, so the create event arrives only when
   the informer notices the silence and reconnects.
 """
@@ -16,6 +17,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from hack.localcluster import LocalCluster
 from operator_runtime.controllers.raycluster import RayClusterController, RayClusterOptions
@@ -34,6 +37,9 @@ from tests.integration.raycluster.conftest import (
     wait_for,
 )
 from tests.integration.raycluster.watches import pod_ledger
+
+STALL_DETECTION = 10.0
+"""The operator's watch inactivity timeout in the 504 tests (the default is 70 s)."""
 
 
 @contextmanager
@@ -73,16 +79,26 @@ def ready_workers(client: KubeClient, namespace: str, name: str) -> int:
     return len([p for p in live_pods(client, namespace, name, "worker") if running_ready(p)])
 
 
-def test_a_504_after_the_server_made_the_pod_makes_no_second_pod(
-    ray_crds: LocalCluster, client: KubeClient, namespace: str, tmp_path: Path
+@pytest.mark.parametrize("fault", ["504", "reset"])
+def test_a_create_the_server_made_but_the_operator_never_heard_of_makes_no_second_pod(
+    ray_crds: LocalCluster, client: KubeClient, namespace: str, tmp_path: Path, fault: str
 ) -> None:
     workers = 3
     with FaultProxy(ray_crds, tmp_path) as proxy, pod_ledger(client, namespace, "c") as ledger:
         creates = match("POST", f"/api/v1/namespaces/{namespace}/pods")
         # The server commits the first two pod creates (the head, then a worker); the
-        # operator is told 504, as when the API server's own timeout fires late.
-        proxy.answer_after_forward(creates, 504, times=2)
-        with operator_through(proxy, namespace):
+        # operator is told 504, as when the API server's own timeout fires late, or
+        # its connection breaks before the answer arrives.
+        if fault == "504":
+            proxy.answer_after_forward(creates, 504, times=2)
+        else:
+            proxy.cut_after_forward(creates, times=2)
+        with operator_through(proxy, namespace, inactivity=STALL_DETECTION):
+            # And the operator's pods watch is silent until it notices (10 s), so the
+            # cache cannot tell it either: only a fresh LIST shows what was made.
+            pod_watches = match("GET", f"/api/v1/namespaces/{namespace}/pods", watch=True)
+            wait_for("the operator's pod watch", lambda: proxy.open_streams(pod_watches), 10)
+            proxy.stall_streams(pod_watches)
             client.create(raycluster("c", namespace, workers=workers))
             ready = eventually(
                 lambda: (
@@ -95,7 +111,7 @@ def test_a_504_after_the_server_made_the_pod_makes_no_second_pod(
             heads = live_pods(client, namespace, "c", "head")
             live_workers = live_pods(client, namespace, "c", "worker")
         tampered = [r for r in proxy.records(creates) if r.tampered]
-        print(f"\n[report] 504 after commit x{len(tampered)} (server said "
+        print(f"\n[report] {fault} after commit x{len(tampered)} (server said "
               f"{[r.upstream_status for r in tampered]}): pods created "
               f"{len(ledger.new_pods())} for 1 head + {workers} workers, deleted "
               f"{len(ledger.deleted)}; POSTs sent {len(proxy.records(creates))}")  # fmt: skip
