@@ -45,8 +45,9 @@ test: venv localcluster pulumi-engine kuberay lint
 demo: venv localcluster
 	$(SANDBOX) $(PY) -m hack.demo
 
-bench: venv localcluster kuberay
+bench: venv localcluster kuberay pulumi-engine
 	$(SANDBOX) $(PY) -m benchmarks.operator_rss
+	$(SANDBOX) $(PY) -m benchmarks.stack_template
 
 shell: venv localcluster
 	$(PY) -m hack.sandbox --shell

@@ -16,7 +16,6 @@ import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import yaml
 from pydantic.alias_generators import to_camel
 
 from operator_runtime.api import crds
@@ -29,10 +28,7 @@ Schema = Mapping[str, Any]
 @functools.cache
 def spec_schema(kind: str) -> Schema:
     """The ``spec`` schema of a kind, from the committed CRD (parsed once, on first use)."""
-    resource = next(r for r in crds.RESOURCES if r.kind == kind)
-    text = (crds.CRD_DIR / resource.file_name).read_text(encoding="utf-8")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    manifest = yaml.load(text, Loader=loader)
+    manifest = next(m for m in crds.load_bundle() if m["spec"]["names"]["kind"] == kind)
     schema: Schema = manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     return schema["properties"]["spec"]  # type: ignore[no-any-return]
 

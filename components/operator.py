@@ -20,12 +20,10 @@ with the gates the operator really has.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
-import yaml
 
 from components._operator_args import (
     DEFAULT_IMAGE,
@@ -44,8 +42,7 @@ from components._operator_pod import (
     create_metrics_service,
 )
 from components._operator_rbac import create_rbac
-from operator_runtime.api import FeatureGates
-from operator_runtime.api.crds import CRD_DIR
+from operator_runtime.api import FeatureGates, crds
 
 __all__ = [
     "DEFAULT_IMAGE",
@@ -62,19 +59,10 @@ TYPE_TOKEN: Final = "pulumi-ray:index:RayOperator"
 _POD_SECURITY: Final = {"pod-security.kubernetes.io/enforce": "restricted"}
 
 
-@functools.cache
 def load_crds() -> tuple[dict[str, Any], ...]:
     """The committed CRD manifests, in file order: the ones the operator is tested with.
-
-    Cached because they are megabytes of package data that never change while a program
-    runs; callers must not modify them."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster
-    return tuple(
-        document
-        for path in sorted(CRD_DIR.glob("*.yaml"))
-        for document in yaml.load_all(path.read_text(), Loader=loader)
-        if document
-    )
+    Parsed once per process; callers must not modify them."""
+    return crds.load_bundle()
 
 
 class RayOperator(pulumi.ComponentResource):

@@ -1,6 +1,6 @@
-"""The operator a RayOperator component deployed, run here as its pod would run it.
+"""The operator a RayOperator component deployed, run locally as its pod would run it.
 
-kwok pods run no containers, so the e2e tests start the Deployment's own command and
+kwok pods run no containers, so the e2e tests and benchmarks start the Deployment's own command and
 arguments as a local process, authenticated with a token of the ServiceAccount the
 component created: every request it makes goes through the RBAC the component rendered,
 and a missing permission fails the test instead of being covered by an admin identity.

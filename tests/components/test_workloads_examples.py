@@ -14,6 +14,7 @@ from tests.components.workload_mocks import run, secret_paths
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KINDS = {
     "minimal-cluster": "RayCluster",
+    "quickstart": "RayCluster",
     "autoscaling-gpu-cluster": "RayCluster",
     "gcs-ft-redis": "RayCluster",
     "batch-rayjob": "RayJob",

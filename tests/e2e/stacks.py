@@ -13,7 +13,7 @@ import yaml
 
 from hack.localcluster import LocalCluster
 from hack.pulumi import python_executable
-from tests.e2e.operator_process import OperatorAsServiceAccount
+from hack.localcluster.deployed_operator import OperatorAsServiceAccount
 
 PROGRAM_DIR = Path(__file__).resolve().parent / "program"
 REPO_ROOT = Path(__file__).resolve().parents[2]

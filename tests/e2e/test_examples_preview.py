@@ -20,6 +20,7 @@ pytestmark = pytest.mark.timeout(900)
 EXAMPLES = sorted(p.parent for p in (REPO_ROOT / "examples").glob("*/Pulumi.yaml"))
 COMPONENT = {
     "minimal-cluster": "RayCluster",
+    "quickstart": "RayCluster",
     "autoscaling-gpu-cluster": "RayCluster",
     "gcs-ft-redis": "RayCluster",
     "batch-rayjob": "RayJob",

@@ -225,6 +225,14 @@ def test_committed_crds_are_up_to_date(generated: dict[str, str]) -> None:
     assert sorted(generated) == sorted(p.name for p in crds.CRD_DIR.glob("*.yaml"))
 
 
+def test_the_committed_json_bundle_is_the_committed_crds(generated: dict[str, str]) -> None:
+    assert crds.BUNDLE.read_text(encoding="utf-8") == crds.bundle_text(generated), (
+        "run `python -m operator_runtime.api.crds`"
+    )
+    kinds = [m["spec"]["names"]["kind"] for m in crds.load_bundle()]
+    assert sorted(kinds) == ["RayCluster", "RayCronJob", "RayJob", "RayService"]
+
+
 def test_stale_files_are_reported_with_a_diff(generated: dict[str, str], tmp_path: Path) -> None:
     for name, text in generated.items():
         (tmp_path / name).write_text(text, encoding="utf-8")

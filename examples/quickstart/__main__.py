@@ -1,0 +1,13 @@
+import pulumi
+
+from components import RayCluster, RayOperator
+
+ray = {"name": "ray", "image": "rayproject/ray:2.52.0"}
+operator = RayOperator("ray-operator")
+cluster = RayCluster(
+    "demo", namespace="default", operator=operator, ray_version="2.52.0",
+    head_group_spec={"template": {"spec": {"containers": [ray]}}},
+    worker_group_specs=[{"group_name": "cpu", "replicas": 2, "min_replicas": 0,
+                         "max_replicas": 4, "template": {"spec": {"containers": [ray]}}}],
+)  # fmt: skip
+pulumi.export("dashboard", cluster.dashboard_url)
