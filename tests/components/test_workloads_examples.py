@@ -48,3 +48,12 @@ def test_the_gcs_ft_password_is_only_ever_a_secret() -> None:
     assert "change-me" not in repr(cluster)
     password = cluster["spec"]["gcsFaultToleranceOptions"]["redisPassword"]
     assert password["valueFrom"]["secretKeyRef"]["key"] == "password"
+
+
+def test_the_readme_opens_with_the_quickstart_example() -> None:
+    """The README's ten lines are the example the tests run, not a copy that drifts."""
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    block = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    program = (EXAMPLES / "quickstart" / "__main__.py").read_text()
+    assert block == program
+    assert len([line for line in program.splitlines() if line.strip()]) <= 12

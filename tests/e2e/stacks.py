@@ -12,8 +12,8 @@ import pulumi.automation as auto
 import yaml
 
 from hack.localcluster import LocalCluster
-from hack.pulumi import python_executable
 from hack.localcluster.deployed_operator import OperatorAsServiceAccount
+from hack.pulumi import python_executable
 
 PROGRAM_DIR = Path(__file__).resolve().parent / "program"
 REPO_ROOT = Path(__file__).resolve().parents[2]
