@@ -347,31 +347,23 @@ class LocalCluster:
 
     def _write_kubeconfig(self) -> None:
         tls = self.pki
+        user = {"client-certificate": str(tls.admin_cert), "client-key": str(tls.admin_key)}
+        self.write_kubeconfig(self.kubeconfig, "admin", user)
+
+    def write_kubeconfig(self, path: Path, user_name: str, user: dict[str, str]) -> Path:
+        """A kubeconfig for this API server that authenticates as ``user`` (a kubeconfig
+        ``user`` entry: client certificate and key, or ``token``)."""
+        cluster = {"server": self.server, "certificate-authority": str(self.pki.ca_cert)}
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [
-                {
-                    "name": "local",
-                    "cluster": {
-                        "server": self.server,
-                        "certificate-authority": str(tls.ca_cert),
-                    },
-                }
-            ],
-            "users": [
-                {
-                    "name": "admin",
-                    "user": {
-                        "client-certificate": str(tls.admin_cert),
-                        "client-key": str(tls.admin_key),
-                    },
-                }
-            ],
-            "contexts": [{"name": "local", "context": {"cluster": "local", "user": "admin"}}],
+            "clusters": [{"name": "local", "cluster": cluster}],
+            "users": [{"name": user_name, "user": user}],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": user_name}}],
             "current-context": "local",
         }
-        self.kubeconfig.write_text(json.dumps(config, indent=2) + "\n")
+        path.write_text(json.dumps(config, indent=2) + "\n")
+        return path
 
     def _save_state(self) -> None:
         state = {

@@ -8,7 +8,6 @@ and a missing permission fails the test instead of being covered by an admin ide
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -31,24 +30,7 @@ def service_account_kubeconfig(
     token = cluster.kubectl(
         "-n", namespace, "create", "token", service_account, "--duration=2h"
     ).stdout.strip()
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {
-                "name": "local",
-                "cluster": {
-                    "server": cluster.server,
-                    "certificate-authority": str(cluster.pki.ca_cert),
-                },
-            }
-        ],
-        "users": [{"name": service_account, "user": {"token": token}}],
-        "contexts": [{"name": "sa", "context": {"cluster": "local", "user": service_account}}],
-        "current-context": "sa",
-    }
-    path.write_text(json.dumps(config, indent=2) + "\n")
-    return path
+    return cluster.write_kubeconfig(path, service_account, {"token": token})
 
 
 def literal_env(container: dict[str, Any]) -> dict[str, str]:

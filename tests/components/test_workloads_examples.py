@@ -4,23 +4,14 @@ and registers the custom resource it is about (the e2e tier previews them for re
 from __future__ import annotations
 
 import runpy
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.components.workload_mocks import run, secret_paths
+from tests.examples import EXAMPLES, WORKLOAD_EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-KINDS = {
-    "minimal-cluster": "RayCluster",
-    "quickstart": "RayCluster",
-    "autoscaling-gpu-cluster": "RayCluster",
-    "gcs-ft-redis": "RayCluster",
-    "batch-rayjob": "RayJob",
-    "rayservice-gateway": "RayService",
-    "nightly-raycronjob": "RayCronJob",
-}
+KINDS = WORKLOAD_EXAMPLES
 
 
 @pytest.mark.parametrize("example", sorted(KINDS))

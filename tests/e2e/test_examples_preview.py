@@ -13,23 +13,12 @@ import pytest
 
 from hack.localcluster import LocalCluster
 from tests.e2e.conftest import PulumiEngine
-from tests.e2e.stacks import REPO_ROOT, crd_files, program_copy
+from tests.e2e.stacks import crd_files, program_copy
+from tests.examples import COMPONENT, EXAMPLES
 
 pytestmark = pytest.mark.timeout(900)
 
-EXAMPLES = sorted(p.parent for p in (REPO_ROOT / "examples").glob("*/Pulumi.yaml"))
-COMPONENT = {
-    "minimal-cluster": "RayCluster",
-    "quickstart": "RayCluster",
-    "autoscaling-gpu-cluster": "RayCluster",
-    "gcs-ft-redis": "RayCluster",
-    "batch-rayjob": "RayJob",
-    "rayservice-gateway": "RayService",
-    "nightly-raycronjob": "RayCronJob",
-    "operator-only": "RayOperator",
-    "platform-multi-namespace": "RayOperator",
-}
-"""The component each example is about: its preview must plan to create one."""
+EXAMPLE_DIRS = sorted(p.parent for p in EXAMPLES.glob("*/Pulumi.yaml"))
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +31,10 @@ def ray_crds(local_cluster: LocalCluster) -> Iterator[None]:
 
 
 def test_every_example_is_listed() -> None:
-    assert sorted(p.name for p in EXAMPLES) == sorted(COMPONENT)
+    assert sorted(p.name for p in EXAMPLE_DIRS) == sorted(COMPONENT)
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("example", EXAMPLE_DIRS, ids=lambda p: p.name)
 def test_example_previews_cleanly(
     example: Path,
     pulumi_engine: PulumiEngine,

@@ -1,0 +1,22 @@
+"""The examples under ``examples/`` and the component each is about; the components tier
+runs each under mocks and the e2e tier previews each for real."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+EXAMPLES: Final = Path(__file__).resolve().parents[1] / "examples"
+COMPONENT: Final = {
+    "quickstart": "RayCluster",
+    "minimal-cluster": "RayCluster",
+    "autoscaling-gpu-cluster": "RayCluster",
+    "gcs-ft-redis": "RayCluster",
+    "batch-rayjob": "RayJob",
+    "rayservice-gateway": "RayService",
+    "nightly-raycronjob": "RayCronJob",
+    "operator-only": "RayOperator",
+    "platform-multi-namespace": "RayOperator",
+}
+"""Each example and the component it is about (its preview must plan to create one)."""
+WORKLOAD_EXAMPLES: Final = {name: kind for name, kind in COMPONENT.items() if kind != "RayOperator"}
