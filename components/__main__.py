@@ -47,8 +47,8 @@ from components.rendering import (
     load_sources,
     render_sources,
 )
-from operator_runtime.api import FeatureGateError, FeatureGates
-from operator_runtime.render import RenderOptions
+from operator_runtime.api import FeatureGateError
+from operator_runtime.render import add_render_arguments, render_settings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,14 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument(
         "--stack", help="take the program's config from Pulumi.<STACK>.yaml (default: none)"
     )
-    render.add_argument(
-        "--feature-gates", default="", metavar="A=true,B=false", help="as for the operator"
-    )
-    render.add_argument(
-        "--no-cleanup-job",
-        action="store_true",
-        help="leave out the Redis cleanup Job (it only exists while a cluster is deleted)",
-    )
+    add_render_arguments(render)
     return parser
 
 
@@ -87,17 +80,14 @@ def main(
     out, err = stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
     try:
-        gates = FeatureGates.parse(args.feature_gates)
+        options, cleanup_job = render_settings(args)
     except FeatureGateError as error:
         print(f"render: --feature-gates: {error}", file=err)
         return 2
-    options = RenderOptions(feature_gates=gates)
 
     def render(path: str) -> str:
         sources = load_sources(path, stack=args.stack)
-        return render_sources(
-            sources, options=options, include_redis_cleanup_job=not args.no_cleanup_job
-        )
+        return render_sources(sources, options=options, include_redis_cleanup_job=cleanup_job)
 
     try:
         text = render(args.source)

@@ -18,14 +18,15 @@ from typing import Any, TextIO
 
 import yaml
 
-from operator_runtime.api import FeatureGateError, FeatureGates
+from operator_runtime.api import FeatureGateError
 from operator_runtime.render import (
     ManifestError,
     ManifestRenderParams,
-    RenderOptions,
+    add_render_arguments,
     flatten_lists,
     is_ray_object,
     render_manifest,
+    render_settings,
 )
 
 
@@ -36,14 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         "ray.io/v1 objects in FILE.",
     )
     parser.add_argument("file", metavar="FILE", help="YAML manifest(s); - reads stdin")
-    parser.add_argument(
-        "--feature-gates", default="", metavar="A=true,B=false", help="as for the operator"
-    )
-    parser.add_argument(
-        "--no-cleanup-job",
-        action="store_true",
-        help="leave out the Redis cleanup Job (it only exists while a cluster is deleted)",
-    )
+    add_render_arguments(parser)
     return parser
 
 
@@ -53,7 +47,7 @@ def main(
     out, err = stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
     try:
-        gates = FeatureGates.parse(args.feature_gates)
+        options, cleanup_job = render_settings(args)
     except FeatureGateError as exc:
         print(f"render: --feature-gates: {exc}", file=err)
         return 2
@@ -66,7 +60,6 @@ def main(
     except (OSError, yaml.YAMLError) as exc:
         print(f"render: cannot read {args.file}: {exc}", file=err)
         return 2
-    options = RenderOptions(feature_gates=gates)
     rendered: list[Any] = []
     for index, document in enumerate(documents):
         if not is_ray_object(document):
@@ -74,7 +67,7 @@ def main(
             print(f"render: document {index}: skipping kind {kind!r}", file=err)
             continue
         params = ManifestRenderParams(
-            document=document, options=options, include_redis_cleanup_job=not args.no_cleanup_job
+            document=document, options=options, include_redis_cleanup_job=cleanup_job
         )
         try:
             result = render_manifest(params=params)

@@ -18,9 +18,11 @@ from operator_runtime.render.manifest import (
     ManifestError,
     ManifestRenderParams,
     RenderedManifest,
+    add_render_arguments,
     flatten_lists,
     is_ray_object,
     render_manifest,
+    render_settings,
 )
 from operator_runtime.render.metadata import owner_reference, pod_labels
 from operator_runtime.render.names import check_label, check_name, pod_name
@@ -72,6 +74,7 @@ __all__ = [
     "RenderOptions",
     "RenderedManifest",
     "ServiceParams",
+    "add_render_arguments",
     "build_auth_secret",
     "build_autoscaler_role",
     "build_autoscaler_role_binding",
@@ -97,4 +100,5 @@ __all__ = [
     "quantity_value",
     "render_cluster",
     "render_manifest",
+    "render_settings",
 ]

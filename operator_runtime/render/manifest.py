@@ -12,6 +12,7 @@ not rendered and why, rather than leaving it out silently.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final, TypeGuard
@@ -19,6 +20,7 @@ from typing import Final, TypeGuard
 import pydantic
 
 from operator_runtime.api import (
+    FeatureGates,
     InvalidObjectError,
     JSONObject,
     RayCluster,
@@ -78,6 +80,26 @@ class RenderedManifest:
     def ref(self) -> str:
         """``RayCluster default/demo``."""
         return f"{self.kind} {self.namespace}/{self.name}"
+
+
+def add_render_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags both render commands take (``ray-operator render`` and ``python -m
+    components render``): the operator's feature gates and ``--no-cleanup-job``."""
+    parser.add_argument(
+        "--feature-gates", default="", metavar="A=true,B=false", help="as for the operator"
+    )
+    parser.add_argument(
+        "--no-cleanup-job",
+        action="store_true",
+        help="leave out the Redis cleanup Job (it only exists while a cluster is deleted)",
+    )
+
+
+def render_settings(args: argparse.Namespace) -> tuple[RenderOptions, bool]:
+    """The render options and whether to include the cleanup Job, from those flags;
+    raises ``FeatureGateError`` for a bad ``--feature-gates``."""
+    options = RenderOptions(feature_gates=FeatureGates.parse(args.feature_gates))
+    return options, not args.no_cleanup_job
 
 
 def is_ray_object(document: object) -> TypeGuard[JSONObject]:
