@@ -206,3 +206,30 @@ def test_the_project_file_declares_every_key() -> None:
     from components.stack_template import StackConfig
 
     assert set(project["config"]) == {to_camel(name) for name in StackConfig.model_fields}
+
+
+def test_every_kind_is_deleted_before_the_operator() -> None:
+    """All four kinds in one stack: each custom resource depends on the operator's
+    Deployment, so `pulumi destroy` deletes them while the operator runs."""
+    result = _with_config(
+        {
+            "operator": {
+                "featureGates": {"RayCronJob": True, "RayServiceIncrementalUpgrade": True}
+            },
+            "manifests": [
+                str(MANIFESTS / name)
+                for name in (
+                    "raycronjob.yaml",
+                    "rayservice-incremental.yaml",
+                    "rayjob.yaml",
+                    "raycluster-minimal.yaml",
+                )
+            ],
+        }
+    )
+    kinds = ("RayCluster", "RayJob", "RayService", "RayCronJob")
+    for kind in kinds:
+        cr = result.one(f"kubernetes:ray.io/v1:{kind}")
+        assert any("RayOperator$kubernetes:apps/v1:Deployment::" in d for d in cr.dependencies), (
+            kind
+        )

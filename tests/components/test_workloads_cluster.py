@@ -503,3 +503,21 @@ def test_serve_url_appears_with_the_serve_service_annotation() -> None:
     )
     assert result.value["serve_url"] == "http://demo-serve-svc.team-a.svc.cluster.local:8000"
     assert result.value["dashboard_url"] == "http://demo-head-svc.team-a.svc.cluster.local:8266"
+
+
+def test_transformations_reach_the_custom_resource() -> None:
+    """A transformation given to the component applies to its children, the custom
+    resource included (a platform team's way to stamp labels on everything)."""
+
+    def stamp(args: pulumi.ResourceTransformationArgs) -> pulumi.ResourceTransformationResult:
+        props = dict(args.props)
+        if args.type_ == CR:
+            props["metadata"] = {**props["metadata"], "labels": {"cost-center": "ml"}}
+        return pulumi.ResourceTransformationResult(props, args.opts)
+
+    result = run(
+        lambda: RayCluster(
+            "demo", opts=pulumi.ResourceOptions(transformations=[stamp]), **cluster_spec()
+        )
+    )
+    assert result.one(CR).inputs["metadata"]["labels"] == {"cost-center": "ml"}
