@@ -36,6 +36,7 @@ LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 6, 4, 1
 
 def flags(namespace: str, lease: str) -> tuple[str, ...]:
     return (f"--watch-namespace={namespace}", f"--leader-election-namespace={namespace}",
+            "--reconcile-concurrency=2",
             f"--leader-election-id={lease}",
             f"--leader-election-lease-duration={LEASE_DURATION}",
             f"--leader-election-renew-deadline={RENEW_DEADLINE}",
@@ -89,6 +90,10 @@ def test_a_leader_cut_off_from_its_lease_stops_before_the_standby_takes_over(
         names = [f"src-{i}" for i in range(3)]
         for name in names:
             client.create(source_manifest(namespace, name, {"v": "0"}))
+        # A reconcile still running when the Lease lapses: its write must be refused,
+        # and the process must not wait for it (no drain).
+        client.create(source_manifest(namespace, "stuck", {"v": "0"},
+                                      {"runtime-test/sleep": "30"}))  # fmt: skip
         churning = threading.Event()
         churner = threading.Thread(target=_churn, args=(client, namespace, names, churning))
         churner.start()
@@ -98,6 +103,10 @@ def test_a_leader_cut_off_from_its_lease_stops_before_the_standby_takes_over(
             # its workers could go on writing, which is the danger.
             paused_at = time.time()
             proxy.pause(match(suffix=f"/leases/{lease}"))
+            exited: list[float] = []
+            threading.Thread(
+                target=lambda: (old.process.wait(), exited.append(time.time())), daemon=True
+            ).start()
             spec = wait_for(
                 "the standby takes the Lease",
                 lambda: (s := lease_spec(client, namespace, lease)).get("holderIdentity")
@@ -110,16 +119,20 @@ def test_a_leader_cut_off_from_its_lease_stops_before_the_standby_takes_over(
             churning.set()
             churner.join()
         exit_code = _exit_code(old, 10)
+        exited_after = (exited[0] if exited else time.time()) - paused_at
         writes = proxy.records(is_write)
         last_write = max(r.forwarded or 0.0 for r in writes)
         overlap = overlapping(proxy, acquired_at)
         print(f"\n[report] lease requests paused: old leader's last write "
               f"{last_write - paused_at:.2f}s after the pause, standby acquired after "
               f"{acquired_at - paused_at:.2f}s; old leader writes {len(writes)}, "
-              f"overlapping {len(overlap)}; old exit code {exit_code}")  # fmt: skip
+              f"overlapping {len(overlap)}; old exit code {exit_code} "
+              f"{exited_after:.2f}s after the pause")  # fmt: skip
         assert overlap == [], [(r.request.method, r.request.path) for r in overlap]
         assert last_write - paused_at <= RENEW_DEADLINE + 0.5
         assert exit_code == 1, "lost the Lease: exit non-zero, to be restarted"
+        assert not any(r.request.path.endswith("/stuck") for r in writes)
+        assert exited_after <= RENEW_DEADLINE + 3, "no drain: the stuck reconcile is left"
         assert _logged(old, "lost the leader Lease")
         # The new leader does the work now.
         wait_for("the new leader copies", lambda: _copied_by(client, namespace, names, new), 30)
