@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -116,3 +118,22 @@ def test_a_410_on_the_watch_request_itself_also_relists() -> None:
     assert reasons == ["gone"]
     assert client.watched_from == ["10", "20"]
     assert events == [("ADDED", "a")], "an unchanged object is not reported again"
+
+
+def test_repeated_410s_back_off_instead_of_relisting_in_a_loop() -> None:
+    client = ScriptedClient(
+        lists=[([], "10"), ([], "20"), ([], "30")],
+        watches=[Gone(410, "Expired"), Gone(410, "Expired")],
+    )
+    listed_at: list[float] = []
+    list_all = client.list_all
+
+    def timed_list_all(kind: Any, namespace: Any, **kwargs: Any) -> Any:
+        listed_at.append(time.monotonic())
+        return list_all(kind, namespace, **kwargs)
+
+    client.list_all = timed_list_all  # type: ignore[method-assign]
+    _, _, reasons = run(client)
+    assert reasons == ["gone", "gone"]
+    gaps = [b - a for a, b in itertools.pairwise(listed_at)]
+    assert gaps[0] >= 0.5 * 0.8 and gaps[1] >= 1.0 * 0.8, gaps
