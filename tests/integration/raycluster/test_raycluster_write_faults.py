@@ -23,6 +23,7 @@ import pytest
 from hack.localcluster import LocalCluster
 from operator_runtime.controllers.raycluster import RayClusterController, RayClusterOptions
 from operator_runtime.runtime.client import KubeClient
+from operator_runtime.runtime.errors import Conflict
 from operator_runtime.runtime.manager import Manager, ManagerOptions
 from operator_runtime.runtime.ratelimit import TokenBucket
 from operator_runtime.runtime.transport import UrllibTransport, load_configuration
@@ -73,6 +74,14 @@ def eventually(condition: Callable[[], object], timeout: float) -> bool:
             return True
         time.sleep(0.2)
     return False
+
+
+def _set_replicas(client: KubeClient, namespace: str, name: str, replicas: int) -> bool:
+    try:
+        set_replicas(client, namespace, name, replicas)
+    except Conflict:  # the operator wrote the status meanwhile
+        return False
+    return True
 
 
 def ready_workers(client: KubeClient, namespace: str, name: str) -> int:
@@ -140,7 +149,7 @@ def test_a_create_event_held_up_by_a_stalled_watch_makes_no_duplicate(
             assert proxy.stall_streams(pod_watches) >= 1
             stalled_at = time.monotonic()
             watches_before = len(proxy.records(pod_watches))
-            set_replicas(client, namespace, "c", 3)
+            wait_for("replicas set to 3", lambda: _set_replicas(client, namespace, "c", 3), 10)
             wait_for("the third worker created", lambda: len(ledger.new_pods()) == 1, 30)
             # Anything that makes the operator look again while its pods watch is silent
             # (here: an annotation, every 2 s) must not make a second pod.
