@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hack.localcluster import LocalCluster
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import CONFIG_MAP, LEASE
@@ -80,10 +82,11 @@ def leader_behind_proxy(
         yield proxy, old, new, client
 
 
+@pytest.mark.parametrize("fault", ["pause", "slow"])
 def test_a_leader_cut_off_from_its_lease_stops_before_the_standby_takes_over(
-    local_cluster: LocalCluster, namespace: str, tmp_path: Path, start_operator: Any
+    local_cluster: LocalCluster, namespace: str, tmp_path: Path, start_operator: Any, fault: str
 ) -> None:
-    lease = "fault-lease-pause"
+    lease = f"fault-lease-{fault}"
     with leader_behind_proxy(local_cluster, namespace, lease, tmp_path, start_operator) as (
         proxy, old, new, client,
     ):  # fmt: skip
@@ -99,10 +102,14 @@ def test_a_leader_cut_off_from_its_lease_stops_before_the_standby_takes_over(
         churner.start()
         try:
             wait_for("the leader writes", lambda: len(proxy.records(is_write)) >= 5, 30)
-            # The API server stops answering this leader's Lease requests, nothing else:
-            # its workers could go on writing, which is the danger.
+            # The API server stops answering this leader's Lease requests (or answers
+            # each only after longer than the renew deadline), nothing else: its
+            # workers could go on writing, which is the danger.
             paused_at = time.time()
-            proxy.pause(match(suffix=f"/leases/{lease}"))
+            if fault == "pause":
+                proxy.pause(match(suffix=f"/leases/{lease}"))
+            else:
+                proxy.slow(match(suffix=f"/leases/{lease}"), RENEW_DEADLINE + 1)
             exited: list[float] = []
             threading.Thread(
                 target=lambda: (old.process.wait(), exited.append(time.time())), daemon=True
@@ -123,7 +130,7 @@ def test_a_leader_cut_off_from_its_lease_stops_before_the_standby_takes_over(
         writes = proxy.records(is_write)
         last_write = max(r.forwarded or 0.0 for r in writes)
         overlap = overlapping(proxy, acquired_at)
-        print(f"\n[report] lease requests paused: old leader's last write "
+        print(f"\n[report] lease requests {fault}: old leader's last write "
               f"{last_write - paused_at:.2f}s after the pause, standby acquired after "
               f"{acquired_at - paused_at:.2f}s; old leader writes {len(writes)}, "
               f"overlapping {len(overlap)}; old exit code {exit_code} "
