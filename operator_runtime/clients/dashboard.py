@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final, TypeVar
+from urllib.parse import quote
 
 import httpx
 from pydantic import JsonValue, TypeAdapter, ValidationError
@@ -218,11 +219,15 @@ class _Caller:
                 headers=self._headers,
                 timeout=self._endpoint.timeout,
             )
-        except httpx.TransportError as error:
+        except httpx.TransportError as error:  # refused, reset, or a timeout
             raise DashboardUnavailable(
                 f"{method} {url}: {type(error).__name__}: {error}", url=url
             ) from error
-        raise_for_answer(method, url, response)
+        except httpx.HTTPError as error:
+            raise DashboardError(
+                f"{method} {url}: {type(error).__name__}: {error}", url=url
+            ) from error
+        _raise_for_answer(method, url, response)
         return response
 
     @staticmethod
@@ -239,7 +244,7 @@ class _Caller:
         return parsed
 
 
-def raise_for_answer(method: str, url: str, response: httpx.Response) -> None:
+def _raise_for_answer(method: str, url: str, response: httpx.Response) -> None:
     """Map a non-2xx answer to the error a controller branches on."""
     status = response.status_code
     if status < 300:
@@ -255,12 +260,17 @@ def raise_for_answer(method: str, url: str, response: httpx.Response) -> None:
     raise DashboardError(message, url=url, status_code=status)
 
 
+def _segment(job_id: str) -> str:
+    """A job id as one path segment: an id with a slash must not reach another route."""
+    return quote(job_id, safe="")
+
+
 class DashboardClient(_Caller):
     """The Jobs and Serve APIs of one head. Cheap: it borrows the pool's connections."""
 
     def job_info(self, job_id: str) -> JobInfo:
         """Raises ``DashboardNotFound`` for an id the head does not know."""
-        return self._parse(JobInfo, "GET", self._call("GET", f"/api/jobs/{job_id}"))
+        return self._parse(JobInfo, "GET", self._call("GET", f"/api/jobs/{_segment(job_id)}"))
 
     def list_jobs(self) -> list[JobInfo]:
         response = self._call("GET", "/api/jobs/")
@@ -275,17 +285,17 @@ class DashboardClient(_Caller):
         return self._parse(SubmittedJob, "POST", response)
 
     def job_logs(self, job_id: str) -> str:
-        response = self._call("GET", f"/api/jobs/{job_id}/logs")
+        response = self._call("GET", f"/api/jobs/{_segment(job_id)}/logs")
         return self._field("GET", response, "logs", str)
 
     def stop_job(self, job_id: str) -> bool:
         """Whether the head stopped it; False for a job that had already finished."""
-        response = self._call("POST", f"/api/jobs/{job_id}/stop")
+        response = self._call("POST", f"/api/jobs/{_segment(job_id)}/stop")
         return self._field("POST", response, "stopped", bool)
 
     def delete_job(self, job_id: str) -> bool:
         """Forget a finished job; the head refuses (``DashboardError``) a running one."""
-        response = self._call("DELETE", f"/api/jobs/{job_id}")
+        response = self._call("DELETE", f"/api/jobs/{_segment(job_id)}")
         return self._field("DELETE", response, "deleted", bool)
 
     def deploy_serve(self, config: Mapping[str, JsonValue]) -> None:

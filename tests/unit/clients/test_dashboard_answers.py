@@ -130,3 +130,14 @@ def test_serve_proxy_health_is_a_200(status: int, healthy: bool) -> None:
         assert pool.serve_proxy(endpoint).healthy() is healthy
     finally:
         pool.close()
+
+
+def test_a_job_id_stays_one_path_segment(answer: Callable[[Handler], DashboardClient]) -> None:
+    paths: list[str] = []
+
+    def record(request: httpx.Request) -> httpx.Response:
+        paths.append(request.url.raw_path.decode())
+        return httpx.Response(200, json={"stopped": True})
+
+    assert answer(record).stop_job("a/../b c") is True
+    assert paths == ["/api/jobs/a%2F..%2Fb%20c/stop"]
