@@ -1,10 +1,10 @@
 """One huge cluster must not starve the others or the operator's memory.
 
 The operator runs with one worker (KubeRay's default concurrency) and watches two
-namespaces. A cluster asks for 2,000,000 workers whose pods can never be scheduled;
-while it is being filled, a one-worker cluster in the other namespace must become ready
+namespaces. A cluster asks for 5,000,000 workers whose pods can never be scheduled;
+while it is being filled, a one-worker cluster in the other namespace must get its pods
 within seconds, and the operator's resident memory must stay flat. Before the fix, the
-first pass built the list of all 2,000,000 replica indexes (about 80 MB) and then created
+first pass built the list of all replica indexes (about 200 MB) and then created
 pods one by one for hours while holding the only worker.
 """
 
@@ -22,18 +22,19 @@ from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import RAY_CLUSTER
 from operator_runtime.runtime.manager import Manager, ManagerOptions
 from tests.integration.raycluster.conftest import (
-    get_cluster,
     live_pods,
     make_client,
     raycluster,
     wait_for,
 )
 
-HUGE = 2_000_000
-RSS_GROWTH_LIMIT_MB = 40.0
-"""The pods created meanwhile are cached (a few KB each); 2,000,000 eager indexes
-alone were about 80 MB."""
-READY_WITHIN_SECONDS = 20.0
+HUGE = 5_000_000
+RSS_GROWTH_LIMIT_MB = 60.0
+"""The pods created meanwhile are cached (a few KB each), and a busy 2-core machine adds
+noise; 5,000,000 eager indexes alone were about 200 MB (2,000,000: 81 MB)."""
+SMALL_PODS_WITHIN_SECONDS = 20.0
+"""Measured a few seconds; the old code never got there (the one worker was busy for
+hours)."""
 
 
 def _rss_mb() -> float:
@@ -99,10 +100,6 @@ def _one_worker_operator(cluster: LocalCluster, namespaces: tuple[str, ...]) -> 
         thread.join(60)
 
 
-def _state(client: KubeClient, namespace: str, name: str) -> str:
-    return str((get_cluster(client, namespace, name).get("status") or {}).get("state") or "")
-
-
 def test_a_huge_cluster_neither_grows_memory_nor_starves_a_small_one(
     ray_crds: LocalCluster, client: KubeClient, namespace: str
 ) -> None:
@@ -121,10 +118,13 @@ def test_a_huge_cluster_neither_grows_memory_nor_starves_a_small_one(
             started = time.monotonic()
             client.create(raycluster("small", other, workers=1))
             try:
+                # The operator's part: the small cluster's head and worker exist. (Its
+                # "ready" also waits for kube-scheduler, which thousands of unschedulable
+                # pods of the huge cluster keep busy; that is not what is tested here.)
                 wait_for(
-                    "the small cluster ready",
-                    lambda: _state(client, other, "small") == "ready",
-                    timeout=READY_WITHIN_SECONDS,
+                    "the small cluster's head and worker pods",
+                    lambda: len(live_pods(client, other, "small")) == 2,
+                    timeout=SMALL_PODS_WITHIN_SECONDS,
                 )
             finally:
                 ready_after = time.monotonic() - started
@@ -132,7 +132,7 @@ def test_a_huge_cluster_neither_grows_memory_nor_starves_a_small_one(
                 client.delete(RAY_CLUSTER, "huge", namespace)
         growth = rss.peak - baseline
         print(
-            f"small cluster ready after {ready_after:.1f}s; huge cluster had {created} "
+            f"small cluster's pods after {ready_after:.1f}s; huge cluster had {created} "
             f"workers; RSS {baseline:.0f} MB -> peak {rss.peak:.0f} MB (+{growth:.1f} MB)"
         )
         assert growth < RSS_GROWTH_LIMIT_MB, f"RSS grew by {growth:.1f} MB"
