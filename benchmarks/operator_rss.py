@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from typing import Any
 
 from hack import kuberay, sandbox
 from hack.localcluster import LocalCluster, nodes, start_for_tests
+from hack.localcluster.cluster import free_port
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import POD
 from operator_runtime.runtime.ratelimit import TokenBucket
@@ -114,13 +114,6 @@ def scrape(port: int, path: str) -> tuple[int, str]:
             return response.status, response.read().decode()
     except OSError:
         return 0, ""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,17 +29,11 @@ from pathlib import Path
 import httpx
 
 from hack import sandbox
+from hack.localcluster.cluster import free_port
 
 RAY = Path(sys.executable).with_name("ray")
 START_TIMEOUT = 180.0
 """Ray's start takes 10-60 s on a 2-core gVisor machine; past this it is broken."""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -39,7 +39,8 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 _PR_SET_PDEATHSIG = 1
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
@@ -125,9 +126,9 @@ class LocalCluster:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "logs").mkdir(exist_ok=True)
         self.etcd_port, self.etcd_peer_port, self.apiserver_port = (
-            _free_port(),
-            _free_port(),
-            _free_port(),
+            free_port(),
+            free_port(),
+            free_port(),
         )
         pki.create(self.pki.directory)
         self._write_kubeconfig()

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from hack import sandbox
+from hack.localcluster.cluster import free_port
 from operator_runtime.clients import (
     Addressing,
     DashboardClient,
@@ -29,7 +30,7 @@ from operator_runtime.clients import (
     JobSubmission,
     dashboard_endpoint,
 )
-from tests.rayhead import RayHead, free_port
+from tests.rayhead import RayHead
 
 JOB_TIMEOUT = 90.0
 """The first job also starts the head's worker pool: 5-30 s on this machine."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import yaml
 
 from hack import kuberay
 from hack.localcluster import LocalCluster
+from hack.localcluster.cluster import free_port
 from tests.integration.conformance import normalize
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -73,13 +73,6 @@ def as_kuberay_v1_6(pod: dict[str, Any]) -> dict[str, Any]:
     return pod
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def operators(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     tuple[str, str]
@@ -96,14 +89,14 @@ def operators(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFact
     logs = tmp_path_factory.mktemp("conformance")
     kuberay_process = kuberay.start_operator(
         kubeconfig=local_cluster.kubeconfig, watch_namespace=theirs,
-        log_path=logs / "kuberay.log", metrics_port=_free_port(), probe_port=_free_port(),
+        log_path=logs / "kuberay.log", metrics_port=free_port(), probe_port=free_port(),
     )  # fmt: skip
     with (logs / "ours.log").open("wb") as our_log:
         our_process = subprocess.Popen(
             [sys.executable, "-m", "operator_runtime", f"--kubeconfig={local_cluster.kubeconfig}",
              f"--watch-namespace={ours}", "--enable-leader-election=false",
-             f"--metrics-addr=127.0.0.1:{_free_port()}",
-             f"--health-probe-bind-address=127.0.0.1:{_free_port()}"],
+             f"--metrics-addr=127.0.0.1:{free_port()}",
+             f"--health-probe-bind-address=127.0.0.1:{free_port()}"],
             stdout=our_log, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
         )  # fmt: skip
     try:

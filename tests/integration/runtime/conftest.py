@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from hack.localcluster import LocalCluster
+from hack.localcluster.cluster import free_port
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.manager import Manager, ManagerOptions
 from operator_runtime.runtime.metrics import RuntimeMetrics
@@ -96,13 +96,6 @@ def source_manifest(namespace: str, name: str, data: dict[str, str],
                          "labels": {"runtime-test/role": "source"},
                          "annotations": annotations or {}},
             "data": data}  # fmt: skip
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass
