@@ -65,13 +65,23 @@ CONFIG_NAMESPACE: Final = "pulumi-ray"
 """The project's name, and so the prefix of every config key of the template."""
 
 Workload = RayCluster | RayJob | RayService | RayCronJob
-KIND_KEYS: Final[Mapping[str, str]] = {
-    "RayCluster": "rayClusters",
-    "RayJob": "rayJobs",
-    "RayService": "rayServices",
-    "RayCronJob": "rayCronJobs",
+
+
+@dataclass(frozen=True)
+class _Kind:
+    config_key: str
+    """The key of ``workloads.<namespace>`` that lists objects of the kind."""
+    rules: w.KindRules[Any]
+    component: Callable[..., Workload]
+
+
+KINDS: Final[Mapping[str, _Kind]] = {
+    "RayCluster": _Kind("rayClusters", cluster.RULES, RayCluster),
+    "RayJob": _Kind("rayJobs", job.RULES, RayJob),
+    "RayService": _Kind("rayServices", service.RULES, RayService),
+    "RayCronJob": _Kind("rayCronJobs", cronjob.RULES, RayCronJob),
 }
-"""Each kind and the key of ``workloads.<namespace>`` that lists its objects."""
+"""Each kind the template deploys: its config key, its rules and its component."""
 
 
 class ConfigError(pulumi.RunError):
@@ -166,8 +176,8 @@ class NamespaceWorkloads(_ConfigModel):
 
     def entries(self) -> Iterator[tuple[str, int, WorkloadEntry]]:
         """``(kind, index, entry)`` in config order."""
-        for kind, key in KIND_KEYS.items():
-            for index, entry in enumerate(getattr(self, to_snake(key))):
+        for kind, spec in KINDS.items():
+            for index, entry in enumerate(getattr(self, to_snake(spec.config_key))):
                 yield kind, index, entry
 
 
@@ -278,7 +288,7 @@ def deploy(config: pulumi.Config | None = None) -> None:
                 opts=pulumi.ResourceOptions(provider=provider),
             )
 
-    created: dict[str, list[pulumi.Output[str]]] = {kind: [] for kind in KIND_KEYS}
+    created: dict[str, list[pulumi.Output[str]]] = {kind: [] for kind in KINDS}
     for plan in pending:
         workload = plan.create(
             provider=provider,
@@ -290,21 +300,7 @@ def deploy(config: pulumi.Config | None = None) -> None:
 
     pulumi.export("operatorNamespace", operator.namespace if operator else None)
     for kind, names in created.items():
-        pulumi.export(KIND_KEYS[kind], pulumi.Output.all(*names))
-
-
-_RULES: Final[Mapping[str, w.KindRules[Any]]] = {
-    "RayCluster": cluster.RULES,
-    "RayJob": job.RULES,
-    "RayService": service.RULES,
-    "RayCronJob": cronjob.RULES,
-}
-_CREATORS: Final[Mapping[str, Callable[..., Workload]]] = {
-    "RayCluster": RayCluster,
-    "RayJob": RayJob,
-    "RayService": RayService,
-    "RayCronJob": RayCronJob,
-}
+        pulumi.export(KINDS[kind].config_key, pulumi.Output.all(*names))
 
 
 @dataclass(frozen=True)
@@ -338,7 +334,7 @@ class _PlannedWorkload:
         the template checks *every* entry before it registers anything."""
         if self.secret:
             return  # validated by the component once the secret Output resolves
-        rules = _RULES[self.kind]
+        rules = KINDS[self.kind].rules
         arguments = {k: v for k, v in self._arguments().items() if v is not None}
         try:
             w.plan_workload(
@@ -364,7 +360,7 @@ class _PlannedWorkload:
             # The name read back from the Namespace, so the workload waits for it.
             arguments["namespace"] = namespace.metadata.apply(lambda meta: str(meta.name))
         try:
-            return _CREATORS[self.kind](
+            return KINDS[self.kind].component(
                 self.resource_name,
                 spec,
                 operator=operator,
@@ -381,7 +377,7 @@ def _planned_workloads(template: TemplateConfig) -> Iterator[_PlannedWorkload]:
     secret = "workloads" in template.secret_keys
     for namespace, workloads in values.workloads.items():
         for kind, index, entry in workloads.entries():
-            key = ("workloads", namespace, KIND_KEYS[kind], index)
+            key = ("workloads", namespace, KINDS[kind].config_key, index)
             yield _PlannedWorkload(kind, namespace, entry, key, secret)
     for index, path in enumerate(values.manifests):
         for document in _manifest_documents(path, index):
@@ -402,9 +398,9 @@ def _from_manifest(
 ) -> _PlannedWorkload:
     key = config_key("manifests", index)
     kind = document.get("kind") if isinstance(document, dict) else None
-    if not isinstance(document, dict) or kind not in KIND_KEYS:
+    if not isinstance(document, dict) or kind not in KINDS:
         raise ConfigError(
-            f"{key}: {path}: kind {kind!r} is not one of {', '.join(KIND_KEYS)}\n"
+            f"{key}: {path}: kind {kind!r} is not one of {', '.join(KINDS)}\n"
             "  fix: list only ray.io/v1 objects here; apply other objects with their own tool"
         )
     metadata = document.get("metadata") or {}

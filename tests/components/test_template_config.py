@@ -38,12 +38,16 @@ CLUSTER_SPEC: dict[str, Any] = {
 }
 
 
-def _with_config(config: dict[str, Any], secret: tuple[str, ...] = ()) -> Run:
+def _with_config(
+    config: dict[str, Any], secret: tuple[str, ...] = (), *, into: Run | None = None
+) -> Run:
+    """Run the template with this stack config; ``into`` keeps what was registered when
+    it raises."""
     raw = {
         f"pulumi-ray:{key}": value if isinstance(value, str) else json.dumps(value)
         for key, value in config.items()
     }
-    recorded = Run()
+    recorded = Run() if into is None else into
 
     def program() -> None:
         pulumi.runtime.set_all_config(raw, [f"pulumi-ray:{key}" for key in secret])
@@ -157,16 +161,7 @@ def test_a_mistake_names_its_config_key_and_registers_nothing(
 ) -> None:
     recorded = Run()
     with pytest.raises(ConfigError) as refused:
-        raw = {f"pulumi-ray:{k}": json.dumps(v) for k, v in config.items()}
-
-        def program() -> None:
-            pulumi.runtime.set_all_config(raw)
-            deploy(pulumi.Config("pulumi-ray"))
-
-        try:
-            run(program, into=recorded)
-        finally:
-            pulumi.runtime.set_all_config({})
+        _with_config(config, into=recorded)
     assert str(refused.value).startswith(key + ":"), str(refused.value)
     assert recorded.registrations == []
 
