@@ -65,6 +65,6 @@ def build_head_ingress(*, params: IngressParams) -> JSONObject:
         namespace=namespace_of(cluster),
         labels=labels,
         annotations=annotations,
-        cluster=cluster,
+        owner=cluster,
     )
     return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta, "spec": spec}

@@ -1,5 +1,8 @@
 """Owner references and the label sets shared by the objects of one RayCluster.
 
+``owner_reference`` serves every owner KubeRay sets: a RayCluster for its pods and
+Services, a RayJob for its cluster, head Service and submitter Job (a RayService later).
+
 Every builder takes its labels from here so that the selectors the controllers list
 by (cluster, node type, identifier) can never drift apart between object kinds.
 """
@@ -9,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from operator_runtime.api import JSONObject, RayCluster
+from operator_runtime.api import JSONObject, RayCluster, RayJob, RayService
 from operator_runtime.api.labels import (
     APP_NAME_KUBERAY,
     CREATED_BY_KUBERAY,
@@ -21,23 +24,25 @@ from operator_runtime.render._json import sorted_map
 from operator_runtime.render.names import cluster_name, identifier
 
 CreatorKind = Literal["RayCluster", "RayJob", "RayService"]
+Owner = RayCluster | RayJob | RayService
+"""A custom resource that owns (and garbage-collects) the objects rendered for it."""
 
 # Users may override every base pod label except these three: the controllers select
 # pods by them.
 PROTECTED_POD_LABELS = frozenset({LabelKey.NODE_TYPE, LabelKey.GROUP, LabelKey.CLUSTER})
 
 
-def owner_reference(cluster: RayCluster) -> JSONObject:
-    """The controller reference to the RayCluster (``SetControllerReference``).
+def owner_reference(owner: Owner) -> JSONObject:
+    """The controller reference to ``owner`` (``SetControllerReference``).
 
     A manifest read from a file has no UID yet; ``uid`` is then empty and the API
     server would refuse the object, which is the honest outcome for a dry render.
     """
     return {
-        "apiVersion": cluster.api_version,
-        "kind": cluster.kind,
-        "name": cluster_name(cluster),
-        "uid": cluster.metadata.uid or "",
+        "apiVersion": owner.api_version,
+        "kind": owner.kind,
+        "name": owner.metadata.name or "",
+        "uid": owner.metadata.uid or "",
         "controller": True,
         "blockOwnerDeletion": True,
     }
@@ -98,13 +103,13 @@ def object_meta(
     name: str,
     namespace: str,
     labels: Mapping[str, str],
-    cluster: RayCluster | None,
+    owner: Owner | None,
     annotations: Mapping[str, str] | None = None,
 ) -> JSONObject:
-    """``metadata`` of a child object; owned by ``cluster`` unless it is None."""
+    """``metadata`` of a child object; owned by ``owner`` unless it is None."""
     meta: JSONObject = {"name": name, "namespace": namespace, "labels": sorted_map(labels)}
     if annotations:
         meta["annotations"] = sorted_map(annotations)
-    if cluster is not None:
-        meta["ownerReferences"] = [owner_reference(cluster)]
+    if owner is not None:
+        meta["ownerReferences"] = [owner_reference(owner)]
     return meta

@@ -10,7 +10,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Final
 
-from operator_runtime.api import RayCluster
+from operator_runtime.api import RayCluster, RayJob, RayService
 from operator_runtime.api.labels import NodeType
 from operator_runtime.render._json import obj, text
 
@@ -54,9 +54,9 @@ def pod_name(prefix: str, node_type: NodeType, *, generate: bool) -> str:
     return result + "-" if generate else result
 
 
-def namespace_of(cluster: RayCluster) -> str:
-    """The cluster's namespace; ``default`` for a manifest that names none (as kubectl)."""
-    return cluster.metadata.namespace or DEFAULT_NAMESPACE
+def namespace_of(resource: RayCluster | RayJob | RayService) -> str:
+    """The object's namespace; ``default`` for a manifest that names none (as kubectl)."""
+    return resource.metadata.namespace or DEFAULT_NAMESPACE
 
 
 def cluster_name(cluster: RayCluster) -> str:
@@ -73,6 +73,12 @@ def head_service_name(cluster: RayCluster) -> str:
     head_service = cluster.spec.head_group_spec.head_service
     custom = text(obj(obj(head_service).get("metadata")).get("name"))
     return custom or f"{cluster_name(cluster)}-head-svc"
+
+
+def owner_head_service_name(owner_name: str) -> str:
+    """``<j>-head-svc``/``<s>-head-svc``: the Service a RayJob or RayService owns, pointing
+    at its current cluster's head. Never the cluster's ``headService`` name."""
+    return f"{owner_name}-head-svc"
 
 
 def head_fqdn(cluster: RayCluster, cluster_domain: str) -> str:

@@ -50,6 +50,8 @@ class RenderOptions:
     head_cluster_ip_service: bool = False
     """``ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE``: a ClusterIP head Service, not headless."""
 
-    def bash_command(self) -> list[str]:
-        """The shell every generated container runs its script with."""
-        return ["/bin/bash", "-cl" if self.enable_login_shell else "-c", "--"]
+    def bash_command(self, extra_flags: str = "") -> list[str]:
+        """The shell every generated container runs its script with: ``-c``, then
+        ``extra_flags`` (the submitter's ``e``), then ``l`` for a login shell."""
+        flags = "-c" + extra_flags + ("l" if self.enable_login_shell else "")
+        return ["/bin/bash", flags, "--"]

@@ -103,7 +103,7 @@ def build_autoscaler_service_account(*, params: AutoscalerRbacParams) -> JSONObj
         name=check_name(autoscaler_service_account_name(cluster)),
         namespace=namespace_of(cluster),
         labels=cluster_labels(cluster),
-        cluster=cluster,
+        owner=cluster,
     )
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}
 
@@ -121,7 +121,7 @@ def build_autoscaler_role(*, params: AutoscalerRbacParams) -> JSONObject:
         name=check_name(cluster_name(cluster)),
         namespace=namespace_of(cluster),
         labels=cluster_labels(cluster),
-        cluster=cluster,
+        owner=cluster,
     )
     return {"apiVersion": RBAC_API_VERSION, "kind": "Role", "metadata": meta, "rules": rules}
 
@@ -133,7 +133,7 @@ def build_autoscaler_role_binding(*, params: AutoscalerRbacParams) -> JSONObject
         name=check_name(cluster_name(cluster)),
         namespace=namespace,
         labels=cluster_labels(cluster),
-        cluster=cluster,
+        owner=cluster,
     )
     subject: JSONObject = {
         "kind": "ServiceAccount",

@@ -103,7 +103,7 @@ def build_head_service(*, params: ServiceParams) -> JSONObject:
         namespace=namespace_of(cluster),
         labels=selector,
         annotations=annotations,
-        cluster=cluster,
+        owner=cluster,
     )
     return _service(meta, spec)
 
@@ -171,7 +171,7 @@ def build_serve_service(*, params: ServiceParams) -> JSONObject:
         name=serve_service_name(name),
         namespace=namespace_of(cluster),
         labels=labels,
-        cluster=cluster,
+        owner=cluster,
     )
     return _service(meta, spec)
 
@@ -196,6 +196,6 @@ def build_headless_service(*, params: ServiceParams) -> JSONObject:
         name=headless_service_name(cluster),
         namespace=namespace_of(cluster),
         labels={LabelKey.HEADLESS_WORKER_SVC: name},
-        cluster=cluster,
+        owner=cluster,
     )
     return _service(meta, spec)

@@ -50,7 +50,7 @@ def build_auth_secret(*, params: AuthSecretParams) -> JSONObject:
         name=auth_secret_name(cluster),
         namespace=namespace_of(cluster),
         labels={LabelKey.CLUSTER: cluster_name(cluster)},
-        cluster=cluster,
+        owner=cluster,
     )
     return {
         "apiVersion": "v1",
@@ -84,6 +84,6 @@ def build_gcs_storage_pvc(*, params: GcsStoragePvcParams) -> JSONObject:
         name=gcs_storage_pvc_name(cluster),
         namespace=namespace_of(cluster),
         labels={LabelKey.CLUSTER: cluster_name(cluster)},
-        cluster=None if retain else cluster,
+        owner=None if retain else cluster,
     )
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}
