@@ -12,7 +12,14 @@ from operator_runtime.render.cluster import (
     render_cluster,
 )
 from operator_runtime.render.ingress import IngressParams, build_head_ingress
-from operator_runtime.render.jobs import RedisCleanupJobParams, build_redis_cleanup_job
+from operator_runtime.render.jobs import (
+    RedisCleanupJobParams,
+    SubmitterParams,
+    build_redis_cleanup_job,
+    build_submitter_job,
+    sidecar_submitter_container,
+    submit_command,
+)
 from operator_runtime.render.manifest import (
     RAY_KINDS,
     ManifestError,
@@ -29,6 +36,7 @@ from operator_runtime.render.names import check_label, check_name, pod_name
 from operator_runtime.render.options import RenderOptions
 from operator_runtime.render.pods import PodParams, RenderError, build_pod
 from operator_runtime.render.quantity import QuantityError, parse_quantity, quantity_value
+from operator_runtime.render.rayjob_cluster import build_rayjob_cluster
 from operator_runtime.render.raystart import RayStart, RayStartInput, build_ray_start
 from operator_runtime.render.rbac import (
     OPERATOR_PERMISSIONS,
@@ -44,6 +52,7 @@ from operator_runtime.render.services import (
     ServiceParams,
     build_head_service,
     build_headless_service,
+    build_rayjob_head_service,
     build_serve_service,
 )
 from operator_runtime.render.storage import (
@@ -74,6 +83,7 @@ __all__ = [
     "RenderOptions",
     "RenderedManifest",
     "ServiceParams",
+    "SubmitterParams",
     "add_render_arguments",
     "build_auth_secret",
     "build_autoscaler_role",
@@ -86,8 +96,11 @@ __all__ = [
     "build_operator_cluster_role",
     "build_pod",
     "build_ray_start",
+    "build_rayjob_cluster",
+    "build_rayjob_head_service",
     "build_redis_cleanup_job",
     "build_serve_service",
+    "build_submitter_job",
     "check_label",
     "check_name",
     "desired_worker_replicas",
@@ -101,4 +114,6 @@ __all__ = [
     "render_cluster",
     "render_manifest",
     "render_settings",
+    "sidecar_submitter_container",
+    "submit_command",
 ]

@@ -1,12 +1,12 @@
 """Services of a RayCluster: the head Service, the serve Service and the headless
-Service of multi-host worker groups."""
+Service of multi-host worker groups; and the head Service a RayJob owns."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Final
 
-from operator_runtime.api import JSONObject, JSONValue, RayCluster
+from operator_runtime.api import JSONObject, JSONValue, RayCluster, RayJob
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.render._json import (
     child,
@@ -21,10 +21,12 @@ from operator_runtime.render._json import (
 from operator_runtime.render._podfinish import META_FIELDS
 from operator_runtime.render.metadata import head_selector_labels, object_meta, owner_reference
 from operator_runtime.render.names import (
+    check_label,
     cluster_name,
     head_service_name,
     headless_service_name,
     namespace_of,
+    owner_head_service_name,
     serve_service_label,
     serve_service_name,
 )
@@ -199,3 +201,33 @@ def build_headless_service(*, params: ServiceParams) -> JSONObject:
         owner=cluster,
     )
     return _service(meta, spec)
+
+
+def build_rayjob_head_service(
+    *, job: RayJob, cluster: RayCluster, options: RenderOptions | None = None
+) -> JSONObject:
+    """``<j>-head-svc``: a stable name for the head of whichever cluster the RayJob runs
+    on now. It is the cluster's head Service (selector, ports, type, a custom
+    ``headService``) without ``headServiceAnnotations`` (KubeRay passes none), renamed,
+    labelled for the RayJob and owned by it."""
+    plain = cluster.model_copy(
+        update={"spec": cluster.spec.model_copy(update={"head_service_annotations": None})}
+    )
+    service = build_head_service(
+        params=ServiceParams(cluster=plain, options=options or RenderOptions())
+    )
+    name = job.metadata.name or ""
+    meta = obj(service.get("metadata"))
+    meta["name"] = owner_head_service_name(name)
+    meta["namespace"] = namespace_of(job)
+    meta["labels"] = sorted_map(
+        {
+            LabelKey.ORIGINATED_FROM_CR_NAME: name,
+            LabelKey.ORIGINATED_FROM_CRD: "RayJob",
+            LabelKey.NODE_TYPE: NodeType.HEAD,
+            LabelKey.IDENTIFIER: check_label(f"{name}-{NodeType.HEAD.value}"),
+        }
+    )
+    meta["ownerReferences"] = [owner_reference(job)]
+    service["metadata"] = in_field_order(meta, META_FIELDS)
+    return service
