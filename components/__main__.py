@@ -13,8 +13,9 @@ mocks, with no engine and no cluster: its config comes from the defaults in
 object it creates (RayCluster, RayJob, RayService, RayCronJob) is validated as the
 operator would and rendered by ``operator_runtime.render``: the autoscaler RBAC,
 Ingress, Secret, Services, PVC, head and worker pods and the Redis cleanup Job of a
-RayCluster. What is not rendered yet (the cluster and Jobs a RayJob, RayService or
-RayCronJob would own) is said in a comment at the top.
+RayCluster; a RayJob's RayCluster (with those children), ``<job>-head-svc`` and submitter
+Job. What is not rendered yet (what a RayService or RayCronJob would own), and stand-ins
+such as the ``xxxxx`` for KubeRay's random suffixes, are said in a comment at the top.
 
 The output is YAML, one object per document, sorted by kind, namespace and name, each
 under a ``# from <Kind> <namespace>/<name>`` comment; the same input always gives the

@@ -5,9 +5,12 @@ operator_runtime render`` (KubeRay YAML) and ``python -m components render`` (a 
 program's custom resources): parse with the API models, validate as the controller
 would, then render. Reading files and printing stay with the callers.
 
-Only a RayCluster has builders today. For the other kinds the object is still parsed
-and validated (so a mistake is reported), and ``RenderedManifest.notes`` says what is
-not rendered and why, rather than leaving it out silently.
+A RayCluster renders to its children; a RayJob to its RayCluster, that cluster's
+children, its ``<j>-head-svc`` Service and (K8sJobMode) its submitter Job. For the other
+kinds the object is still parsed and validated (so a mistake is reported), and
+``RenderedManifest.notes`` says what is not rendered and why, rather than leaving it out
+silently. Where KubeRay draws a random suffix (a RayJob's cluster name and job id), the
+render uses ``xxxxx`` and says so in a note, so the same input gives the same output.
 """
 
 from __future__ import annotations
@@ -36,13 +39,11 @@ from operator_runtime.render.cluster import ClusterRenderParams, render_cluster
 from operator_runtime.render.names import DEFAULT_NAMESPACE
 from operator_runtime.render.options import RenderOptions
 from operator_runtime.render.pods import RenderError
+from operator_runtime.render.rayjob import render_rayjob
 
 RAY_KINDS: Final = ("RayCluster", "RayJob", "RayService", "RayCronJob")
 
 NOT_RENDERED: Final[Mapping[str, str]] = {
-    "RayJob": "the RayCluster it would own and its submitter Job are not rendered: "
-    "operator_runtime.render has no builder for them yet (they arrive with the RayJob "
-    "controller)",
     "RayService": "the RayCluster it would own and its serve Services are not rendered: "
     "operator_runtime.render has no builder for them yet (they arrive with the RayService "
     "controller)",
@@ -140,8 +141,15 @@ def render_manifest(*, params: ManifestRenderParams) -> RenderedManifest:
             objects = tuple(render_cluster(params=cluster_params))
             return RenderedManifest("RayCluster", namespace, name, objects)
         if kind == "RayJob":
-            validate_rayjob(RayJob.model_validate(document), gates)
-        elif kind == "RayService":
+            job = RayJob.model_validate(document)
+            validate_rayjob(job, gates)
+            objects, notes = render_rayjob(
+                job=job,
+                options=params.options,
+                include_redis_cleanup_job=params.include_redis_cleanup_job,
+            )
+            return RenderedManifest("RayJob", namespace, name, objects, notes)
+        if kind == "RayService":
             validate_rayservice(RayService.model_validate(document), gates)
         elif kind == "RayCronJob":
             validate_raycronjob(RayCronJob.model_validate(document), gates)

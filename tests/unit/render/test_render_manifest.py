@@ -41,8 +41,7 @@ def test_a_raycluster_renders_what_render_cluster_renders() -> None:
 
 @pytest.mark.parametrize(
     ("name", "kind"),
-    [("rayjob.yaml", "RayJob"), ("rayservice-incremental.yaml", "RayService"),
-     ("raycronjob.yaml", "RayCronJob")],
+    [("rayservice-incremental.yaml", "RayService"), ("raycronjob.yaml", "RayCronJob")],
 )  # fmt: skip
 def test_kinds_without_builders_are_validated_and_say_what_is_missing(name: str, kind: str) -> None:
     result = render_manifest(params=ManifestRenderParams(document=load(name)))
