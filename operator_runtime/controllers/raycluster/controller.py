@@ -27,12 +27,11 @@ from typing import Final
 import pydantic
 from prometheus_client import CollectorRegistry
 
-from operator_runtime.api import FeatureGates, RayCluster
+from operator_runtime.api import RayCluster
 from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers.raycluster import children, gates, gcsft, pods, storage
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
 from operator_runtime.controllers.raycluster.options import (
-    EXPECTATIONS_TIMEOUT,
     SHORT_REQUEUE_SECONDS,
     RayClusterOptions,
 )
@@ -51,6 +50,7 @@ from operator_runtime.controllers.raycluster.status import (
     provisioned_now,
     status_changed,
 )
+from operator_runtime.controllers.settings import gates_of
 from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import Cache
@@ -132,8 +132,7 @@ def _new_token() -> str:
 
 
 def options_from(context: ControllerContext) -> RayClusterOptions:
-    flag = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(context.feature_gates.items()))
-    return RayClusterOptions.from_environment(os.environ, FeatureGates.parse(flag))
+    return RayClusterOptions.from_environment(os.environ, gates_of(context))
 
 
 class RayClusterController:
@@ -164,7 +163,9 @@ class RayClusterController:
             client=context.client,
             caches=caches,
             events=context.events(EVENT_SOURCE),
-            expectations=context.expectations(EXPECTATIONS_TIMEOUT),
+            # The context picks the timeout: its informers' stall detection plus a relist,
+            # so a create event held up by a stalled watch arrives before it lapses.
+            expectations=context.expectations(),
             clock=context.clock,
             options=self.options,
             metrics=self.metrics,

@@ -21,6 +21,7 @@ from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.finalizers import Finalizer
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
+from operator_runtime.controllers import finalizers
 from operator_runtime.controllers.raycluster.gates import describe_parse_error
 from operator_runtime.controllers.raycluster.options import (
     DEFAULT_GCS_FT_DELETION_TIMEOUT,
@@ -49,10 +50,6 @@ GCS_FT_NEEDS: Final = (
 )
 
 
-def _finalizers(raw: Object) -> list[str]:
-    return [str(f) for f in raw["metadata"].get("finalizers") or ()]
-
-
 def set_finalizer(run: Reconciliation, present: bool) -> None:
     """Add or remove the finalizer; conditional on resourceVersion, so a concurrent
     change to the list is never overwritten (a conflict retries the pass)."""
@@ -60,21 +57,13 @@ def set_finalizer(run: Reconciliation, present: bool) -> None:
 
 
 def _patch_finalizer(tools: Toolkit, raw: Object, present: bool) -> None:
-    current = _finalizers(raw)
-    wanted = [f for f in current if f != FINALIZER] + ([FINALIZER] if present else [])
-    metadata = raw["metadata"]
-    tools.client.patch(
-        RAY_CLUSTER,
-        str(metadata["name"]),
-        str(metadata.get("namespace") or ""),
-        {"metadata": {"finalizers": wanted}},
-        resource_version=metadata.get("resourceVersion"),
-    )
+    finalizers.set_finalizer(tools.client, RAY_CLUSTER, raw, FINALIZER, present=present)
 
 
 def holds_deletion(raw: Object) -> bool:
     """Being deleted with our finalizer still on: only ``finish_deletion`` may run."""
-    return bool(raw["metadata"].get("deletionTimestamp")) and FINALIZER in _finalizers(raw)
+    deleting = bool(raw["metadata"].get("deletionTimestamp"))
+    return deleting and FINALIZER in finalizers.finalizers(raw)
 
 
 def deletion_timeout(annotations: dict[str, str]) -> float:
@@ -107,7 +96,7 @@ def gcs_ft_finalizer(run: Reconciliation) -> Result | None:
         return None
     if not (run.tools.options.gcs_ft_redis_cleanup and ft_enabled(cluster)) or ft_embedded(cluster):
         return None
-    if FINALIZER in _finalizers(raw):
+    if FINALIZER in finalizers.finalizers(raw):
         return None
     log.info("%s: GCS FT on; adding finalizer %s", run.key, FINALIZER)
     set_finalizer(run, present=True)

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from operator_runtime.api import FeatureGates, JSONObject
+from operator_runtime.controllers.settings import env_flag, render_options_from_environment
 from operator_runtime.render import RenderOptions
-from operator_runtime.render.options import DEFAULT_CLUSTER_DOMAIN
 from operator_runtime.runtime.cache import Projection, keep_paths
 from operator_runtime.runtime.kinds import Object
 
@@ -24,7 +24,6 @@ HEAD_TERMINATION_REQUEUE_SECONDS: Final = 10.0
 """A head pod takes far longer than 2 s to terminate; poll it less often."""
 DEFAULT_GCS_FT_DELETION_TIMEOUT: Final = 300.0
 """Seconds after the deletion request when the Redis cleanup finalizer is forced off."""
-EXPECTATIONS_TIMEOUT: Final = 30.0
 POD_CREATES_PER_PASS: Final = 100
 """At most this many pods are created in one pass over a cluster; the rest waits for
 the next pass (the cache shows the new pods, then the key comes round again). One
@@ -90,23 +89,7 @@ class RayClusterOptions:
         cls, environ: Mapping[str, str], gates: FeatureGates | None = None
     ) -> RayClusterOptions:
         """The options KubeRay's environment variables describe."""
-
-        def enabled(name: str, default: bool) -> bool:
-            value = environ.get(name, "").strip().lower()
-            return default if not value else value == "true"
-
-        render = RenderOptions(
-            cluster_domain=environ.get("CLUSTER_DOMAIN") or DEFAULT_CLUSTER_DOMAIN,
-            feature_gates=gates or FeatureGates(),
-            enable_init_container_injection=environ.get(
-                "ENABLE_INIT_CONTAINER_INJECTION", ""
-            ).lower()
-            != "false",
-            enable_probes_injection=environ.get("ENABLE_PROBES_INJECTION", "").lower() != "false",
-            enable_login_shell=enabled("ENABLE_LOGIN_SHELL", False),
-            deterministic_head_pod_name=enabled("ENABLE_DETERMINISTIC_HEAD_POD_NAME", False),
-            head_cluster_ip_service=enabled("ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE", False),
-        )
+        render = render_options_from_environment(environ, gates)
         try:
             requeue = float(int(environ.get("RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV", "")))
         except ValueError:
@@ -115,5 +98,5 @@ class RayClusterOptions:
             render=render,
             requeue_seconds=requeue,
             gcs_ft_redis_cleanup=environ.get("ENABLE_GCS_FT_REDIS_CLEANUP", "").lower() != "false",
-            random_pod_delete=enabled("ENABLE_RANDOM_POD_DELETE", False),
+            random_pod_delete=env_flag(environ, "ENABLE_RANDOM_POD_DELETE", default=False),
         )
