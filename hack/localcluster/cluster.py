@@ -1,5 +1,6 @@
 """Run a real control plane on 127.0.0.1: etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler, and kwok for fake nodes whose pods become Running and Ready.
+kube-scheduler, and kwok for fake nodes whose pods become Running and Ready (and,
+when a Job owns them, complete, unless ``podstages`` says a test runs them for real).
 
 Every component is a child process with its log in the state directory. The state
 (ports, pids) is written to ``state.json`` so that ``python -m hack.localcluster down``
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hack import sandbox
-from hack.localcluster import nodes, pki
+from hack.localcluster import nodes, pki, podstages
 from hack.localcluster.build import BINARIES, Toolset
 
 # Made-up addresses on networks we do not own: only the sandbox (hack/sandbox) makes them
@@ -265,6 +266,7 @@ class LocalCluster:
                 f"--cidr={POD_CIDR}",
                 f"--node-ip={NODE_IP}",
                 "--node-lease-duration-seconds=40",
+                f"--config={podstages.STAGES_FILE}",
             ]
         raise ValueError(f"unknown component {component!r}; one of {', '.join(COMPONENTS)}")
 
