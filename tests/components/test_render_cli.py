@@ -268,13 +268,31 @@ def test_an_unknown_number_is_a_note_not_an_error(tmp_path: Path) -> None:
     assert "replicas" in note and "<unknown>" in note and "not rendered" in note
 
 
-def test_a_rayjob_says_what_is_not_rendered() -> None:
+def test_a_rayjob_renders_its_cluster_head_service_and_submitter_job() -> None:
     result = cli("render", REPO / "examples" / "manifests" / "rayjob.yaml")
     assert result.returncode == 0, result.stderr
-    assert documents(result.stdout) == []
-    assert "# RayJob default/rayjob-sample: the RayCluster it would own and its submitter Job" in (
+    names = {(d["kind"], d["metadata"].get("name")) for d in documents(result.stdout)}
+    assert {
+        ("RayCluster", "rayjob-sample-xxxxx"),
+        ("Service", "rayjob-sample-xxxxx-head-svc"),
+        ("Service", "rayjob-sample-head-svc"),
+        ("Job", "rayjob-sample"),
+    } <= names
+    assert "# RayJob default/rayjob-sample: the RayCluster is named rayjob-sample-<rand5>" in (
         result.stdout
     )
+
+
+def test_the_operator_render_command_prints_a_rayjobs_objects() -> None:
+    command = [sys.executable, "-m", "operator_runtime", "render"]
+    manifest = REPO / "examples" / "manifests" / "rayjob.yaml"
+    result = subprocess.run(
+        [*command, str(manifest)], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    kinds_in_order = [d["kind"] for d in documents(result.stdout)]
+    assert kinds_in_order[0] == "RayCluster" and kinds_in_order[-2:] == ["Service", "Job"]
+    assert "'xxxxx'" in result.stderr
 
 
 def test_the_same_input_gives_the_same_bytes(tmp_path: Path) -> None:
