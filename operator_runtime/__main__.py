@@ -126,6 +126,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="minimum level logged (info)",
     )
     add(
+        "--use-kubernetes-proxy",
+        type=_boolean,
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="BOOL",
+        help="reach Ray dashboards through the API server's service proxy, for an operator "
+        "outside the cluster network (default false)",
+    )
+    add(
         "--controllers",
         default="",
         metavar="NAME,...",
@@ -225,7 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         namespaces=_namespaces(args.watch_namespace), concurrency=workers,
         leader_election=leader_election, metrics_address=args.metrics_addr,
         health_address=args.health_probe_bind_address, shutdown_timeout=args.shutdown_timeout,
-        identity=identity,
+        identity=identity, use_kubernetes_proxy=args.use_kubernetes_proxy,
+        api_server=transport.api_server_access(),
         feature_gates=tuple((name, gates.enabled(name)) for name in sorted(GATES)),
     )  # fmt: skip
     manager = Manager(client, options, clock=clock)

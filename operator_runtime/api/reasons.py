@@ -1,5 +1,5 @@
 """Event reasons, event actions and ``ReplicaFailure`` condition reasons of the
-RayCluster controller.
+RayCluster and RayJob controllers.
 
 The strings are KubeRay's, so ``kubectl get events --field-selector reason=...`` and
 alerts written for KubeRay keep working.
@@ -48,6 +48,32 @@ class Reason(StrEnum):
     FAILED_TO_CREATE_INGRESS = "FailedToCreateIngress"
     FAILED_TO_UPDATE_INGRESS = "FailedToUpdateIngress"
     AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND = "AutoscalerServiceAccountNotFound"
+
+
+class JobReason(StrEnum):
+    """``reason`` of the Events the RayJob controller records."""
+
+    INVALID_METADATA = "InvalidRayJobMetadata"
+    INVALID_SPEC = "InvalidRayJobSpec"
+    INVALID_STATUS = "InvalidRayJobStatus"
+    CREATED_SUBMITTER = "CreatedRayJobSubmitter"
+    DELETED_SUBMITTER = "DeletedRayJobSubmitter"
+    FAILED_TO_CREATE_SUBMITTER = "FailedToCreateRayJobSubmitter"
+    FAILED_TO_DELETE_SUBMITTER = "FailedToDeleteRayJobSubmitter"
+    CREATED_CLUSTER = "CreatedRayCluster"
+    UPDATED_CLUSTER = "UpdatedRayCluster"
+    DELETED_CLUSTER = "DeletedRayCluster"
+    FAILED_TO_CREATE_CLUSTER = "FailedToCreateRayCluster"
+    FAILED_TO_UPDATE_CLUSTER = "FailedToUpdateRayCluster"
+    FAILED_TO_DELETE_CLUSTER = "FailedToDeleteRayCluster"
+    CLUSTER_NOT_FOUND = "RayClusterNotFound"
+    CREATED_SERVICE = "CreatedService"
+    UPDATED_SERVICE = "UpdatedService"
+    FAILED_TO_CREATE_SERVICE = "FailedToCreateService"
+    FAILED_TO_UPDATE_SERVICE = "FailedToUpdateService"
+    DELETED_RAYJOB = "DeletedRayJob"
+    """Ours: KubeRay deletes the RayJob (DeleteSelf, DELETE_RAYJOB_CR_AFTER_JOB_FINISHES)
+    without an Event; one tells ``kubectl get events`` readers why it went."""
 
 
 class Action(StrEnum):

@@ -14,6 +14,7 @@ from operator_runtime.clients.dashboard import (
     Endpoint,
     ServeProxyClient,
     dashboard_endpoint,
+    direct_endpoint,
     serve_proxy_endpoint,
 )
 from operator_runtime.clients.errors import (
@@ -52,5 +53,6 @@ __all__ = [
     "ServeProxyClient",
     "SubmittedJob",
     "dashboard_endpoint",
+    "direct_endpoint",
     "serve_proxy_endpoint",
 ]

@@ -51,6 +51,7 @@ __all__ = [
     "Endpoint",
     "ServeProxyClient",
     "dashboard_endpoint",
+    "direct_endpoint",
     "serve_proxy_endpoint",
 ]
 
@@ -115,6 +116,11 @@ def dashboard_endpoint(
     return Endpoint(base, *_TIMEOUTS[addressing])
 
 
+def direct_endpoint(host_port: str) -> Endpoint:
+    """A dashboard at ``host:port`` (a RayJob's ``status.dashboardURL``), reached directly."""
+    return Endpoint(f"http://{host_port}", *_TIMEOUTS[Addressing.DIRECT])
+
+
 def serve_proxy_endpoint(
     *,
     addressing: Addressing,
@@ -142,13 +148,15 @@ def _proxy_base(api_server: str, namespace: str, kind: str, name: str, port: int
 class DashboardPool:
     """One pooled ``httpx.Client`` per base URL, shared by every worker thread.
 
-    ``transport`` replaces the network in pure unit tests; ``verify`` and ``headers``
-    carry the API server's CA and credentials in proxy mode.
+    ``transport`` replaces the network in pure unit tests; ``verify`` and ``headers`` (or
+    ``auth``, for credentials that must be fresh on each request) carry the API server's
+    CA and credentials in proxy mode.
     """
 
     transport: httpx.BaseTransport | None = None
     verify: ssl.SSLContext | bool = True
     headers: Mapping[str, str] = field(default_factory=dict)
+    auth: httpx.Auth | None = None
     _clients: dict[str, httpx.Client] = field(default_factory=dict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
@@ -165,6 +173,7 @@ class DashboardPool:
                     transport=self.transport,
                     verify=self.verify,
                     headers=dict(self.headers),
+                    auth=self.auth,
                     follow_redirects=False,
                 )
                 self._clients[base_url] = client

@@ -8,6 +8,7 @@ caches, client, clock and event recorder are injected, never global.
 from __future__ import annotations
 
 from operator_runtime.controllers.raycluster import RayClusterController
+from operator_runtime.controllers.rayjob import RayJobController
 from operator_runtime.runtime.context import ControllerContext
 from operator_runtime.runtime.registry import ControllerRegistry
 
@@ -18,6 +19,14 @@ def _raycluster(context: ControllerContext) -> RayClusterController:
     return RayClusterController(context, metrics_registry=context.metrics_registry)
 
 
+def _rayjob(context: ControllerContext) -> RayJobController:
+    return RayJobController(context, metrics_registry=context.metrics_registry)
+
+
 def register(registry: ControllerRegistry) -> None:
-    """Add every controller of this package to ``registry``."""
+    """Add every controller of this package to ``registry``.
+
+    The registry builds them in name order, so the RayCluster controller registers the
+    shared pod informer (with its projection) before the RayJob controller reads it."""
     registry.register(RayClusterController.name, _raycluster)
+    registry.register(RayJobController.name, _rayjob)

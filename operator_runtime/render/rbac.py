@@ -71,6 +71,24 @@ OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
                ("list", "watch", "create", "update"), "dashboard Ingress"),
     Permission("raycluster", "batch", ("jobs",), ("list", "watch", "create"),
                "Redis cleanup Job of GCS FT"),
+    # The RayJob controller (compared with operator_runtime.controllers.rayjob.PERMISSIONS).
+    Permission("rayjob", "ray.io", ("rayjobs",), ("list", "watch", "patch", "delete"),
+               "watch RayJobs; patch the finalizer; DeleteSelf"),
+    Permission("rayjob", "ray.io", ("rayjobs/status",), ("update",), "status"),
+    Permission("rayjob", "ray.io", ("rayjobs/finalizers",), ("update",),
+               "owner references that block deletion"),
+    Permission("rayjob", "ray.io", ("rayclusters",),
+               ("get", "list", "watch", "create", "update", "delete"),
+               "the RayJob's cluster; update suspends its workers (DeleteWorkers)"),
+    Permission("rayjob", "", ("services",), ("get", "list", "watch", "create", "update"),
+               "the <job>-head-svc Service; the head Service's dashboard port"),
+    Permission("rayjob", "batch", ("jobs",), ("get", "list", "watch", "create", "delete"),
+               "the submitter Job"),
+    Permission("rayjob", "", ("pods",), ("list", "watch"),
+               "the head pod's submitter container (SidecarMode)"),
+    Permission("rayjob", "", ("secrets",), ("get",), "a token-auth cluster's token"),
+    Permission("rayjob", "", ("services/proxy",), ("get", "create"),
+               "--use-kubernetes-proxy: the dashboard through the API server"),
 )  # fmt: skip
 """Every permission the operator's controllers use; the ClusterRole is rendered from
 this table and a test compares it with what the reconcile steps declare."""

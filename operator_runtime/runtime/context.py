@@ -19,6 +19,7 @@ from operator_runtime.runtime.events import EventRecorder
 from operator_runtime.runtime.expectations import Expectations, timeout_for
 from operator_runtime.runtime.informer import WATCH_INACTIVITY_TIMEOUT, Informer, RestartObserver
 from operator_runtime.runtime.kinds import ResourceKind
+from operator_runtime.runtime.transport import ApiServerAccess
 
 
 class InformerSet:
@@ -119,6 +120,10 @@ class ControllerContext:
     namespaces: tuple[str, ...] = ()
     metrics_registry: CollectorRegistry | None = None
     """The registry ``/metrics`` serves; controllers add their own collectors to it."""
+    use_kubernetes_proxy: bool = False
+    """``--use-kubernetes-proxy``: reach Ray heads through the API server's proxy."""
+    api_server: ApiServerAccess | None = None
+    """The API server's URL, TLS and credentials (needed with ``use_kubernetes_proxy``)."""
 
     def expectations(self, timeout: float | None = None) -> Expectations:
         """Scale expectations whose timeout is never shorter than these informers'

@@ -49,6 +49,7 @@ from operator_runtime.runtime.leader import LeaderElectionConfig, LeaseElector
 from operator_runtime.runtime.metrics import RuntimeMetrics
 from operator_runtime.runtime.reconcile import Controller, ObjectKey, Watch
 from operator_runtime.runtime.registry import ControllerRegistry
+from operator_runtime.runtime.transport import ApiServerAccess
 from operator_runtime.runtime.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,10 @@ class ManagerOptions:
     feature_gates: tuple[tuple[str, bool], ...] = ()
     watch_inactivity_timeout: float = WATCH_INACTIVITY_TIMEOUT
     """A watch silent (no event, no bookmark) this long is treated as dead and reopened."""
+    use_kubernetes_proxy: bool = False
+    """Reach Ray dashboards through the API server's service proxy."""
+    api_server: ApiServerAccess | None = None
+    """How to reach the API server with another HTTP client (the proxy mode needs it)."""
 
 
 class _Runner:
@@ -116,6 +121,8 @@ class Manager:
             client=self.client, informers=self.informers, clock=self.clock,
             events=self.recorder, feature_gates=dict(self.options.feature_gates),
             namespaces=self.options.namespaces, metrics_registry=self.metrics.registry,
+            use_kubernetes_proxy=self.options.use_kubernetes_proxy,
+            api_server=self.options.api_server,
         )  # fmt: skip
 
     def recorder(self, controller: str) -> EventRecorder:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import ssl
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,6 +24,21 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 
 from operator_runtime.runtime.errors import TransportError
+
+
+@dataclass(frozen=True)
+class ApiServerAccess:
+    """How another HTTP client reaches the API server as the operator does: its URL,
+    its TLS (CA, client certificate) and fresh credentials per request.
+
+    ``--use-kubernetes-proxy`` needs it: the Ray dashboards are then reached through
+    the API server's service proxy, with the operator's own identity."""
+
+    url: str
+    tls: ssl.SSLContext
+    headers: Callable[[], dict[str, str]]
+    """Called per request, so a rotated service-account token or an exec plugin's
+    refreshed one is used as soon as the kubernetes client has it."""
 
 
 @dataclass
@@ -118,14 +134,27 @@ class UrllibTransport:
         self._pool = k8s_client.rest.RESTClientObject(configuration).pool_manager
         self.base_url = str(configuration.host).rstrip("/")
 
-    def _headers(self, extra: dict[str, str]) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": "ray-operator (python)"}
+    def _credentials(self) -> dict[str, str]:
         # get_api_key_with_prefix runs the refresh hook (exec plugins, expiring tokens).
         token = self._configuration.get_api_key_with_prefix("BearerToken", alias="authorization")
-        if token:
-            headers["Authorization"] = token
+        return {"Authorization": token} if token else {}
+
+    def _headers(self, extra: dict[str, str]) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": "ray-operator (python)"}
+        headers.update(self._credentials())
         headers.update(extra)
         return headers
+
+    def api_server_access(self) -> ApiServerAccess:
+        """This transport's URL, TLS and credentials, for a client of another library."""
+        configuration = self._configuration
+        tls = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
+        if not configuration.verify_ssl:
+            tls.check_hostname = False
+            tls.verify_mode = ssl.CERT_NONE
+        if configuration.cert_file:
+            tls.load_cert_chain(configuration.cert_file, configuration.key_file or None)
+        return ApiServerAccess(self.base_url, tls, self._credentials)
 
     def _url(self, path: str, query: list[tuple[str, str]]) -> str:
         if not query:

@@ -1,27 +1,36 @@
-"""The operator's ClusterRole grants exactly what the RayCluster steps declare."""
+"""The operator's ClusterRole grants exactly what each controller declares it uses."""
 
 from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
+from operator_runtime.controllers import rayjob
 from operator_runtime.controllers.raycluster import GATE_STEPS, PERMISSIONS, RESOURCE_STEPS
 from operator_runtime.controllers.raycluster.controller import WATCHED
 from operator_runtime.controllers.raycluster.reconciliation import Caches
+from operator_runtime.controllers.rayjob.run import JobCaches
 from operator_runtime.render import (
     OPERATOR_PERMISSIONS,
     ClusterRoleParams,
     Permission,
     build_operator_cluster_role,
 )
+from operator_runtime.runtime.kinds import ResourceKind
 
 
 def _triples(permissions: tuple[Permission, ...] | list[Permission]) -> set[tuple[str, str, str]]:
     return {(p.group, r, v) for p in permissions for r in p.resources for v in p.verbs}
 
 
-def test_cluster_role_covers_exactly_what_the_steps_declare() -> None:
+DECLARED = {"raycluster": PERMISSIONS, "rayjob": rayjob.PERMISSIONS}
+
+
+@pytest.mark.parametrize("controller", sorted(DECLARED))
+def test_cluster_role_covers_exactly_what_the_steps_declare(controller: str) -> None:
     role = build_operator_cluster_role(
-        params=ClusterRoleParams(controllers=frozenset({"raycluster"}))
+        params=ClusterRoleParams(controllers=frozenset({controller}))
     )
     granted = {
         (group, resource, verb)
@@ -30,25 +39,34 @@ def test_cluster_role_covers_exactly_what_the_steps_declare() -> None:
         for resource in rule["resources"]
         for verb in rule["verbs"]
     }
-    declared = _triples(PERMISSIONS)
+    declared = _triples(DECLARED[controller])
     assert granted - declared == set(), "granted but never used by a step"
     assert declared - granted == set(), "used by a step but not granted"
-    table = _triples([p for p in OPERATOR_PERMISSIONS if p.controller == "raycluster"])
+    table = _triples([p for p in OPERATOR_PERMISSIONS if p.controller == controller])
     assert table == declared
 
 
-def test_every_declared_need_says_why() -> None:
-    assert all(p.why and p.controller == "raycluster" for p in PERMISSIONS)
+@pytest.mark.parametrize("controller", sorted(DECLARED))
+def test_every_declared_need_says_why(controller: str) -> None:
+    assert all(p.why and p.controller == controller for p in DECLARED[controller])
 
 
-def test_every_watched_kind_is_listable_and_watchable() -> None:
-    declared = _triples(PERMISSIONS)
-    for kind, _selector in WATCHED.values():
-        assert {(kind.group, kind.plural, "list"), (kind.group, kind.plural, "watch")} <= declared
+@pytest.mark.parametrize(
+    ("declared", "watched"),
+    [(PERMISSIONS, WATCHED), (rayjob.PERMISSIONS, rayjob.WATCHED)],
+    ids=["raycluster", "rayjob"],
+)
+def test_every_watched_kind_is_listable_and_watchable(
+    declared: tuple[Permission, ...], watched: dict[str, tuple[ResourceKind, str | None]]
+) -> None:
+    triples = _triples(declared)
+    for kind, _selector in watched.values():
+        assert {(kind.group, kind.plural, "list"), (kind.group, kind.plural, "watch")} <= triples
 
 
 def test_the_caches_are_the_watched_kinds() -> None:
     assert [f.name for f in dataclasses.fields(Caches)] == list(WATCHED)
+    assert [f.name for f in dataclasses.fields(JobCaches)] == list(rayjob.WATCHED)
 
 
 def test_steps_run_in_kuberays_order() -> None:

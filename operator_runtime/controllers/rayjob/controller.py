@@ -1,0 +1,276 @@
+"""The RayJob controller: KubeRay's ``rayjob_controller.go``.
+
+One pass over a RayJob (``reconcile``):
+
+1. someone else manages it (``spec.managedBy``): hands off;
+2. being deleted: stop the Ray job if it may still run, remove the finalizer; this
+   runs on the raw object, before parsing, so nothing wrong with the object can keep
+   its deletion from ending;
+3. invalid: a Warning event and ``ValidationFailed`` (a fixed spec starts over);
+4. the handler of its ``jobDeploymentStatus`` (``states.py``, ``finished.py``);
+5. the attempt counters and the retry rule (``backoffLimit``);
+6. the status, written only when a reader would see a difference.
+
+Outcomes: a running RayJob is polled every 3 s; errors are retried with backoff.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import random
+from collections.abc import Sequence
+from typing import Any, Final
+
+import pydantic
+from prometheus_client import CollectorRegistry
+
+from operator_runtime.api import MANAGED_BY_KUBERAY, InvalidObjectError, RayJob, validate_rayjob
+from operator_runtime.api.finalizers import Finalizer
+from operator_runtime.api.rayjob import (
+    TERMINAL_JOB_DEPLOYMENT_STATUSES,
+    TERMINAL_JOB_STATUSES,
+)
+from operator_runtime.api.reasons import Action, JobReason
+from operator_runtime.clients import DashboardError
+from operator_runtime.controllers import dashboards, finalizers
+from operator_runtime.controllers.dashboards import Dashboards
+from operator_runtime.controllers.raycluster.controller import POD_SELECTOR
+from operator_runtime.controllers.raycluster.gates import describe_parse_error
+from operator_runtime.controllers.raycluster.status import status_changed
+from operator_runtime.controllers.rayjob import children
+from operator_runtime.controllers.rayjob.metrics import JobMetrics
+from operator_runtime.controllers.rayjob.options import RayJobOptions
+from operator_runtime.controllers.rayjob.run import (
+    CONTROLLER,
+    JobCaches,
+    JobRun,
+    JobTools,
+    need,
+)
+from operator_runtime.controllers.rayjob.states import STATES
+from operator_runtime.controllers.settings import gates_of
+from operator_runtime.render import Permission
+from operator_runtime.runtime import kinds
+from operator_runtime.runtime.context import ControllerContext
+from operator_runtime.runtime.errors import NotFound
+from operator_runtime.runtime.kinds import Object, ResourceKind
+from operator_runtime.runtime.reconcile import ObjectKey, Result, Watch, own, owned
+
+log = logging.getLogger(__name__)
+NAME: Final = CONTROLLER
+EVENT_SOURCE: Final = "rayjob-controller"
+FINALIZER: Final = Finalizer.RAYJOB.value
+CREATED_BY_SELECTOR: Final = "app.kubernetes.io/created-by=kuberay-operator"
+_INVALID: Final = {
+    "InvalidRayJobMetadata": JobReason.INVALID_METADATA,
+    "InvalidRayJobSpec": JobReason.INVALID_SPEC,
+    "InvalidRayJobStatus": JobReason.INVALID_STATUS,
+}
+# Every cache the controller reads: JobCaches field -> (kind, label selector).
+WATCHED: Final[dict[str, tuple[ResourceKind, str | None]]] = {
+    "jobs": (kinds.RAY_JOB, None),
+    "clusters": (kinds.RAY_CLUSTER, None),
+    "services": (kinds.SERVICE, None),
+    "submitters": (kinds.JOB, CREATED_BY_SELECTOR),
+    "pods": (kinds.POD, POD_SELECTOR),
+}
+PERMISSIONS: Final[tuple[Permission, ...]] = (
+    *(
+        need(kind.group, kind.plural, ("list", "watch"), "informer cache")
+        for kind, _ in WATCHED.values()
+    ),
+    need("ray.io", "rayjobs", ("patch", "delete"), "the finalizer; DeleteSelf"),
+    need("ray.io", "rayjobs/status", ("update",), "status"),
+    need("ray.io", "rayjobs/finalizers", ("update",), "owner references that block deletion"),
+    *children.NEEDS,
+    *dashboards.needs(CONTROLLER),
+)
+"""Everything the controller uses; tests/unit/controllers compares it with render/rbac.py."""
+
+
+def job_changed(event: str, obj: Object, old: Object | None) -> bool:
+    """Spec (generation), labels, annotations or deletion; not our own status writes."""
+    if event != "MODIFIED" or old is None:
+        return True
+    new_meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
+    watched = ("generation", "labels", "annotations", "deletionTimestamp", "finalizers")
+    return any(new_meta.get(k) != old_meta.get(k) for k in watched)
+
+
+class RayJobController:
+    """``Controller`` for ``ray.io/v1`` RayJobs."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        context: ControllerContext,
+        options: RayJobOptions | None = None,
+        *,
+        metrics_registry: CollectorRegistry | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.options = options or RayJobOptions.from_environment(os.environ, gates_of(context))
+        caches = JobCaches(
+            **{
+                # No projection asked for: pods share the RayCluster controller's
+                # informer, built first, with its projection.
+                field: context.informers.get(kind, label_selector=selector).cache
+                for field, (kind, selector) in WATCHED.items()
+            }
+        )
+        self.metrics = JobMetrics(caches.jobs)
+        if metrics_registry is not None:
+            self.metrics.register(metrics_registry)
+        self.tools = JobTools(
+            client=context.client,
+            caches=caches,
+            events=context.events(EVENT_SOURCE),
+            clock=context.clock,
+            options=self.options,
+            metrics=self.metrics,
+            dashboards=Dashboards.from_context(context),
+            rng=rng or random.Random(),
+        )
+
+    def watches(self) -> Sequence[Watch]:
+        owner = kinds.RAY_JOB
+        result = [own(owner, predicate=job_changed)]
+        for field, (kind, selector) in WATCHED.items():
+            if field in ("jobs", "pods"):
+                continue
+            result.append(owned(kind, owner, label_selector=selector))
+        return result
+
+    def close(self) -> None:
+        self.tools.dashboards.close()
+
+    def reconcile(self, key: ObjectKey) -> Result:
+        raw = self.tools.caches.jobs.get(key.namespace, key.name)
+        if raw is None:
+            self.metrics.forget(key.namespace, key.name)
+            return Result()
+        managed_by = (raw.get("spec") or {}).get("managedBy")
+        if managed_by and managed_by != MANAGED_BY_KUBERAY:
+            log.info("%s: managed by %s; skipped", key, managed_by)
+            return Result()
+        if raw["metadata"].get("deletionTimestamp"):
+            return self._finish_deletion(key, raw)
+        try:
+            job = RayJob.model_validate(raw)
+        except pydantic.ValidationError as exc:
+            self.tools.events.record(raw, "Warning", JobReason.INVALID_SPEC.value,
+                                     f"The RayJob cannot be read: {describe_parse_error(exc)}",
+                                     Action.VALIDATE.value)  # fmt: skip
+            return Result()
+        run = JobRun.start(self.tools, key, raw, job)
+        if not self._valid(run):
+            self._write_status(run)
+            return Result()
+        state = str(run.get("jobDeploymentStatus") or "")
+        if state == "ValidationFailed":
+            # Ours: KubeRay leaves a fixed RayJob in ValidationFailed for good.
+            for field in ("jobDeploymentStatus", "reason", "message"):
+                run.set(field, None)
+            state = ""
+        if state == "" and FINALIZER not in finalizers.finalizers(raw):
+            run.raw = finalizers.set_finalizer(
+                self.tools.client, kinds.RAY_JOB, raw, FINALIZER, present=True
+            )
+        handler = STATES.get(state)
+        if handler is None:
+            log.info("%s: unknown jobDeploymentStatus %r", key, state)
+            return Result(requeue_after=self.options.requeue_seconds)
+        outcome = handler(run)
+        if outcome is not None:
+            return outcome
+        _count_attempt(run)
+        self._write_status(run)
+        return Result(requeue_after=self.options.requeue_seconds)
+
+    def _valid(self, run: JobRun) -> bool:
+        try:
+            validate_rayjob(run.job, self.options.gates)
+        except InvalidObjectError as exc:
+            run.event("Warning", _INVALID[exc.event_reason], f"{run.namespace}/{run.name}: {exc}",
+                      Action.VALIDATE)  # fmt: skip
+            run.fail("ValidationFailed", str(exc), deployment="ValidationFailed")
+            return False
+        return True
+
+    def _finish_deletion(self, key: ObjectKey, raw: Object) -> Result:
+        """Stop a Ray job that may still run (best effort), then let the RayJob go."""
+        if FINALIZER not in finalizers.finalizers(raw):
+            return Result()
+        status = raw.get("status") or {}
+        job_id, url = status.get("jobId"), status.get("dashboardURL")
+        if status.get("jobStatus") not in TERMINAL_JOB_STATUSES and job_id and url:
+            cluster = self.tools.caches.clusters.get(
+                key.namespace, str(status.get("rayClusterName"))
+            )
+            try:
+                client = self.tools.dashboards.for_cluster(cluster or _named(key, status), url)
+                client.stop_job(str(job_id))
+            except (DashboardError, NotFound) as exc:
+                log.info("%s: stopping Ray job %s on deletion: %s", key, job_id, exc)
+        finalizers.set_finalizer(self.tools.client, kinds.RAY_JOB, raw, FINALIZER, present=False)
+        return Result()
+
+    def _write_status(self, run: JobRun) -> None:
+        """KubeRay's rule: write when jobStatus, jobDeploymentStatus, the cluster's status
+        or the check-failure timer changed; a terminal RayJob gets its endTime then."""
+        old: dict[str, Any] = run.raw.get("status") or {}
+        new = run.status
+        compared = ("jobStatus", "jobDeploymentStatus", "jobStatusCheckFailureStartTime")
+        changed = any(old.get(k) != new.get(k) for k in compared) or status_changed(
+            old.get("rayClusterStatus") or {}, new.get("rayClusterStatus") or {}
+        )
+        if not changed:
+            return
+        if new.get("jobDeploymentStatus") in TERMINAL_JOB_DEPLOYMENT_STATUSES:
+            run.set_time("endTime", run.now())
+        generation = run.raw["metadata"].get("generation")
+        if generation is not None:
+            new["observedGeneration"] = generation
+        self.tools.client.update_status({**run.raw, "status": copy.deepcopy(new)})
+        _observe_execution(run, old)
+
+
+def _count_attempt(run: JobRun) -> None:
+    """Attempt counters, and the retry rule: a Failed attempt with backoffLimit left
+    (not a deadline or a status-check timeout) retries on a new cluster."""
+    state = run.get("jobDeploymentStatus")
+    failed = int(run.get("failed") or 0) + (1 if state == "Failed" else 0)
+    succeeded = int(run.get("succeeded") or 0)
+    if run.get("jobStatus") == "SUCCEEDED" and state == "Complete":
+        succeeded += 1
+    run.status["failed"], run.status["succeeded"] = failed, succeeded
+    limit = run.job.spec.backoff_limit
+    if state != "Failed" or limit is None or failed >= limit + 1:
+        return
+    if run.get("reason") in ("DeadlineExceeded", "JobStatusCheckTimeoutExceeded"):
+        return
+    run.set("jobDeploymentStatus", "Retrying")
+
+
+def _observe_execution(run: JobRun, old: dict[str, Any]) -> None:
+    new_state = run.get("jobDeploymentStatus")
+    if old.get("jobDeploymentStatus") in TERMINAL_JOB_DEPLOYMENT_STATUSES:
+        return
+    if new_state not in TERMINAL_JOB_DEPLOYMENT_STATUSES and new_state != "Retrying":
+        return
+    start = run.time("startTime")
+    if start is None:
+        return
+    seconds = (run.now() - start).total_seconds()
+    retries = int(old.get("failed") or 0)
+    run.tools.metrics.observe_execution(
+        run.namespace, run.name, run.uid, str(new_state), retries, seconds
+    )
+
+
+def _named(key: ObjectKey, status: dict[str, Any]) -> Object:
+    """A stand-in for a cluster the cache no longer has: only its name is needed."""
+    return {"metadata": {"name": status.get("rayClusterName"), "namespace": key.namespace}}

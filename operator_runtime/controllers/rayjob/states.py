@@ -1,0 +1,358 @@
+"""One handler per ``jobDeploymentStatus`` (KubeRay's switch in ``rayjob_controller.go``).
+
+A handler changes ``run.status`` and returns None, so the controller writes the status
+("break" in KubeRay), or returns a ``Result`` to end the pass with no status write
+("return" in KubeRay). Errors raise and are retried with backoff.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+import yaml
+
+from operator_runtime.api.rayjob import TERMINAL_JOB_STATUSES
+from operator_runtime.clients import (
+    DashboardClient,
+    DashboardError,
+    DashboardNotFound,
+    DuplicateSubmission,
+    JobInfo,
+    JobSubmission,
+)
+from operator_runtime.controllers.rayjob import children, finished
+from operator_runtime.controllers.rayjob.options import SUBMITTER_FINISHED_TIMEOUT
+from operator_runtime.controllers.rayjob.run import JobRun, epoch_ms, parse_time
+from operator_runtime.runtime.kinds import Object
+from operator_runtime.runtime.reconcile import Result
+
+log = logging.getLogger(__name__)
+SUBMITTER_CONTAINER: Final = "ray-job-submitter"
+NOT_FOUND_AFTER_SUBMITTER: Final = "Submitter completed but Ray job not found in RayCluster."
+
+Handler = Callable[[JobRun], Result | None]
+
+
+def _again(run: JobRun) -> Result:
+    return Result(requeue_after=run.tools.options.requeue_seconds)
+
+
+# -- checks shared by several states: each sets the status and returns True when it hit
+
+
+def suspend_requested(run: JobRun) -> bool:
+    if not run.job.spec.suspend:
+        return False
+    if run.get("jobDeploymentStatus") not in ("Running", "Initializing"):
+        return False
+    run.set("jobDeploymentStatus", "Suspending")
+    return True
+
+
+def _deadline_passed(run: JobRun, seconds: int | None) -> bool:
+    start = run.time("startTime")
+    return seconds is not None and start is not None and run.now() >= start + _secs(seconds)
+
+
+def active_deadline_passed(run: JobRun) -> bool:
+    seconds = run.job.spec.active_deadline_seconds
+    if not _deadline_passed(run, seconds):
+        return False
+    run.fail("DeadlineExceeded", f"The RayJob has passed the activeDeadlineSeconds. StartTime: "
+             f"{run.get('startTime')}. ActiveDeadlineSeconds: {seconds}")  # fmt: skip
+    return True
+
+
+def pre_running_deadline_passed(run: JobRun) -> bool:
+    seconds = run.job.spec.pre_running_deadline_seconds
+    if not _deadline_passed(run, seconds):
+        return False
+    run.fail("PreRunningDeadlineExceeded", "The RayJob has passed the "
+             f"preRunningDeadlineSeconds. StartTime: {run.get('startTime')}. "
+             f"PreRunningDeadlineSeconds: {seconds}")  # fmt: skip
+    return True
+
+
+def grace_period_passed(run: JobRun) -> bool:
+    """The Ray job ended long ago but the RayJob is still Running (e.g. the submitter
+    never finished): end it anyway."""
+    if run.get("jobStatus") not in TERMINAL_JOB_STATUSES:
+        return False
+    ended = parse_time((run.get("rayJobInfo") or {}).get("endTime"))
+    grace = run.tools.options.transition_grace_seconds
+    if ended is None or run.now() < ended + _secs(grace):
+        return False
+    state = "Failed" if run.get("jobStatus") == "FAILED" else "Complete"
+    run.fail("JobDeploymentStatusTransitionGracePeriodExceeded", "JobDeploymentStatus does "
+             "not transition to Complete or Failed within the grace period after JobStatus "
+             "reaches a terminal state.", deployment=state)  # fmt: skip
+    return True
+
+
+def status_check_timed_out(run: JobRun) -> bool:
+    since = run.time("jobStatusCheckFailureStartTime")
+    timeout = run.tools.options.status_check_timeout_seconds
+    if since is None or run.now() < since + _secs(timeout):
+        return False
+    run.fail("JobStatusCheckTimeoutExceeded", f"Job status checks have been failing since "
+             f"{_go_datetime(since)}; exceeded timeout of {int(timeout)}s")  # fmt: skip
+    return True
+
+
+def record_check_failure(run: JobRun) -> bool:
+    """Start the status-check failure timer; True if it was not running yet."""
+    if run.get("jobStatusCheckFailureStartTime"):
+        return False
+    run.set_time("jobStatusCheckFailureStartTime", run.now())
+    return True
+
+
+def clear_check_failure(run: JobRun) -> bool:
+    if not run.get("jobStatusCheckFailureStartTime"):
+        return False
+    run.set("jobStatusCheckFailureStartTime", None)
+    return True
+
+
+# -- the states
+
+
+def on_new(run: JobRun) -> Result | None:
+    tools, spec = run.tools, run.job.spec
+    if run.mode != "InteractiveMode" and not run.get("jobId"):
+        run.set("jobId", spec.job_id or tools.suffixed(run.name))
+    if not run.get("rayClusterName"):
+        selected = (spec.cluster_selector or {}).get(children.CLUSTER_SELECTOR_KEY)
+        run.set("rayClusterName", selected or tools.suffixed(run.name))
+    run.set("jobStatus", None)
+    run.set("jobDeploymentStatus", "Initializing")
+    run.set_time("startTime", run.now())
+    return None
+
+
+def on_initializing(run: JobRun) -> Result | None:
+    if suspend_requested(run) or active_deadline_passed(run) or pre_running_deadline_passed(run):
+        return None
+    cluster = children.get_or_create_cluster(run)
+    if not run.get("dashboardURL"):
+        cluster_status = cluster.get("status") or {}
+        if cluster_status.get("state") != "ready":
+            run.set("rayClusterStatus", cluster_status)
+            return None
+        run.set("dashboardURL", children.dashboard_url(run, cluster))
+    if run.mode == "InteractiveMode":
+        run.set("jobDeploymentStatus", "Waiting")
+        return None
+    if run.mode == "K8sJobMode":
+        children.create_submitter_if_needed(run, cluster)
+    run.set("jobDeploymentStatus", "Running")
+    return None
+
+
+def on_waiting(run: JobRun) -> Result | None:
+    if pre_running_deadline_passed(run):
+        return None
+    if not run.job.spec.job_id:
+        return _again(run)
+    run.set("jobId", run.job.spec.job_id)
+    run.set("jobDeploymentStatus", "Running")
+    return None
+
+
+def on_running(run: JobRun) -> Result | None:
+    if (
+        suspend_requested(run)
+        or active_deadline_passed(run)
+        or grace_period_passed(run)
+        or status_check_timed_out(run)
+    ):
+        return None
+    cluster = children.get_or_create_cluster(run)
+    children.reconcile_head_service(run, cluster)
+    finished_at: datetime.datetime | None = None
+    if run.has_submitter:
+        failed, finished_at = _check_submitter(run, cluster)
+        if _submitter_finished_long_ago(run, finished_at) or failed:
+            return None
+    dashboard = run.tools.dashboards.for_cluster(cluster, str(run.get("dashboardURL") or ""))
+    job_id = str(run.get("jobId") or "")
+    try:
+        info = dashboard.job_info(job_id)
+    except DashboardNotFound:
+        if run.mode == "HTTPMode":
+            return None if _submit(run, dashboard) else _again(run)
+        if finished_at is not None:
+            run.fail("AppFailed", NOT_FOUND_AFTER_SUBMITTER)
+            return None
+        return _again(run)
+    except DashboardError as exc:
+        log.info("%s: job info of %s: %s", run.key, job_id, exc)
+        return None if record_check_failure(run) else _again(run)
+    clear_check_failure(run)
+    _copy_job_info(run, info, cluster, submitter_done=finished_at is not None)
+    return None
+
+
+def _copy_job_info(run: JobRun, info: JobInfo, cluster: Object, *, submitter_done: bool) -> None:
+    terminal = info.status.is_terminal and (submitter_done or not run.has_submitter)
+    state, reason = "Running", None
+    if terminal:
+        state, reason = ("Failed", "AppFailed") if info.status == "FAILED" else ("Complete", None)
+    run.set("rayClusterStatus", cluster.get("status") or {})
+    run.set("jobStatus", info.status.value)
+    run.set("jobDeploymentStatus", state)
+    run.set("reason", reason)
+    run.set("message", info.message)
+    times = dict(run.get("rayJobInfo") or {})
+    for field, value in (("startTime", info.start_time), ("endTime", info.end_time)):
+        if value:
+            times[field] = epoch_ms(value)
+    run.set("rayJobInfo", times)
+
+
+def _submit(run: JobRun, dashboard: DashboardClient) -> bool:
+    """HTTPMode: POST the job. True when the status changed (the failure timer)."""
+    spec = run.job.spec
+    try:
+        dashboard.submit_job(
+            JobSubmission(
+                entrypoint=(spec.entrypoint or "").strip(),
+                submission_id=str(run.get("jobId") or "") or None,
+                runtime_env=_runtime_env(spec.runtime_env_yaml),
+                metadata=spec.metadata,
+                entrypoint_num_cpus=spec.entrypoint_num_cpus,
+                entrypoint_num_gpus=spec.entrypoint_num_gpus,
+                entrypoint_resources=_resources(spec.entrypoint_resources),
+            )
+        )
+    except DuplicateSubmission:
+        # Ours: the job exists after all (a GET raced a submit); the next pass reads it.
+        return clear_check_failure(run)
+    except DashboardError as exc:
+        log.info("%s: submitting %s: %s", run.key, run.get("jobId"), exc)
+        return record_check_failure(run)
+    return clear_check_failure(run)
+
+
+def _runtime_env(text: str | None) -> dict[str, Any] | None:
+    if not text:
+        return None
+    loaded = yaml.safe_load(text)
+    return loaded if isinstance(loaded, dict) else None
+
+
+def _resources(text: str | None) -> dict[str, float] | None:
+    if not text:
+        return None
+    loaded = json.loads(text)
+    return {str(k): float(v) for k, v in loaded.items()} if isinstance(loaded, dict) else None
+
+
+def _check_submitter(run: JobRun, cluster: Object) -> tuple[bool, datetime.datetime | None]:
+    """Whether the submitter failed (status set), and when it finished, if it did."""
+    if run.mode == "K8sJobMode":
+        job = children.submitter_job(run)
+        conditions = (job.get("status") or {}).get("conditions") or ()
+        failed = next((c for c in conditions if _true(c, "Failed")), None)
+        if failed is not None:
+            _submitter_failed(
+                run,
+                "Job submission has failed. Reason: "
+                f"{failed.get('reason', '')}. Message: {failed.get('message', '')}",
+            )
+        done = next((c for c in conditions if _true(c, "Complete") or _true(c, "Failed")), None)
+        return failed is not None, parse_time((done or {}).get("lastTransitionTime"))  # fmt: skip
+    head = children.head_pod(run, cluster)
+    if head is None:
+        run.fail("AppFailed", "Ray head pod not found.")
+        return True, None
+    statuses = (head.get("status") or {}).get("containerStatuses") or ()
+    mine: Object = next((s for s in statuses if s.get("name") == SUBMITTER_CONTAINER), {})
+    terminated = (mine.get("state") or {}).get("terminated") or {}
+    failed = bool(terminated) and terminated.get("exitCode", 0) != 0
+    if failed:
+        _submitter_failed(
+            run,
+            f"Ray head pod container {SUBMITTER_CONTAINER} terminated with "
+            f"exit code {terminated.get('exitCode')}: {terminated.get('reason', '')}",
+        )
+    return failed, parse_time(terminated.get("finishedAt"))  # fmt: skip
+
+
+def _submitter_failed(run: JobRun, message: str) -> None:
+    if run.get("jobStatus") == "FAILED":
+        run.fail("AppFailed", None)
+    else:
+        run.fail("SubmissionFailed", message)
+
+
+def _submitter_finished_long_ago(run: JobRun, finished_at: datetime.datetime | None) -> bool:
+    if finished_at is None or run.now() < finished_at + _secs(SUBMITTER_FINISHED_TIMEOUT):
+        return False
+    run.set("jobStatus", "FAILED")
+    run.fail("JobDeploymentStatusTransitionGracePeriodExceeded", "The RayJob submitter "
+             f"finished at {_go_datetime(finished_at)} but the ray job did not reach terminal "
+             f"state within {int(SUBMITTER_FINISHED_TIMEOUT)}s")  # fmt: skip
+    return True
+
+
+def on_suspending_or_retrying(run: JobRun) -> Result | None:
+    """Release the cluster (and submitter) first; only then move on, so a quick
+    suspend/resume never leaks a cluster."""
+    cluster_gone = children.delete_cluster(run)
+    submitter_gone = children.delete_submitter(run)
+    if not (cluster_gone and submitter_gone):
+        return _again(run)
+    for field in (
+        "rayClusterStatus",
+        "rayClusterName",
+        "dashboardURL",
+        "jobId",
+        "message",
+        "reason",
+        "rayJobInfo",
+        "jobStatusCheckFailureStartTime",
+        "jobStatus",
+    ):
+        run.set(field, None)  # fmt: skip
+    nxt = "Suspended" if run.get("jobDeploymentStatus") == "Suspending" else "New"
+    run.set("jobDeploymentStatus", nxt)
+    return None
+
+
+def on_suspended(run: JobRun) -> Result | None:
+    if run.job.spec.suspend:
+        return Result()
+    run.set("jobStatus", None)
+    run.set("jobDeploymentStatus", None)
+    return None
+
+
+STATES: Final[dict[str, Handler]] = {
+    "": on_new,
+    "Initializing": on_initializing,
+    "Waiting": on_waiting,
+    "Running": on_running,
+    "Suspending": on_suspending_or_retrying,
+    "Retrying": on_suspending_or_retrying,
+    "Suspended": on_suspended,
+    "Complete": finished.on_finished,
+    "Failed": finished.on_finished,
+}
+
+
+def _true(condition: Object, type_: str) -> bool:
+    return condition.get("type") == type_ and condition.get("status") == "True"
+
+
+def _secs(seconds: float) -> datetime.timedelta:
+    return datetime.timedelta(seconds=seconds)
+
+
+def _go_datetime(moment: datetime.datetime) -> str:
+    """Go's ``time.DateTime`` layout, as KubeRay's messages print times."""
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,74 @@
+"""The operator as users run it: ``python -m operator_runtime`` in a process of its own,
+with the flags and environment a test chooses, nothing patched or hooked in.
+
+    with OperatorProcess(kubeconfig, namespace, "--use-kubernetes-proxy") as operator:
+        ...
+    # leaving the block sends SIGTERM and requires a clean drain (exit 0)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from types import TracebackType
+
+
+class OperatorProcess:
+    def __init__(
+        self,
+        kubeconfig: str | os.PathLike[str],
+        namespace: str,
+        *flags: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.arguments = [
+            sys.executable, "-m", "operator_runtime",
+            f"--kubeconfig={os.fspath(kubeconfig)}", f"--watch-namespace={namespace}",
+            "--enable-leader-election=false", "--metrics-addr=0",
+            "--health-probe-bind-address=0", "--log-stdout-encoder=console",
+            "--reconcile-concurrency=2", *flags,
+        ]  # fmt: skip
+        self.env = {**os.environ, **(env or {})}
+        self.log_path = Path(tempfile.mkstemp(prefix="operator-", suffix=".log")[1])
+        self.process: subprocess.Popen[bytes] | None = None
+        self.exit_code: int | None = None
+
+    def __enter__(self) -> OperatorProcess:
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                self.arguments, stdout=log, stderr=subprocess.STDOUT, env=self.env
+            )
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+        if kind is None:
+            assert self.exit_code == 0, f"the operator exited {self.exit_code}:\n{self.tail()}"
+
+    def stop(self) -> None:
+        process = self.process
+        if process is None or self.exit_code is not None:
+            return
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.exit_code = process.returncode
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def tail(self, lines: int = 60) -> str:
+        return "\n".join(self.log().splitlines()[-lines:])
