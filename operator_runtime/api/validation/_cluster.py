@@ -88,7 +88,8 @@ def _group_labels(
             yield Violation(
                 C.RAYCLUSTER_INVALID_LABEL,
                 f"{path}.labels[{key}]",
-                f"invalid label {key}={value!r} in the {label} group: {reason}",
+                # The key only: the value ends up in an Event and may be anything.
+                f"invalid label {key} in the {label} group: {reason}",
                 "use Kubernetes label syntax for keys and values",
             )
 

@@ -158,7 +158,7 @@ def _collector(options: CollectorOptions, path: str) -> Iterator[Violation]:
         yield Violation(
             C.RAYCLUSTER_COLLECTOR_STORAGE_ENV,
             f"{path}.env",
-            f"{needed[0]} must be set when {_names.STORAGE_BACKEND} is {env_value(backend)}",
+            f"{needed[0]} must be set when {_names.STORAGE_BACKEND} is {kind}",
             f"add {needed[0]} to collectorOptions.env",
         )
 
