@@ -10,7 +10,11 @@ from typing import Final
 from operator_runtime.api import WorkerGroupSpec
 from operator_runtime.api.labels import LabelKey
 from operator_runtime.controllers.raycluster.batches import take_budget
-from operator_runtime.controllers.raycluster.podhealth import running_and_ready, should_delete_pod
+from operator_runtime.controllers.raycluster.podhealth import (
+    live_pods,
+    running_and_ready,
+    should_delete_pod,
+)
 from operator_runtime.controllers.raycluster.podops import (
     create_worker,
     delete_pod,
@@ -36,8 +40,10 @@ def reconcile_multi_host_group(
     run: Reconciliation, group: WorkerGroupSpec, pods: list[Object]
 ) -> None:
     name, hosts = group.group_name, group.num_of_hosts
+    # Hosts that are Terminating do not count (``live_pods``): a replica with one of
+    # them is incomplete, so its other hosts are deleted and the replica is recreated.
     replicas: dict[str, list[Object]] = defaultdict(list)
-    for pod in pods:
+    for pod in live_pods(pods):
         replica = _labels(pod).get(LabelKey.WORKER_GROUP_REPLICA_NAME)
         if replica:
             replicas[replica].append(pod)

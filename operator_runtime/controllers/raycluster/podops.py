@@ -100,10 +100,18 @@ def satisfied(run: Reconciliation, group: str) -> bool:
     def cached(namespace: str, name: str) -> bool:
         return pods.get(namespace, name) is not None
 
+    def counted(namespace: str, name: str) -> bool:
+        # A pod the cache shows Terminating no longer counts anywhere (``live_pods``), so
+        # our delete of it is reflected, as the ReplicaSet controller takes a deletion
+        # timestamp for the delete: a pod stuck Terminating (a lost node) cannot hold
+        # its group until the expectation lapses.
+        pod = pods.get(namespace, name)
+        return pod is not None and not is_terminating(pod)
+
     if run.tools.expectations.has_unknown(key):
         # A LIST error propagates: the pass fails and retries, the group stays blocked.
         run.tools.expectations.resolve_unknown(key, list_group(run, group), cached)
-    done = run.tools.expectations.is_satisfied(key, cached)
+    done = run.tools.expectations.is_satisfied(key, counted)
     if not done:
         log.info(
             "%s: group %r waits for the cache to reflect %d pod change(s)",

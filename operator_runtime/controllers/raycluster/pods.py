@@ -22,6 +22,7 @@ from operator_runtime.controllers.raycluster import multihost, upgrade
 from operator_runtime.controllers.raycluster.batches import slow_start, take_budget
 from operator_runtime.controllers.raycluster.podhealth import (
     is_terminating,
+    live_pods,
     running_and_ready,
     should_delete_pod,
 )
@@ -42,6 +43,7 @@ from operator_runtime.controllers.raycluster.status import (
     suspend_status,
 )
 from operator_runtime.render import PodParams, build_pod, desired_worker_replicas
+from operator_runtime.render.gcsft import ft_enabled
 from operator_runtime.runtime.kinds import POD, Object
 
 log = logging.getLogger(__name__)
@@ -136,7 +138,8 @@ def _reconcile_head(run: Reconciliation, expected_hash: str) -> bool:
     """False: stop the pod step (a provisioned head that must not be restarted)."""
     if not satisfied(run, HEAD):
         return True
-    heads = run.head_pods()
+    every = run.head_pods()
+    heads = live_pods(every)
     if len(heads) > 1:
         names = sorted(str(p["metadata"]["name"]) for p in heads)
         raise RuntimeError(f"{len(heads)} head pods found {names}; delete the extra ones")
@@ -145,6 +148,13 @@ def _reconcile_head(run: Reconciliation, expected_hash: str) -> bool:
         if verdict.delete:
             delete_pod(run, heads[0], group=HEAD, head=True, why=verdict.reason)
             raise PodsReplaced(verdict.reason)
+        return True
+    if len(every) > len(heads) and (why_wait := _terminating_head_blocks(run)):
+        log.info(
+            "%s: the head pod is terminating; a new one waits until it is gone (%s)",
+            run.key,
+            why_wait,
+        )
         return True
     annotations = run.cluster.metadata.annotations or {}
     conditions = (run.raw.get("status") or {}).get("conditions") or []
@@ -167,6 +177,20 @@ def _reconcile_head(run: Reconciliation, expected_hash: str) -> bool:
     )
     create_pod(run, pod, group=HEAD, head=True)
     return True
+
+
+def _terminating_head_blocks(run: Reconciliation) -> str:
+    """Why a head pod that is still Terminating may not be replaced yet ("" if it may).
+
+    It is replaced, like a worker, unless two heads could clash: a deterministic head
+    name is taken until the old pod is gone, and with GCS fault tolerance the old GCS
+    may still be writing to the storage the new one recovers from (a pod on a lost node
+    is not known to be stopped), so there, as for a StatefulSet, at most one head."""
+    if run.tools.options.render.deterministic_head_pod_name:
+        return "the deterministic head pod name is still taken"
+    if ft_enabled(run.cluster):
+        return "with GCS fault tolerance two heads must never share the storage"
+    return ""
 
 
 def _reconcile_group(run: Reconciliation, group: WorkerGroupSpec) -> None:
@@ -196,10 +220,7 @@ def _reconcile_group(run: Reconciliation, group: WorkerGroupSpec) -> None:
         return
     _replace_unhealthy(run, name, pods)
     deleted = _delete_requested(run, group, pods)
-    # A terminating pod is on its way out and no longer counts as a replica, as in the
-    # ReplicaSet controller: one stuck Terminating on a lost node is replaced. Pods we
-    # deleted ourselves are covered by their delete expectations until they are gone.
-    remaining = [p for p in pods if p["metadata"]["name"] not in deleted and not is_terminating(p)]
+    remaining = [p for p in live_pods(pods) if p["metadata"]["name"] not in deleted]
     diff = desired_worker_replicas(group) * group.num_of_hosts - len(remaining)
     if diff > 0:
         _create_workers(run, group, remaining, diff)

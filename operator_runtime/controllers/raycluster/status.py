@@ -194,7 +194,8 @@ def compute_status(inputs: StatusInputs) -> Object:
     if complete and podhealth.all_running_and_ready(pods):
         status["state"] = "ready"
         status.pop("reason", None)
-    heads = [p for p in pods if _node_type(p) == NodeType.HEAD]
+    # A head pod still Terminating next to its replacement is not the head (``live_pods``).
+    heads = [p for p in podhealth.live_pods(pods) if _node_type(p) == NodeType.HEAD]
     if inputs.conditions_gate:
         _head_condition(conditions, heads, now)
         _provisioning_conditions(conditions, inputs, now)
