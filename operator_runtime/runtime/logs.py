@@ -75,3 +75,5 @@ def configure_logging(
     # urllib3 logs every retry and dropped connection at WARNING: noise during a watch
     # reconnect that our own informer log already explains.
     logging.getLogger("urllib3").setLevel(logging.ERROR)
+    # httpx logs every dashboard request at INFO: a running RayJob is polled every 3 s.
+    logging.getLogger("httpx").setLevel(logging.WARNING)

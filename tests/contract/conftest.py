@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.rayhead import RayHead, start_ray_head
+from hack.rayhead import RayHead, start_ray_head
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ import pytest
 
 from hack import sandbox
 from hack.localcluster.cluster import free_port
+from hack.rayhead import RayHead
 from operator_runtime.clients import (
     Addressing,
     DashboardClient,
@@ -30,7 +31,6 @@ from operator_runtime.clients import (
     JobSubmission,
     dashboard_endpoint,
 )
-from tests.rayhead import RayHead
 
 JOB_TIMEOUT = 90.0
 """The first job also starts the head's worker pool: 5-30 s on this machine."""

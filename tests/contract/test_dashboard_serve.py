@@ -11,6 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from hack.localcluster.cluster import free_port
+from hack.rayhead import RayHead, start_ray_head
 from operator_runtime.clients import (
     Addressing,
     DashboardClient,
@@ -20,7 +22,6 @@ from operator_runtime.clients import (
     ServeDetails,
     serve_proxy_endpoint,
 )
-from tests.rayhead import RayHead, free_port, start_ray_head
 
 SERVE_TIMEOUT = 120.0
 APP = """

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from hack.rayhead import RayHead, start_ray_head
 from operator_runtime.clients import DashboardError, DashboardPool, Endpoint
-from tests.rayhead import RayHead, start_ray_head
 
 TOKEN = secrets.token_hex(16)
 

@@ -21,9 +21,9 @@ import httpx
 import pytest
 
 from hack.localcluster import LocalCluster
+from hack.rayhead import RayHead, start_ray_head
 from operator_runtime.clients.dashboard import Addressing, DashboardPool, dashboard_endpoint
 from tests.headaccess import apiserver_tls, mapped_host
-from tests.rayhead import RayHead, start_ray_head
 
 RAY_VERSION_KEYS = {"ray_version", "version"}
 

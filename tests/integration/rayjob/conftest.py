@@ -25,6 +25,7 @@ import pytest
 
 from hack import sandbox
 from hack.localcluster import LocalCluster
+from hack.rayhead import RayHead, start_ray_head
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import RAY_CLUSTER, RAY_JOB, Object
 from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
@@ -36,7 +37,6 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     wait_for,
 )
 from tests.operatorprocess import OperatorProcess
-from tests.rayhead import RayHead, start_ray_head
 
 DOMAIN = "svc.cluster.local"
 

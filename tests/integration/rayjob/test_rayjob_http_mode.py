@@ -8,6 +8,7 @@ import time
 import pytest
 
 from hack.localcluster import LocalCluster
+from hack.rayhead import RayHead
 from operator_runtime.clients import DashboardPool, direct_endpoint
 from operator_runtime.runtime.client import KubeClient
 from tests.integration.rayjob.conftest import (
@@ -17,7 +18,6 @@ from tests.integration.rayjob.conftest import (
     reaches,
     wait_for,
 )
-from tests.rayhead import RayHead
 
 ADDRESSING = {"direct": (), "kubernetes-proxy": ("--use-kubernetes-proxy",)}
 

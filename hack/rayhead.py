@@ -1,0 +1,153 @@
+"""A real Ray head for the tests that need one (the contract tier, the RayJob integration
+tests) and for ``make demo``: ``ray start --head`` from the ``ray`` package of the test
+extras.
+
+It binds the dashboard to all addresses (``--dashboard-host=0.0.0.0``) and everything
+else to 127.0.0.1, on ports picked free at start, with its own ``--temp-dir``; usage
+stats are off by flag and by environment. It runs only inside the sandbox
+(``hack/sandbox``), where all addresses are this machine's and nothing leaves it.
+
+Teardown stops only this head. ``ray stop --force`` is not used: it finds Ray
+processes by name across the whole machine and would kill another session's head too.
+Instead the head runs with ``--block`` in a session of its own; SIGTERM lets ``ray
+start`` stop what it started, then SIGKILL goes to that session, then to any straggler
+whose command line names this head's temp dir (workers started by the raylet).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from hack import sandbox
+from hack.localcluster.cluster import free_port
+
+RAY = Path(sys.executable).with_name("ray")
+START_TIMEOUT = 180.0
+"""Ray's start takes 10-60 s on a 2-core gVisor machine; past this it is broken."""
+
+
+@dataclass
+class RayHead:
+    process: subprocess.Popen[bytes]
+    temp_dir: Path
+    dashboard_port: int
+    started_in: float
+    """Seconds from ``ray start`` to the dashboard answering."""
+
+    @property
+    def dashboard_url(self) -> str:
+        return f"http://127.0.0.1:{self.dashboard_port}"
+
+    def log_tail(self, lines: int = 40) -> str:
+        logs = sorted(self.temp_dir.glob("session_*/logs/dashboard*.*"))
+        tails = [f"== {p.name}\n" + "\n".join(p.read_text().splitlines()[-lines:]) for p in logs]
+        return "\n".join(tails)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=30)
+        _kill_session(self.process.pid)
+        _kill_stragglers(str(self.temp_dir))
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def start_ray_head(
+    env: dict[str, str] | None = None, *, dashboard_port: int | None = None
+) -> RayHead:
+    """Start a head and wait for its dashboard; ``env`` adds to the head's environment,
+    ``dashboard_port`` fixes the dashboard's port (default: a free one)."""
+    sandbox.require_inside("a Ray head")
+    temp_dir = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+    dashboard_port = dashboard_port or free_port()
+    worker_base = free_port()
+    ports = {
+        "--port": free_port(),
+        "--dashboard-port": dashboard_port,
+        "--dashboard-agent-listen-port": free_port(),
+        "--dashboard-agent-grpc-port": free_port(),
+        "--ray-client-server-port": free_port(),
+        "--node-manager-port": free_port(),
+        "--object-manager-port": free_port(),
+        "--metrics-export-port": free_port(),
+        "--runtime-env-agent-port": free_port(),
+    }
+    command = [
+        str(RAY),
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        "--disable-usage-stats",
+        "--dashboard-host=0.0.0.0",
+        "--include-dashboard=true",
+        "--num-cpus=1",
+        f"--temp-dir={temp_dir}",
+        f"--min-worker-port={worker_base}",
+        f"--max-worker-port={worker_base + 64}",
+        *(f"{flag}={port}" for flag, port in ports.items()),
+    ]
+    # Entrypoints run `python` and `ray` from PATH: make them this environment's.
+    path = f"{RAY.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    head_env = {**os.environ, "PATH": path, **(env or {}), "RAY_USAGE_STATS_ENABLED": "0"}
+    started = time.monotonic()
+    with (temp_dir / "ray-start.log").open("wb") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=head_env, start_new_session=True
+        )
+    head = RayHead(process, temp_dir, dashboard_port, 0.0)
+    try:
+        _wait_until_ready(head, started)
+    except BaseException:
+        head.stop()
+        raise
+    head.started_in = time.monotonic() - started
+    return head
+
+
+def _wait_until_ready(head: RayHead, started: float) -> None:
+    """The dashboard answers and reports the GCS healthy (what KubeRay's submitter waits for)."""
+    with httpx.Client(base_url=head.dashboard_url, timeout=2.0) as client:
+        while True:
+            if head.process.poll() is not None:
+                text = (head.temp_dir / "ray-start.log").read_text(errors="replace")
+                raise RuntimeError(f"ray start exited {head.process.returncode}:\n{text[-3000:]}")
+            try:
+                health = client.get("/api/gcs_healthz")
+                if health.status_code == 200 and "success" in health.text:
+                    return
+            except httpx.TransportError:
+                pass
+            if time.monotonic() - started > START_TIMEOUT:
+                raise TimeoutError(f"the Ray dashboard did not answer in {START_TIMEOUT:.0f} s")
+            time.sleep(0.25)
+
+
+def _kill_session(session_id: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(session_id, signal.SIGKILL)
+
+
+def _kill_stragglers(mark: str) -> None:
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if mark in cmdline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(proc.name), signal.SIGKILL)
