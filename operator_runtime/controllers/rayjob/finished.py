@@ -71,8 +71,14 @@ def on_finished(run: JobRun) -> Result:
         execute(run, plan.policy)
     if plan.look_again_at is None:
         return Result()
-    wait = (plan.look_again_at - run.now()).total_seconds() + DELETION_SLACK_SECONDS
-    return Result(requeue_after=max(wait, DELETION_SLACK_SECONDS))
+    return Result(requeue_after=requeue_delay(plan.look_again_at, run.now()))
+
+
+def requeue_delay(due: datetime.datetime, now: datetime.datetime) -> float:
+    """Seconds until a pass after ``due``: due - now + 2 s (KubeRay's requeueDelayFor),
+    never less than the 2 s."""
+    wait = (due - now).total_seconds() + DELETION_SLACK_SECONDS
+    return max(wait, DELETION_SLACK_SECONDS)
 
 
 def plan_at(policy: str, due: datetime.datetime, now: datetime.datetime) -> Plan:
