@@ -222,7 +222,7 @@ class RayClusterController:
         changed = self._write_status(run)
         if run.step_error is not None:
             raise TemporaryError(f"{step.__name__}: {run.step_error}") from run.step_error
-        soon = changed or run.more_to_create
+        soon = changed or run.more_to_create or run.waiting_on_cache
         return Result(requeue_after=SHORT_REQUEUE_SECONDS if soon else self.options.requeue_seconds)
 
     def _write_status(self, run: Reconciliation) -> bool:

@@ -113,6 +113,7 @@ def satisfied(run: Reconciliation, group: str) -> bool:
         run.tools.expectations.resolve_unknown(key, list_group(run, group), cached)
     done = run.tools.expectations.is_satisfied(key, counted)
     if not done:
+        run.waiting_on_cache = True
         log.info(
             "%s: group %r waits for the cache to reflect %d pod change(s)",
             run.key,

@@ -88,6 +88,9 @@ class Reconciliation:
     """Pods this pass may still create (``POD_CREATES_PER_PASS``)."""
     more_to_create: bool = False
     """The budget ran out with pods still missing: look again soon."""
+    waiting_on_cache: bool = False
+    """A group waits for the cache to show its own creates/deletes: look again soon, so
+    a lost event costs one expectation timeout, not that plus the periodic resync."""
 
     @property
     def namespace(self) -> str:
