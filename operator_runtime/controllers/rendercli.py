@@ -4,8 +4,10 @@ Every ray.io/v1 object in FILE (``-`` reads stdin) is validated as the controlle
 validate it, then rendered by ``operator_runtime.render.render_manifest``: for a
 RayCluster its autoscaler RBAC, Ingress, Secret, Services, PVC, the head and worker pods
 (with ``generateName``, as created) and, for a Redis GCS-FT cluster, the cleanup Job its
-deletion would start. For the kinds with no builders yet, a note on stderr says what is
-left out; other kinds are skipped with a note on stderr. Exit codes: 0 rendered,
+deletion would start; for a RayJob its RayCluster with all of the above, the
+``<job>-head-svc`` Service and, in K8sJobMode, the submitter Job. For the kinds with no
+builders yet (RayService, RayCronJob), a note on stderr says what is left out; other
+kinds are skipped with a note on stderr. Exit codes: 0 rendered,
 1 an invalid object, 2 an unreadable file.
 """
 
