@@ -91,12 +91,17 @@ PERMISSIONS: Final[tuple[Permission, ...]] = (
 
 
 def job_changed(event: str, obj: Object, old: Object | None) -> bool:
-    """Spec (generation), labels, annotations or deletion; not our own status writes."""
+    """Spec (generation), labels, annotations, deletion, and the status too: KubeRay
+    watches RayJobs without a predicate, so its own status write brings the next pass
+    at once (a new state, or a deletion rule due at ttl 0, does not wait for the 3 s
+    requeue)."""
     if event != "MODIFIED" or old is None:
         return True
     new_meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
     watched = ("generation", "labels", "annotations", "deletionTimestamp", "finalizers")
-    return any(new_meta.get(k) != old_meta.get(k) for k in watched)
+    if any(new_meta.get(k) != old_meta.get(k) for k in watched):
+        return True
+    return obj.get("status") != old.get("status")
 
 
 class RayJobController:
