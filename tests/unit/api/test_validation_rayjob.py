@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
+import yaml
 
 from operator_runtime.api import ErrorCode, FeatureGates
 from tests.unit.api.rulecases import Obj, case_params, codes, do, spec_set
@@ -13,6 +16,9 @@ from tests.unit.api.rulecases import Obj, case_params, codes, do, spec_set
 C = ErrorCode
 DS = "spec.deletionStrategy"
 NO_DELETION_POLICY = FeatureGates(ray_job_deletion_policy=False)
+CRD = yaml.safe_load(
+    (Path(__file__).parents[3] / "operator_runtime/api/crds/ray.io_rayjobs.yaml").read_text()
+)
 
 
 def selector(name: str = "shared") -> Callable[[Obj], None]:
@@ -209,3 +215,31 @@ def test_valid_jobs_pass(api: Any, mutate: Callable[[Obj], None]) -> None:
     obj = api.base("RayJob")
     mutate(obj)
     api.check_valid(obj)
+
+
+# Rules the CRD's schema enforces (KubeRay's `Minimum` markers); the API server refuses
+# them before any controller sees the object, and the model refuses them the same way.
+# fmt: off
+SCHEMA_BOUNDS = [
+    pytest.param(spec_set(preRunningDeadlineSeconds=0),
+                 ("spec", "preRunningDeadlineSeconds"), 1, id="preRunningDeadlineSeconds"),
+    pytest.param(rules(rule("DeleteCluster", -1)),
+                 ("spec", "deletionStrategy", "deletionRules", 0, "condition", "ttlSeconds"), 0,
+                 id="deletionRules-ttlSeconds"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("mutate", "loc", "minimum"), SCHEMA_BOUNDS)
+def test_schema_bounds_refuse_the_object_in_the_model_and_the_crd(
+    api: Any, mutate: Callable[[Obj], None], loc: tuple[Any, ...], minimum: int
+) -> None:
+    obj = api.base("RayJob")
+    mutate(obj)
+    with pytest.raises(pydantic.ValidationError) as caught:
+        api.parse(obj)
+    assert [e["loc"] for e in caught.value.errors()] == [loc]
+    schema = CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for part in loc:
+        schema = schema["items"] if isinstance(part, int) else schema["properties"][part]
+    assert schema["minimum"] == minimum
