@@ -18,6 +18,7 @@ from operator_runtime.api import WorkerGroupSpec
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
+from operator_runtime.controllers.conditions import is_true
 from operator_runtime.controllers.raycluster import multihost, upgrade
 from operator_runtime.controllers.raycluster.batches import slow_start, take_budget
 from operator_runtime.controllers.raycluster.podhealth import (
@@ -39,7 +40,6 @@ from operator_runtime.controllers.raycluster.status import (
     PROVISIONED,
     SUSPENDED,
     SUSPENDING,
-    is_true,
     suspend_status,
 )
 from operator_runtime.render import PodParams, build_pod, desired_worker_replicas

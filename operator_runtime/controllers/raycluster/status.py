@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.controllers.conditions import is_true, set_condition
 from operator_runtime.controllers.raycluster import podhealth
 from operator_runtime.controllers.raycluster.podops import ReplicaFailureError
 from operator_runtime.controllers.raycluster.resources import desired_resources
@@ -78,44 +79,12 @@ class StatusInputs:
     now: datetime.datetime
 
 
-def find(conditions: Sequence[Object], type_: str) -> Object | None:
-    return next((c for c in conditions if c.get("type") == type_), None)
-
-
-def is_true(conditions: Sequence[Object], type_: str) -> bool:
-    found = find(conditions, type_)
-    return found is not None and found.get("status") == "True"
-
-
 def suspend_status(conditions: Sequence[Object]) -> str:
     """``RayClusterSuspending``, ``RayClusterSuspended`` or "" (whichever is True)."""
     for condition in conditions:
         if condition.get("type") in (SUSPENDING, SUSPENDED) and condition.get("status") == "True":
             return str(condition["type"])
     return ""
-
-
-def set_condition(
-    conditions: list[Object], type_: str, status: str, reason: str, message: str, now: str
-) -> None:
-    """``meta.SetStatusCondition``: the transition time moves only with the status."""
-    existing = find(conditions, type_)
-    if existing is None:
-        conditions.append(
-            {
-                "type": type_,
-                "status": status,
-                "lastTransitionTime": now,
-                "reason": reason,
-                "message": message,
-            }
-        )
-        return
-    if existing.get("status") != status:
-        existing["status"] = status
-        existing["lastTransitionTime"] = now
-    existing["reason"] = reason
-    existing["message"] = message
 
 
 def head_pod_ready_condition(head: Object) -> tuple[str, str, str]:
