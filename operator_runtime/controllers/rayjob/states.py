@@ -319,7 +319,8 @@ def on_suspending_or_retrying(run: JobRun) -> Result | None:
         "jobStatus",
     ):
         run.set(field, None)  # fmt: skip
-    nxt = "Suspended" if run.get("jobDeploymentStatus") == "Suspending" else "New"
+    # Retrying goes back to New, which KubeRay spells "" (unset), the key of on_new.
+    nxt = "Suspended" if run.get("jobDeploymentStatus") == "Suspending" else None
     run.set("jobDeploymentStatus", nxt)
     return None
 
