@@ -21,15 +21,18 @@ from operator_runtime.clients import (
     Addressing,
     DashboardClient,
     DashboardPool,
+    ServeProxyClient,
     dashboard_endpoint,
     direct_endpoint,
+    serve_proxy_endpoint,
 )
 from operator_runtime.render import Permission
 from operator_runtime.render.names import check_name
 from operator_runtime.runtime import kinds
+from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.context import ControllerContext
-from operator_runtime.runtime.errors import TemporaryError
+from operator_runtime.runtime.errors import NotFound, TemporaryError
 from operator_runtime.runtime.kinds import Object
 
 AUTH_TOKEN_KEY: Final = "auth_token"
@@ -89,6 +92,38 @@ class Dashboards:
             )
         return self.pool.dashboard(endpoint, token=self._token(cluster))
 
+    def head_url(self, cluster: Object, services: Cache, cluster_domain: str) -> str:
+        """``<head-svc>.<ns>.svc.<domain>:<port>`` from the cluster's head Service's
+        "dashboard" port (KubeRay's ``FetchHeadServiceURL``); the cache first, then a GET
+        for a Service the cache has not seen yet."""
+        namespace = str(cluster["metadata"].get("namespace") or "")
+        name = _head_service_name(cluster)
+        service = services.get(namespace, name)
+        if service is None:
+            try:
+                service = self.client.get(kinds.SERVICE, name, namespace)
+            except NotFound:
+                raise TemporaryError(
+                    f"head Service {namespace}/{name} does not exist yet"
+                ) from None
+        for port in (service.get("spec") or {}).get("ports") or ():
+            if port.get("name") == DASHBOARD_PORT_NAME:
+                return f"{name}.{namespace}.svc.{cluster_domain}:{port.get('port')}"
+        raise TemporaryError(f"head Service {namespace}/{name} has no {DASHBOARD_PORT_NAME!r} port")
+
+    def serve_proxy(self, pod: Object, port: int) -> ServeProxyClient:
+        """A pod's serve proxy (``/-/healthz``): by its IP, or through the API server."""
+        metadata = pod.get("metadata") or {}
+        endpoint = serve_proxy_endpoint(
+            addressing=self.addressing,
+            pod_ip=str((pod.get("status") or {}).get("podIP") or ""),
+            pod_name=str(metadata.get("name") or ""),
+            namespace=str(metadata.get("namespace") or ""),
+            api_server=self.api_server_url,
+            port=port,
+        )
+        return self.pool.serve_proxy(endpoint)
+
     def _token(self, cluster: Object) -> str | None:
         options = (cluster.get("spec") or {}).get("authOptions") or {}
         if options.get("mode") != "token":
@@ -110,6 +145,8 @@ class Dashboards:
 
 
 def _head_service_name(cluster: Object) -> str:
+    """KubeRay's GenerateHeadServiceName for a RayCluster: a custom ``headService`` name,
+    else ``<cluster>-head-svc``."""
     spec = (cluster.get("spec") or {}).get("headGroupSpec") or {}
     named = ((spec.get("headService") or {}).get("metadata") or {}).get("name")
     return str(named or f"{cluster['metadata']['name']}-head-svc")

@@ -16,7 +16,6 @@ from operator_runtime.render import (
     build_rayjob_head_service,
     build_submitter_job,
 )
-from operator_runtime.render.names import head_service_name
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import BY_OWNER_UID
 from operator_runtime.runtime.errors import AlreadyExists, ApiError, NotFound, TemporaryError
@@ -81,18 +80,10 @@ def get_or_create_cluster(run: JobRun) -> Object:
 
 def dashboard_url(run: JobRun, cluster: Object) -> str:
     """``<head-svc>.<ns>.svc.<domain>:<port>`` from the head Service's "dashboard" port."""
-    service_name = head_service_name(RayCluster.model_validate(cluster))
-    service = run.tools.caches.services.get(run.namespace, service_name) or _fresh(
-        run, kinds.SERVICE, service_name
+    tools = run.tools
+    return tools.dashboards.head_url(
+        cluster, tools.caches.services, tools.options.render.cluster_domain
     )
-    if service is None:
-        raise TemporaryError(f"head Service {run.namespace}/{service_name} does not exist yet")
-    for port in (service.get("spec") or {}).get("ports") or ():
-        if port.get("name") == DASHBOARD_PORT_NAME:
-            domain = run.tools.options.render.cluster_domain
-            return f"{service_name}.{run.namespace}.svc.{domain}:{port.get('port')}"
-    raise TemporaryError(f"head Service {run.namespace}/{service_name} has no "
-                         f"{DASHBOARD_PORT_NAME!r} port")  # fmt: skip
 
 
 def create_submitter_if_needed(run: JobRun, cluster: Object) -> None:
