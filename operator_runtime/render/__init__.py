@@ -11,6 +11,17 @@ from operator_runtime.render.cluster import (
     desired_worker_replicas,
     render_cluster,
 )
+from operator_runtime.render.gateway import (
+    build_gateway,
+    build_httproute,
+    cluster_serve_port,
+    gateway_equal,
+    gateway_ready,
+    httproute_equal,
+    httproute_ready,
+    rayservice_gateway_name,
+    rayservice_httproute_name,
+)
 from operator_runtime.render.ingress import IngressParams, build_head_ingress
 from operator_runtime.render.jobs import (
     RedisCleanupJobParams,
@@ -37,6 +48,14 @@ from operator_runtime.render.options import RenderOptions
 from operator_runtime.render.pods import PodParams, RenderError, build_pod
 from operator_runtime.render.quantity import QuantityError, parse_quantity, quantity_value
 from operator_runtime.render.rayjob_cluster import build_rayjob_cluster
+from operator_runtime.render.rayservice import render_rayservice
+from operator_runtime.render.rayservice_cluster import (
+    build_rayservice_cluster,
+    cluster_spec_hash,
+    full_hash_matches,
+    incremental_upgrade_enabled,
+    partial_hash_matches,
+)
 from operator_runtime.render.raystart import RayStart, RayStartInput, build_ray_start
 from operator_runtime.render.rbac import (
     OPERATOR_PERMISSIONS,
@@ -48,11 +67,15 @@ from operator_runtime.render.rbac import (
     build_autoscaler_service_account,
     build_operator_cluster_role,
 )
+from operator_runtime.render.serve import serve_config_body, serve_config_json
 from operator_runtime.render.services import (
     ServiceParams,
+    build_cluster_serve_service,
     build_head_service,
     build_headless_service,
     build_rayjob_head_service,
+    build_rayservice_head_service,
+    build_rayservice_serve_service,
     build_serve_service,
 )
 from operator_runtime.render.storage import (
@@ -89,31 +112,51 @@ __all__ = [
     "build_autoscaler_role",
     "build_autoscaler_role_binding",
     "build_autoscaler_service_account",
+    "build_cluster_serve_service",
+    "build_gateway",
     "build_gcs_storage_pvc",
     "build_head_ingress",
     "build_head_service",
     "build_headless_service",
+    "build_httproute",
     "build_operator_cluster_role",
     "build_pod",
     "build_ray_start",
     "build_rayjob_cluster",
     "build_rayjob_head_service",
+    "build_rayservice_cluster",
+    "build_rayservice_head_service",
+    "build_rayservice_serve_service",
     "build_redis_cleanup_job",
     "build_serve_service",
     "build_submitter_job",
     "check_label",
     "check_name",
+    "cluster_serve_port",
+    "cluster_spec_hash",
     "desired_worker_replicas",
     "flatten_lists",
+    "full_hash_matches",
+    "gateway_equal",
+    "gateway_ready",
+    "httproute_equal",
+    "httproute_ready",
+    "incremental_upgrade_enabled",
     "is_ray_object",
     "owner_reference",
     "parse_quantity",
+    "partial_hash_matches",
     "pod_labels",
     "pod_name",
     "quantity_value",
+    "rayservice_gateway_name",
+    "rayservice_httproute_name",
     "render_cluster",
     "render_manifest",
+    "render_rayservice",
     "render_settings",
+    "serve_config_body",
+    "serve_config_json",
     "sidecar_submitter_container",
     "submit_command",
 ]

@@ -1,12 +1,13 @@
 """Services of a RayCluster: the head Service, the serve Service and the headless
-Service of multi-host worker groups; and the head Service a RayJob owns."""
+Service of multi-host worker groups; the head Service a RayJob or RayService owns, and a
+RayService's serve Services."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Final
 
-from operator_runtime.api import JSONObject, JSONValue, RayCluster, RayJob
+from operator_runtime.api import JSONObject, JSONValue, RayCluster, RayJob, RayService
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.render._json import (
     child,
@@ -19,7 +20,12 @@ from operator_runtime.render._json import (
     text,
 )
 from operator_runtime.render._podfinish import META_FIELDS
-from operator_runtime.render.metadata import head_selector_labels, object_meta, owner_reference
+from operator_runtime.render.metadata import (
+    Owner,
+    head_selector_labels,
+    object_meta,
+    owner_reference,
+)
 from operator_runtime.render.names import (
     check_label,
     cluster_name,
@@ -32,6 +38,7 @@ from operator_runtime.render.names import (
 )
 from operator_runtime.render.options import RenderOptions
 from operator_runtime.render.pods import RenderError
+from operator_runtime.render.rayservice_cluster import incremental_upgrade_enabled
 
 DEFAULT_PORTS: Final = {
     "client": 10001,
@@ -66,6 +73,22 @@ def service_ports(cluster: RayCluster) -> dict[str, int]:
         ports = dict(DEFAULT_PORTS)
     ports.setdefault("metrics", DEFAULT_PORTS["metrics"])
     return ports
+
+
+def serving_ports(cluster: RayCluster) -> dict[str, int]:
+    """The head ports Ray Serve answers on: ``serve`` and ``serve-<x>`` (e.g. gRPC)."""
+    return {
+        port_name: number
+        for port_name, number in service_ports(cluster).items()
+        if port_name == "serve" or port_name.startswith("serve-")
+    }
+
+
+def _no_serve_port(name: str) -> RenderError:
+    return RenderError(
+        f"RayCluster {name!r}: name a head container port 'serve' (or 'serve-<x>', "
+        "e.g. 'serve-grpc'); without one no Service for Ray Serve can be created"
+    )
 
 
 def _service(meta: JSONObject, spec: JSONObject) -> JSONObject:
@@ -148,16 +171,9 @@ def build_serve_service(*, params: ServiceParams) -> JSONObject:
     container's ``serve``/``serve-*`` ports, selecting every pod of the cluster."""
     cluster = params.cluster
     name = cluster_name(cluster)
-    serving = {
-        port_name: number
-        for port_name, number in service_ports(cluster).items()
-        if port_name == "serve" or port_name.startswith("serve-")
-    }
+    serving = serving_ports(cluster)
     if not serving:
-        raise RenderError(
-            f"RayCluster {name!r}: name a head container port 'serve' (or 'serve-<x>', "
-            "e.g. 'serve-grpc'); without one no Service for Ray Serve can be created"
-        )
+        raise _no_serve_port(name)
     labels: dict[str, str] = {
         LabelKey.ORIGINATED_FROM_CR_NAME: name,
         LabelKey.ORIGINATED_FROM_CRD: "RayCluster",
@@ -203,31 +219,136 @@ def build_headless_service(*, params: ServiceParams) -> JSONObject:
     return _service(meta, spec)
 
 
-def build_rayjob_head_service(
-    *, job: RayJob, cluster: RayCluster, options: RenderOptions | None = None
+def _owner_head_service(
+    *, owner: RayJob | RayService, cluster: RayCluster, options: RenderOptions | None
 ) -> JSONObject:
-    """``<j>-head-svc``: a stable name for the head of whichever cluster the RayJob runs
-    on now. It is the cluster's head Service (selector, ports, type, a custom
+    """``<owner>-head-svc``: a stable name for the head of whichever cluster the owner
+    uses now. It is the cluster's head Service (selector, ports, type, a custom
     ``headService``) without ``headServiceAnnotations`` (KubeRay passes none), renamed,
-    labelled for the RayJob and owned by it."""
+    labelled for the owner and owned by it."""
     plain = cluster.model_copy(
         update={"spec": cluster.spec.model_copy(update={"head_service_annotations": None})}
     )
     service = build_head_service(
         params=ServiceParams(cluster=plain, options=options or RenderOptions())
     )
-    name = job.metadata.name or ""
+    name = owner.metadata.name or ""
     meta = obj(service.get("metadata"))
     meta["name"] = owner_head_service_name(name)
-    meta["namespace"] = namespace_of(job)
+    meta["namespace"] = namespace_of(owner)
     meta["labels"] = sorted_map(
         {
             LabelKey.ORIGINATED_FROM_CR_NAME: name,
-            LabelKey.ORIGINATED_FROM_CRD: "RayJob",
+            LabelKey.ORIGINATED_FROM_CRD: owner.kind,
             LabelKey.NODE_TYPE: NodeType.HEAD,
             LabelKey.IDENTIFIER: check_label(f"{name}-{NodeType.HEAD.value}"),
         }
     )
-    meta["ownerReferences"] = [owner_reference(job)]
+    meta["ownerReferences"] = [owner_reference(owner)]
     service["metadata"] = in_field_order(meta, META_FIELDS)
     return service
+
+
+def build_rayjob_head_service(
+    *, job: RayJob, cluster: RayCluster, options: RenderOptions | None = None
+) -> JSONObject:
+    """``<j>-head-svc``, pointing at the head of the RayJob's cluster, owned by the RayJob
+    (KubeRay's BuildHeadServiceForRayJob)."""
+    return _owner_head_service(owner=job, cluster=cluster, options=options)
+
+
+def build_rayservice_head_service(
+    *, service: RayService, cluster: RayCluster, options: RenderOptions | None = None
+) -> JSONObject:
+    """``<s>-head-svc``, pointing at the head of ``cluster``, owned by the RayService
+    (BuildHeadServiceForRayService; the controller re-points it on promotion)."""
+    return _owner_head_service(owner=service, cluster=cluster, options=options)
+
+
+def _rayservice_serve_service(
+    service: RayService, cluster: RayCluster, *, per_cluster: bool, owner: Owner
+) -> JSONObject:
+    """KubeRay's BuildServeService for a RayService. ``per_cluster`` (what incremental
+    mode does) names and labels it after the cluster and ignores ``serveService``."""
+    base = cluster_name(cluster) if per_cluster else service.metadata.name or ""
+    labels: dict[str, str] = {
+        LabelKey.ORIGINATED_FROM_CR_NAME: base,
+        LabelKey.ORIGINATED_FROM_CRD: "RayService",
+        LabelKey.SERVE: serve_service_label(base),
+    }
+    selector: dict[str, str] = {LabelKey.CLUSTER: cluster_name(cluster), LabelKey.SERVE: "true"}
+    # The RayService's own spec, not the cluster's, gives the type (as in KubeRay).
+    service_type = service.spec.ray_cluster_config.head_group_spec.service_type or ""
+    ports = sorted(serving_ports(cluster).items())
+    custom = service.spec.serve_service
+    if custom is not None and not per_cluster:
+        return _custom_serve_service(service, custom, base, labels, selector, ports, owner)
+    if not ports:
+        raise _no_serve_port(cluster_name(cluster))
+    spec: JSONObject = {
+        "ports": [{"name": n, "port": p} for n, p in ports],
+        "selector": sorted_map(selector),
+    }
+    if service_type:
+        spec["type"] = service_type
+    meta = object_meta(
+        name=serve_service_name(base), namespace=namespace_of(service), labels=labels, owner=owner
+    )
+    return _service(meta, spec)
+
+
+def _custom_serve_service(
+    service: RayService,
+    custom: JSONObject,
+    base: str,
+    labels: dict[str, str],
+    selector: dict[str, str],
+    ports: list[tuple[str, int]],
+    owner: Owner,
+) -> JSONObject:
+    """The user's ``serveService`` with the selector forced, our labels over theirs, each
+    detected serve port replaced by the user's port of that name if there is one (their
+    own ports kept as they are when none is detected), name/type filled in where empty."""
+    result = deep_copy(custom)
+    meta = child(result, "metadata")
+    spec = child(result, "spec")
+    spec["selector"] = sorted_map(selector)
+    if ports:
+        user_ports = {text(port.get("name")): port for port in objects(spec.get("ports"))}
+        spec["ports"] = [user_ports.get(n, {"name": n, "port": p}) for n, p in ports]
+    meta["labels"] = sorted_map({**string_map(meta.get("labels")), **labels})
+    meta["name"] = text(meta.get("name")) or serve_service_name(base)
+    meta["namespace"] = namespace_of(service)
+    service_type = service.spec.ray_cluster_config.head_group_spec.service_type
+    if not text(spec.get("type")) and service_type:
+        spec["type"] = service_type
+    meta["ownerReferences"] = [owner_reference(owner)]
+    result["metadata"] = in_field_order(meta, META_FIELDS)
+    result["spec"] = in_field_order(spec, _SERVICE_SPEC_FIELDS)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        **{k: v for k, v in result.items() if k not in ("apiVersion", "kind")},
+    }
+
+
+def build_rayservice_serve_service(
+    *, service: RayService, cluster: RayCluster, options: RenderOptions | None = None
+) -> JSONObject:
+    """The serve Service the RayService owns, selecting ``cluster``'s pods that pass the
+    Serve proxy check (``ray.io/serve=true``): ``<s>-serve-svc`` or the user's
+    ``serveService``. With an incremental upgrade enabled KubeRay builds the per-cluster
+    ``<cluster>-serve-svc`` here instead (see ``build_cluster_serve_service``); the
+    controller then finds that one already made and leaves it as it is."""
+    gates = (options or RenderOptions()).feature_gates
+    per_cluster = incremental_upgrade_enabled(service, gates)
+    return _rayservice_serve_service(service, cluster, per_cluster=per_cluster, owner=service)
+
+
+def build_cluster_serve_service(
+    *, service: RayService, cluster: RayCluster, options: RenderOptions | None = None
+) -> JSONObject:
+    """``<cluster>-serve-svc`` of an incremental upgrade: one per cluster, the HTTPRoute's
+    backend, owned by that cluster so it goes with it. ``serveService`` is not used."""
+    del options  # the same whatever the settings; kept for a uniform call
+    return _rayservice_serve_service(service, cluster, per_cluster=True, owner=cluster)
