@@ -6,11 +6,14 @@ program's custom resources): parse with the API models, validate as the controll
 would, then render. Reading files and printing stay with the callers.
 
 A RayCluster renders to its children; a RayJob to its RayCluster, that cluster's
-children, its ``<j>-head-svc`` Service and (K8sJobMode) its submitter Job. For the other
-kinds the object is still parsed and validated (so a mistake is reported), and
+children, its ``<j>-head-svc`` Service and (K8sJobMode) its submitter Job; a RayService
+to its RayCluster, that cluster's children, ``<s>-head-svc`` and its serve Service (with
+an incremental upgrade: the cluster's serve Service, the Gateway and the HTTPRoute). A
+RayCronJob is still parsed and validated (so a mistake is reported), and
 ``RenderedManifest.notes`` says what is not rendered and why, rather than leaving it out
-silently. Where KubeRay draws a random suffix (a RayJob's cluster name and job id), the
-render uses ``xxxxx`` and says so in a note, so the same input gives the same output.
+silently. Where KubeRay draws a random suffix (a RayJob's or RayService's cluster name, a
+job id), the render uses ``xxxxx`` and says so in a note, so the same input gives the
+same output.
 """
 
 from __future__ import annotations
@@ -40,13 +43,11 @@ from operator_runtime.render.names import DEFAULT_NAMESPACE
 from operator_runtime.render.options import RenderOptions
 from operator_runtime.render.pods import RenderError
 from operator_runtime.render.rayjob import render_rayjob
+from operator_runtime.render.rayservice import render_rayservice
 
 RAY_KINDS: Final = ("RayCluster", "RayJob", "RayService", "RayCronJob")
 
 NOT_RENDERED: Final[Mapping[str, str]] = {
-    "RayService": "the RayCluster it would own and its serve Services are not rendered: "
-    "operator_runtime.render has no builder for them yet (they arrive with the RayService "
-    "controller)",
     "RayCronJob": "the RayJobs it would create on schedule are not rendered: "
     "operator_runtime.render has no builder for them yet (they arrive with the RayCronJob "
     "controller)",
@@ -150,8 +151,15 @@ def render_manifest(*, params: ManifestRenderParams) -> RenderedManifest:
             )
             return RenderedManifest("RayJob", namespace, name, objects, notes)
         if kind == "RayService":
-            validate_rayservice(RayService.model_validate(document), gates)
-        elif kind == "RayCronJob":
+            service = RayService.model_validate(document)
+            validate_rayservice(service, gates)
+            objects, notes = render_rayservice(
+                service=service,
+                options=params.options,
+                include_redis_cleanup_job=params.include_redis_cleanup_job,
+            )
+            return RenderedManifest("RayService", namespace, name, objects, notes)
+        if kind == "RayCronJob":
             validate_raycronjob(RayCronJob.model_validate(document), gates)
         else:
             raise ManifestError(f"{ref}: not a ray.io/v1 kind (one of {', '.join(RAY_KINDS)})")
