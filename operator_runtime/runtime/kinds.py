@@ -69,6 +69,7 @@ EVENT = _k("events.k8s.io/v1", "Event", "events")
 LEASE = _k("coordination.k8s.io/v1", "Lease", "leases")
 JOB = _k("batch/v1", "Job", "jobs")
 INGRESS = _k("networking.k8s.io/v1", "Ingress", "ingresses")
+ENDPOINT_SLICE = _k("discovery.k8s.io/v1", "EndpointSlice", "endpointslices")
 NETWORK_POLICY = _k("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies")
 ROLE = _k("rbac.authorization.k8s.io/v1", "Role", "roles")
 ROLE_BINDING = _k("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings")
@@ -81,7 +82,7 @@ HTTP_ROUTE = _k("gateway.networking.k8s.io/v1", "HTTPRoute", "httproutes")
 
 KNOWN_KINDS: tuple[ResourceKind, ...] = (
     POD, SERVICE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, PERSISTENT_VOLUME_CLAIM, CORE_EVENT,
-    NAMESPACE, NODE, EVENT, LEASE, JOB, INGRESS, NETWORK_POLICY, ROLE, ROLE_BINDING,
+    NAMESPACE, NODE, EVENT, LEASE, JOB, INGRESS, ENDPOINT_SLICE, NETWORK_POLICY, ROLE, ROLE_BINDING,
     RAY_CLUSTER, RAY_JOB, RAY_SERVICE, RAY_CRON_JOB, GATEWAY, HTTP_ROUTE,
 )  # fmt: skip
 

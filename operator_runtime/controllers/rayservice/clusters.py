@@ -1,0 +1,295 @@
+"""The RayService's RayClusters: which exist, which are due for deletion, which to
+create or update in place, and whether the goal spec needs a new one (KubeRay §5.3).
+
+A cluster is this RayService's when it carries the association labels
+(``ray.io/originated-from-cr-name``/``-crd``) and the RayService is its controller
+owner. One that is neither active nor pending is *dangling*: it is deleted
+``rayClusterDeletionDelaySeconds`` after it was first seen so. The due time is written
+on the cluster itself (``pulumi-ray.io/delete-after``), so an operator restart during
+the delay still deletes it on time; KubeRay keeps it in memory and forgets it
+(ray-project/kuberay#5088), leaving old clusters behind.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Final
+
+from operator_runtime.api import RayCluster
+from operator_runtime.api.annotations import AnnotationKey
+from operator_runtime.api.labels import LabelKey
+from operator_runtime.api.reasons import Action
+from operator_runtime.controllers.rayservice.options import (
+    DEFAULT_DELETION_DELAY_SECONDS,
+    DELETE_AFTER_ANNOTATION,
+)
+from operator_runtime.controllers.rayservice.run import (
+    ACTIVE,
+    PENDING,
+    ROLLBACK_IN_PROGRESS,
+    UPGRADE_IN_PROGRESS,
+    ServiceRun,
+    need,
+)
+from operator_runtime.render import (
+    build_rayservice_cluster,
+    cluster_spec_hash,
+    partial_hash_matches,
+)
+from operator_runtime.runtime import kinds
+from operator_runtime.runtime.clock import format_time
+from operator_runtime.runtime.errors import AlreadyExists, ApiError, NotFound, TemporaryError
+from operator_runtime.runtime.kinds import Object
+
+log = logging.getLogger(__name__)
+CRD_VALUE: Final = "RayService"
+
+NEEDS: Final = (
+    need(
+        "ray.io",
+        "rayclusters",
+        ("get", "create", "update", "patch", "delete"),
+        "the RayService's clusters; patch stamps a dangling one's deletion time",
+    ),
+)
+
+
+def owned_clusters(run: ServiceRun) -> list[Object]:
+    """This RayService's clusters, from the cache."""
+    uid = str(run.raw["metadata"].get("uid") or "")
+    found = []
+    for cluster in run.tools.caches.clusters.list(run.namespace):
+        metadata = cluster.get("metadata") or {}
+        labels = metadata.get("labels") or {}
+        if labels.get(LabelKey.ORIGINATED_FROM_CR_NAME) != run.name:
+            continue
+        if labels.get(LabelKey.ORIGINATED_FROM_CRD) != CRD_VALUE:
+            continue
+        refs = metadata.get("ownerReferences") or ()
+        if any(ref.get("controller") and ref.get("uid") == uid for ref in refs):
+            found.append(cluster)
+    return found
+
+
+def clean_up_dangling(run: ServiceRun) -> bool:
+    """Delete the dangling clusters that are due; True while any dangling one remains."""
+    deleting = bool(run.raw["metadata"].get("deletionTimestamp"))
+    keep = {run.cluster_name(ACTIVE), run.cluster_name(PENDING)} - {""}
+    delay = run.service.spec.ray_cluster_deletion_delay_seconds
+    delay = DEFAULT_DELETION_DELAY_SECONDS if delay is None else delay
+    remaining = False
+    for cluster in owned_clusters(run):
+        metadata = cluster["metadata"]
+        name = str(metadata["name"])
+        if not deleting and name in keep:
+            continue
+        remaining = True
+        if metadata.get("deletionTimestamp"):
+            continue
+        due = _due(cluster)
+        if not deleting and due is None:
+            _stamp(run, cluster, run.now() + datetime.timedelta(seconds=delay))
+            continue
+        if deleting or (due is not None and run.now() >= due):
+            _delete(run, name)
+    return remaining
+
+
+def _due(cluster: Object) -> datetime.datetime | None:
+    value = ((cluster.get("metadata") or {}).get("annotations") or {}).get(DELETE_AFTER_ANNOTATION)
+    if not value:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None  # not ours to trust: stamp it again
+
+
+def _stamp(run: ServiceRun, cluster: Object, due: datetime.datetime) -> None:
+    name = str(cluster["metadata"]["name"])
+    log.info(
+        "%s: RayCluster %s is no longer active or pending; deleting it at %s",
+        run.key,
+        name,
+        format_time(due),
+    )
+    patch = {"metadata": {"annotations": {DELETE_AFTER_ANNOTATION: format_time(due)}}}
+    try:
+        run.tools.client.patch(kinds.RAY_CLUSTER, name, run.namespace, patch)
+    except NotFound:
+        return
+
+
+def _delete(run: ServiceRun, name: str) -> None:
+    try:
+        run.tools.client.delete(kinds.RAY_CLUSTER, name, run.namespace)
+    except NotFound:
+        return
+    except ApiError as exc:
+        run.event(
+            "Warning",
+            "FailedToDeleteRayCluster",
+            f"Failed to delete the RayCluster {run.namespace}/{name}: {exc}",
+            Action.DELETE,
+        )
+        raise
+    run.event(
+        "Normal",
+        "DeletedRayCluster",
+        f"Deleted the RayCluster {run.namespace}/{name}",
+        Action.DELETE,
+    )
+
+
+def _get(run: ServiceRun, name: str) -> Object | None:
+    if not name:
+        return None
+    found = run.cluster(name)
+    if found is not None:
+        return found
+    try:
+        return run.tools.client.get(kinds.RAY_CLUSTER, name, run.namespace)
+    except NotFound:
+        return None
+
+
+def reconcile_clusters(run: ServiceRun) -> tuple[Object | None, Object | None]:
+    """The active and pending clusters, after creating a missing pending one and
+    updating either in place where the goal spec allows it."""
+    active = _get(run, run.cluster_name(ACTIVE))
+    pending_name = run.cluster_name(PENDING)
+    pending = _get(run, pending_name)
+    if pending_name and pending is None:
+        return active, _create(run, pending_name)
+    if active is not None and _should_update(run, active, is_active=True):
+        active = _update(run, active, "active")
+    if pending is not None and _should_update(run, pending, is_active=False):
+        pending = _update(run, pending, "pending")
+    return active, pending
+
+
+def _goal(run: ServiceRun, name: str) -> Object:
+    incremental_pending = run.incremental and bool(run.cluster_name(ACTIVE))
+    return dict(
+        build_rayservice_cluster(
+            service=run.service,
+            cluster_name=name,
+            options=run.tools.options.render,
+            incremental_pending=incremental_pending,
+        )
+    )
+
+
+def _create(run: ServiceRun, name: str) -> Object:
+    try:
+        created: Object = run.tools.client.create(_goal(run, name))
+    except AlreadyExists:
+        again = _get(run, name)
+        if again is None:
+            raise TemporaryError(f"RayCluster {run.namespace}/{name} exists and is gone") from None
+        return again
+    except ApiError as exc:
+        run.event(
+            "Warning",
+            "FailedToCreateRayCluster",
+            f"Failed to create the RayCluster {run.namespace}/{name}: {exc}",
+            Action.CREATE,
+        )
+        raise
+    run.event(
+        "Normal",
+        "CreatedRayCluster",
+        f"Created the RayCluster {run.namespace}/{name}",
+        Action.CREATE,
+    )
+    return created
+
+
+def _update(run: ServiceRun, current: Object, which: str) -> Object:
+    """Spec, labels and annotations from the goal; the cluster's own ``suspend`` kept."""
+    name = str(current["metadata"]["name"])
+    goal = _goal(run, name)
+    spec = dict(goal["spec"])
+    if "suspend" in (current.get("spec") or {}):
+        spec["suspend"] = current["spec"]["suspend"]
+    else:
+        spec.pop("suspend", None)
+    metadata = {
+        **current["metadata"],
+        "labels": goal["metadata"].get("labels") or {},
+        "annotations": goal["metadata"].get("annotations") or {},
+    }
+    try:
+        updated: Object = run.tools.client.update({**current, "metadata": metadata, "spec": spec})
+    except ApiError as exc:
+        run.event(
+            "Warning",
+            "FailedToUpdateRayCluster",
+            f"Failed to update the {which} RayCluster {run.namespace}/{name}: {exc}",
+            Action.UPDATE,
+        )
+        raise
+    run.event(
+        "Normal",
+        "UpdatedRayCluster",
+        f"Updated the {which} RayCluster {run.namespace}/{name}",
+        Action.UPDATE,
+    )
+    return updated
+
+
+def _should_update(run: ServiceRun, cluster: Object, *, is_active: bool) -> bool:
+    if is_active:
+        if run.is_true(UPGRADE_IN_PROGRESS):
+            return False
+        annotations = cluster["metadata"].get("annotations") or {}
+        if annotations.get(AnnotationKey.KUBERAY_VERSION) != run.tools.options.kuberay_version:
+            return True
+    if hash_equal(run, cluster):
+        return False
+    return hash_equal(run, cluster, partial=True)
+
+
+def goal_hash(run: ServiceRun) -> str:
+    return cluster_spec_hash(run.service.spec.ray_cluster_config)
+
+
+def cluster_hash(cluster: Object) -> str:
+    annotations = (cluster.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(AnnotationKey.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE, ""))
+
+
+def hash_equal(run: ServiceRun, cluster: Object, *, partial: bool = False) -> bool:
+    """The cluster runs the goal spec (``partial``: the goal with worker groups only
+    added at the end, which an in-place update can apply)."""
+    if not partial:
+        return cluster_hash(cluster) == goal_hash(run)
+    return partial_hash_matches(
+        RayCluster.model_validate(cluster), run.service.spec.ray_cluster_config
+    )
+
+
+def should_prepare_new_cluster(
+    run: ServiceRun, active: Object | None, pending: Object | None, pending_serving: bool
+) -> bool:
+    if pending_serving or run.is_true(ROLLBACK_IN_PROGRESS):
+        return False
+    if active is None and pending is None:
+        return True
+    cluster = pending if pending is not None else active
+    assert cluster is not None
+    if hash_equal(run, cluster) or hash_equal(run, cluster, partial=True):
+        return False
+    return zero_downtime(run)
+
+
+def zero_downtime(run: ServiceRun) -> bool:
+    """Whether a changed cluster spec gets a new cluster (else nothing happens)."""
+    strategy = run.service.spec.upgrade_strategy
+    if strategy is not None and strategy.type is not None:
+        allowed = {"NewCluster"}
+        if run.tools.options.gates.ray_service_incremental_upgrade:
+            allowed.add("NewClusterWithIncrementalUpgrade")
+        return strategy.type in allowed
+    return run.tools.options.zero_downtime

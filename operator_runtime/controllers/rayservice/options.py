@@ -1,0 +1,45 @@
+"""Settings of the RayService controller, read once when it is built."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from operator_runtime.api import FeatureGates
+from operator_runtime.controllers.settings import env_flag, render_options_from_environment
+from operator_runtime.render import RenderOptions
+
+REQUEUE_SECONDS: Final = 2.0
+"""KubeRay's RayService requeue: serve status is polled this often."""
+DEFAULT_DELETION_DELAY_SECONDS: Final = 60
+"""``rayClusterDeletionDelaySeconds`` when unset: an old cluster outlives its switch."""
+KUBERAY_VERSION: Final = "v1.7.0"
+"""Written to ``ray.io/kuberay-version``; an active cluster stamped with another version
+is updated in place (KubeRay's rule)."""
+DELETE_AFTER_ANNOTATION: Final = "pulumi-ray.io/delete-after"
+"""On a RayService's cluster that is neither active nor pending: when it is due for
+deletion (RFC 3339). KubeRay keeps this in memory and forgets it on a restart."""
+
+
+@dataclass(frozen=True, slots=True)
+class RayServiceOptions:
+    render: RenderOptions = field(default_factory=RenderOptions)
+    zero_downtime: bool = True
+    """``ENABLE_ZERO_DOWNTIME``: "false" updates nothing when the cluster spec changes
+    and no upgrade strategy is set."""
+    requeue_seconds: float = REQUEUE_SECONDS
+    kuberay_version: str = KUBERAY_VERSION
+
+    @property
+    def gates(self) -> FeatureGates:
+        return self.render.feature_gates
+
+    @classmethod
+    def from_environment(
+        cls, environ: Mapping[str, str], gates: FeatureGates | None = None
+    ) -> RayServiceOptions:
+        return cls(
+            render=render_options_from_environment(environ, gates),
+            zero_downtime=env_flag(environ, "ENABLE_ZERO_DOWNTIME", default=True),
+        )

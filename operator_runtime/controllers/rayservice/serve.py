@@ -1,0 +1,249 @@
+"""Ray Serve on a RayService's cluster: the head pod's ``ray.io/serve`` label, the serve
+config PUT (only when needed), the applications' status, and (incremental upgrade) the
+serve ``target_capacity`` steps.
+
+Every Serve call goes through the operator's one dashboard client pool; the serve
+proxy's health through the same pool (``Dashboards.serve_proxy``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final
+
+from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.api.reasons import Action
+from operator_runtime.clients import DashboardClient, DashboardError, DashboardUnavailable
+from operator_runtime.controllers.conditions import is_true
+from operator_runtime.controllers.rayservice.run import (
+    ACTIVE,
+    PENDING,
+    ROLLBACK_IN_PROGRESS,
+    UPGRADE_IN_PROGRESS,
+    ServiceRun,
+    need,
+)
+from operator_runtime.render import serve_config_body
+from operator_runtime.runtime import kinds
+from operator_runtime.runtime.cache import BY_OWNER_UID
+from operator_runtime.runtime.errors import ApiError, TemporaryError
+from operator_runtime.runtime.kinds import Object
+
+log = logging.getLogger(__name__)
+DEFAULT_SERVE_PORT: Final = 8000
+SERVE_PORT_NAME: Final = "serve"
+DEFAULT_APP_NAME: Final = "default"
+HEAD_POD_READY: Final = "HeadPodReady"
+
+NEEDS: Final = (need("", "pods", ("patch",), "the head pod's ray.io/serve label"),)
+
+
+def head_pod(run: ServiceRun, cluster: Object) -> Object | None:
+    uid = str(cluster["metadata"].get("uid") or "")
+    for pod in run.tools.caches.pods.by_index(BY_OWNER_UID, uid):
+        metadata = pod.get("metadata") or {}
+        if metadata.get("deletionTimestamp"):
+            continue
+        if (metadata.get("labels") or {}).get(LabelKey.NODE_TYPE) == NodeType.HEAD:
+            return pod
+    return None
+
+
+def serve_port(cluster: Object) -> int:
+    """The head container's port named "serve", else 8000 (from the cluster's spec: the
+    pod cache keeps no ports)."""
+    template = ((cluster.get("spec") or {}).get("headGroupSpec") or {}).get("template") or {}
+    containers = (template.get("spec") or {}).get("containers") or ()
+    for port in (containers[0].get("ports") or ()) if containers else ():
+        if port.get("name") == SERVE_PORT_NAME and port.get("containerPort"):
+            return int(port["containerPort"])
+    return DEFAULT_SERVE_PORT
+
+
+def update_head_serve_label(run: ServiceRun, cluster: Object | None) -> None:
+    """``ray.io/serve`` on the head: "true" while its serve proxy answers /-/healthz."""
+    if cluster is None:
+        return
+    pod = head_pod(run, cluster)
+    if pod is None:
+        raise TemporaryError(
+            f"found 0 head. cluster name {cluster['metadata']['name']}, namespace {run.namespace}"
+        )
+    new = "false"
+    if not run.service.spec.exclude_head_pod_from_serve_svc:
+        try:
+            new = str(run.tools.dashboards.serve_proxy(pod, serve_port(cluster)).healthy()).lower()
+        except DashboardUnavailable:
+            new = "false"
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if labels.get(LabelKey.SERVE) == new:
+        return
+    name = str(pod["metadata"]["name"])
+    patch = {"metadata": {"labels": {LabelKey.SERVE.value: new}}}
+    try:
+        run.tools.client.patch(kinds.POD, name, run.namespace, patch)
+    except ApiError as exc:
+        run.event(
+            "Warning",
+            "FailedToUpdateHeadPodServeLabel",
+            f"Failed to update the serve "
+            f"label to {new!r} for the Head Pod {run.namespace}/{name}: {exc}",
+            Action.UPDATE,
+        )
+        raise
+    run.event(
+        "Normal",
+        "UpdatedHeadPodServeLabel",
+        f"Updated the serve label to {new!r} for the Head Pod {run.namespace}/{name}",
+        Action.UPDATE,
+    )
+
+
+def reconcile_serve(run: ServiceRun, cluster: Object) -> tuple[bool, dict[str, Any] | None]:
+    """Whether every application on ``cluster`` is RUNNING, and their statuses; PUTs
+    the serve config first when the cluster does not run it."""
+    conditions = (cluster.get("status") or {}).get("conditions") or ()
+    if not is_true(conditions, HEAD_POD_READY):
+        return False, None
+    tools = run.tools
+    url = tools.dashboards.head_url(
+        cluster, tools.caches.services, tools.options.render.cluster_domain
+    )
+    dashboard = tools.dashboards.for_cluster(cluster, url)
+    name = str(cluster["metadata"]["name"])
+    is_active = name == run.cluster_name(ACTIVE)
+    upgrading = run.incremental and run.is_true(UPGRADE_IN_PROGRESS)
+    rolling_back = run.incremental and run.is_true(ROLLBACK_IN_PROGRESS)
+    skip_put = (is_active and upgrading and not rolling_back) or (not is_active and rolling_back)
+    ready, applications = _serve_status(dashboard)
+    cached = tools.serve_configs.get(run.cache_key, name)
+    goal = run.service.spec.serve_config_v2 or ""
+    if (not cached or not applications or cached != goal) and not skip_put:
+        _put_config(run, dashboard, name, target_capacity=_side_capacity(run, name))
+    if upgrading:
+        step_target_capacity(run, dashboard, name)
+    return ready, applications
+
+
+def _serve_status(dashboard: DashboardClient) -> tuple[bool, dict[str, Any]]:
+    details = dashboard.serve_details()
+    applications: dict[str, Any] = {}
+    ready = bool(details.applications)
+    for app_name, app in details.applications.items():
+        if app.status != "RUNNING":
+            ready = False
+        entry: dict[str, Any] = {"status": app.status}
+        if app.message:
+            entry["message"] = app.message
+        deployments = {
+            d_name: {k: v for k, v in (("status", d.status), ("message", d.message)) if v}
+            for d_name, d in app.deployments.items()
+        }
+        if deployments:
+            entry["serveDeploymentStatuses"] = deployments
+        applications[app_name or DEFAULT_APP_NAME] = entry
+    return ready, applications
+
+
+def _side_capacity(run: ServiceRun, cluster_name: str) -> int | None:
+    if not run.incremental:
+        return None
+    for which in (ACTIVE, PENDING):
+        side = run.status.get(which) or {}
+        if side.get("rayClusterName") == cluster_name and side.get("targetCapacity") is not None:
+            return int(side["targetCapacity"])
+    return None
+
+
+def _put_config(
+    run: ServiceRun, dashboard: DashboardClient, cluster_name: str, *, target_capacity: int | None
+) -> None:
+    body = serve_config_body(run.service, target_capacity=target_capacity)
+    try:
+        dashboard.deploy_serve(body)
+    except DashboardError as exc:
+        run.event(
+            "Warning",
+            "FailedToUpdateServeApplications",
+            "Failed to update serve "
+            f"applications to the RayCluster {run.namespace}/{cluster_name}: {exc}",
+            Action.UPDATE,
+        )
+        raise
+    run.tools.serve_configs.put(run.cache_key, cluster_name, run.service.spec.serve_config_v2 or "")
+    run.event(
+        "Normal",
+        "UpdatedServeApplications",
+        f"Updated serve applications to the RayCluster {run.namespace}/{cluster_name}",
+        Action.UPDATE,
+    )
+
+
+# -- incremental upgrade: target_capacity ----------------------------------------------
+
+
+def step_target_capacity(run: ServiceRun, dashboard: DashboardClient, cluster_name: str) -> None:
+    """Move this cluster's serve ``target_capacity`` one step (``maxSurgePercent``), once
+    the traffic has caught up with the pending cluster's capacity (KubeRay §5.4)."""
+    from operator_runtime.controllers.rayservice import traffic
+
+    if not traffic.routing_ready(run):
+        return
+    active, pending = run.side(ACTIVE), run.side(PENDING)
+    if not active.get("rayClusterName") or not pending.get("rayClusterName"):
+        return
+    active.setdefault("targetCapacity", 100)
+    pending.setdefault("targetCapacity", 0)
+    active_capacity, pending_capacity = (
+        int(active["targetCapacity"]),
+        int(pending["targetCapacity"]),
+    )
+    if run.is_true(ROLLBACK_IN_PROGRESS):
+        if active_capacity == 100 and pending_capacity == 0:
+            return
+        if active_capacity != int(active.get("trafficRoutedPercent", 0)):
+            return
+        surge = traffic.max_surge(run)
+        if active_capacity + pending_capacity > 100:
+            if cluster_name == pending["rayClusterName"]:
+                _apply_capacity(run, dashboard, cluster_name, max(0, pending_capacity - surge))
+        elif cluster_name == active["rayClusterName"]:
+            _apply_capacity(run, dashboard, cluster_name, min(100, active_capacity + surge))
+        return
+    if active_capacity == 0 and pending_capacity == 100:
+        return
+    if pending_capacity != int(pending.get("trafficRoutedPercent", 0)):
+        return
+    surge = traffic.max_surge(run)
+    if cluster_name == active["rayClusterName"] and active_capacity + pending_capacity > 100:
+        _apply_capacity(run, dashboard, cluster_name, max(0, active_capacity - surge))
+    elif cluster_name == pending["rayClusterName"] and active_capacity + pending_capacity <= 100:
+        _apply_capacity(run, dashboard, cluster_name, min(100, pending_capacity + surge))
+
+
+def _apply_capacity(
+    run: ServiceRun, dashboard: DashboardClient, cluster_name: str, goal: int
+) -> None:
+    try:
+        dashboard.deploy_serve(serve_config_body(run.service, target_capacity=goal))
+    except DashboardError as exc:
+        run.event(
+            "Warning",
+            "FailedToUpdateTargetCapacity",
+            "Failed to update target_capacity "
+            f"of serve applications to the RayCluster {run.namespace}/{cluster_name}: "
+            f"{exc}",
+            Action.UPDATE,
+        )
+        raise
+    for which in (ACTIVE, PENDING):
+        side = run.side(which)
+        if side.get("rayClusterName") == cluster_name:
+            side["targetCapacity"] = goal
+    run.event(
+        "Normal",
+        "UpdatedServeTargetCapacity",
+        "Updated target_capacity of serve "
+        f"applications to {goal} on the RayCluster {run.namespace}/{cluster_name}",
+        Action.UPDATE,
+    )

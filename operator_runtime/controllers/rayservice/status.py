@@ -1,0 +1,362 @@
+"""The RayService's Services and status: which cluster ``<s>-head-svc`` and
+``<s>-serve-svc`` point at, promotion of the pending cluster, ``numServeEndpoints``
+from EndpointSlices, the conditions, and when the status is worth a write."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, Final
+
+from operator_runtime.api import RayCluster
+from operator_runtime.api.labels import LabelKey
+from operator_runtime.api.reasons import Action
+from operator_runtime.controllers.rayservice import clusters, traffic
+from operator_runtime.controllers.rayservice.run import (
+    ACTIVE,
+    PENDING,
+    READY,
+    ROLLBACK_IN_PROGRESS,
+    UPGRADE_IN_PROGRESS,
+    ServiceRun,
+    need,
+)
+from operator_runtime.render import build_rayservice_head_service, build_rayservice_serve_service
+from operator_runtime.runtime import kinds
+from operator_runtime.runtime.errors import AlreadyExists, ApiError, NotFound
+from operator_runtime.runtime.kinds import Object
+
+log = logging.getLogger(__name__)
+SERVICE_NAME_LABEL: Final = "kubernetes.io/service-name"
+INITIALIZING: Final = "Initializing"
+INITIALIZING_TIMEOUT: Final = "InitializingTimeout"
+TIMEOUT_ANNOTATION: Final = "ray.io/initializing-timeout"
+
+NEEDS: Final = (
+    need(
+        "",
+        "services",
+        ("get", "create", "update", "delete"),
+        "<s>-head-svc and <s>-serve-svc, switched to the ready cluster; deleted on suspend",
+    ),
+    need(
+        "discovery.k8s.io",
+        "endpointslices",
+        ("list", "watch"),
+        "numServeEndpoints: ready serve pods behind the serve Service",
+    ),
+)
+
+
+# -- Services --------------------------------------------------------------------------
+
+
+def switch_services(run: ServiceRun, cluster: Object) -> tuple[Object, Object]:
+    """Point ``<s>-head-svc`` and ``<s>-serve-svc`` at ``cluster`` (clusterIP kept)."""
+    model = RayCluster.model_validate(cluster)
+    options = run.tools.options.render
+    head = _reconcile_service(
+        run,
+        dict(build_rayservice_head_service(service=run.service, cluster=model, options=options)),
+    )
+    serve = _reconcile_service(
+        run,
+        dict(build_rayservice_serve_service(service=run.service, cluster=model, options=options)),
+    )
+    return head, serve
+
+
+def _reconcile_service(run: ServiceRun, desired: dict[str, Any]) -> Object:
+    name = str(desired["metadata"]["name"])
+    client = run.tools.client
+    existing = run.tools.caches.services.get(run.namespace, name)
+    if existing is None:
+        try:
+            existing = client.get(kinds.SERVICE, name, run.namespace)
+        except NotFound:
+            existing = None
+    if existing is None:
+        try:
+            created: Object = client.create(desired)
+        except AlreadyExists:
+            return client.get(kinds.SERVICE, name, run.namespace)
+        except ApiError as exc:
+            run.event(
+                "Warning",
+                "FailedToCreateService",
+                f"Failed to create the service {run.namespace}/{name}, {exc}",
+                Action.CREATE,
+            )
+            raise
+        run.event(
+            "Normal", "CreatedService", f"Created the service {run.namespace}/{name}", Action.CREATE
+        )
+        return created
+    if _selected_cluster(existing) == _selected_cluster(desired):
+        return existing
+    spec = dict(desired["spec"])
+    if (existing.get("spec") or {}).get("clusterIP"):
+        spec["clusterIP"] = existing["spec"]["clusterIP"]
+    try:
+        updated: Object = client.update({**existing, "spec": spec})
+    except ApiError as exc:
+        run.event(
+            "Warning",
+            "FailedToUpdateService",
+            f"Failed to update the service {run.namespace}/{name}, {exc}",
+            Action.UPDATE,
+        )
+        raise
+    run.event(
+        "Normal", "UpdatedService", f"Updated the service {run.namespace}/{name}", Action.UPDATE
+    )
+    return updated
+
+
+def _selected_cluster(service: Object) -> str:
+    return str(((service.get("spec") or {}).get("selector") or {}).get(LabelKey.CLUSTER, ""))
+
+
+# -- status ----------------------------------------------------------------------------
+
+
+def calculate_status(
+    run: ServiceRun,
+    services: tuple[Object, Object] | None,
+    active: Object | None,
+    pending: Object | None,
+    active_apps: dict[str, Any] | None,
+    pending_apps: dict[str, Any] | None,
+    route: Object | None,
+) -> None:
+    status = run.status
+    status["observedGeneration"] = int(run.raw["metadata"].get("generation") or 0)
+    for which, cluster, apps in ((ACTIVE, active, active_apps), (PENDING, pending, pending_apps)):
+        side = run.side(which)
+        _set(side, "rayClusterStatus", (cluster or {}).get("status") or {})
+        _set(side, "applicationStatuses", apps or {})
+    pending_serving = False
+    if services is not None:
+        if run.incremental:
+            _record_weights(run, route, pending)
+        pending_serving = _promote(run, services, pending)
+    if run.is_true(ROLLBACK_IN_PROGRESS) and traffic.rollback_complete(run, pending):
+        status[PENDING] = {}
+        pending = None
+        run.remove_condition(ROLLBACK_IN_PROGRESS)
+        run.set_condition(
+            UPGRADE_IN_PROGRESS,
+            "False",
+            "NoPendingCluster",
+            "Rollback complete, active Ray cluster exists and no pending Ray cluster",
+        )
+    if clusters.should_prepare_new_cluster(run, active, pending, pending_serving):
+        name = run.tools.suffixed(run.name)
+        log.info("%s: the cluster spec changed; preparing a new RayCluster %s", run.key, name)
+        status[PENDING] = {"rayClusterName": name}
+        if run.incremental:
+            active_side = run.side(ACTIVE)
+            if not active_side.get("rayClusterName"):
+                if active_side.get("targetCapacity") is None:
+                    status[PENDING]["targetCapacity"] = 100
+            else:
+                status[PENDING]["targetCapacity"] = 0
+    endpoints = _serve_endpoints(run, _serve_service_name(run, active))
+    if run.incremental and pending is not None:
+        endpoints += _serve_endpoints(run, f"{pending['metadata']['name']}-serve-svc")
+    status["numServeEndpoints"] = endpoints
+    _conditions(run)
+    status["serviceStatus"] = "Running" if run.is_true(READY) else ""
+    if not status["serviceStatus"]:
+        status.pop("serviceStatus")
+    for which in (ACTIVE, PENDING):
+        if not status.get(which):
+            status.pop(which, None)
+
+
+def _set(side: dict[str, Any], key: str, value: Any) -> None:
+    if value:
+        side[key] = value
+    else:
+        side.pop(key, None)
+
+
+def _record_weights(run: ServiceRun, route: Object | None, pending: Object | None) -> None:
+    active_weight, pending_weight = traffic.weights_of(route, run)
+    now = run.now_text()
+    if active_weight >= 0:
+        side = run.side(ACTIVE)
+        if side.get("trafficRoutedPercent", -1) != active_weight:
+            side["lastTrafficMigratedTime"] = now
+        side["trafficRoutedPercent"] = active_weight
+    if pending_weight >= 0 and pending is not None:
+        side = run.side(PENDING)
+        if side.get("trafficRoutedPercent", -1) != pending_weight:
+            side["lastTrafficMigratedTime"] = now
+        side["trafficRoutedPercent"] = pending_weight
+
+
+def _promote(run: ServiceRun, services: tuple[Object, Object], pending: Object | None) -> bool:
+    """Make the pending cluster the active one once traffic is on it; True when the
+    Services point at the pending cluster."""
+    head, serve = services
+    points_to = _selected_cluster(head)
+    if points_to != _selected_cluster(serve):
+        raise RuntimeError(f"{run.key}: head and serve Services point at different clusters")
+    active_name, pending_name = run.cluster_name(ACTIVE), run.cluster_name(PENDING)
+    if points_to not in (active_name, pending_name):
+        raise RuntimeError(
+            f"{run.key}: the Services point at {points_to}, neither the "
+            f"active ({active_name}) nor the pending ({pending_name}) cluster"
+        )
+    if run.incremental:
+        if run.is_true(UPGRADE_IN_PROGRESS):
+            promote = not run.is_true(ROLLBACK_IN_PROGRESS) and traffic.upgrade_complete(
+                run, pending
+            )
+        else:
+            promote = not active_name and bool(pending_name)
+    else:
+        promote = active_name != points_to
+    if promote:
+        log.info("%s: promoting %s (was %s)", run.key, pending_name, active_name or "none")
+        run.status[ACTIVE] = run.status.get(PENDING) or {}
+        run.status[PENDING] = {}
+    return points_to == pending_name
+
+
+def _serve_service_name(run: ServiceRun, active: Object | None) -> str:
+    if run.incremental and active is not None:
+        return f"{active['metadata']['name']}-serve-svc"
+    serve_service = run.service.spec.serve_service
+    metadata = serve_service.get("metadata") if isinstance(serve_service, dict) else None
+    named = metadata.get("name") if isinstance(metadata, dict) else None
+    return str(named or f"{run.name}-serve-svc")
+
+
+def _serve_endpoints(run: ServiceRun, service_name: str) -> int:
+    """Distinct ready pods across the Service's EndpointSlices."""
+    ready: set[str] = set()
+    for endpoint_slice in run.tools.caches.endpoint_slices.list(run.namespace):
+        labels = (endpoint_slice.get("metadata") or {}).get("labels") or {}
+        if labels.get(SERVICE_NAME_LABEL) != service_name:
+            continue
+        for endpoint in endpoint_slice.get("endpoints") or ():
+            uid = (endpoint.get("targetRef") or {}).get("uid")
+            if (endpoint.get("conditions") or {}).get("ready") and uid:
+                ready.add(str(uid))
+    return len(ready)
+
+
+def _conditions(run: ServiceRun) -> None:
+    if not run.status.get("conditions"):
+        message = "RayService is initializing"
+        run.set_condition(READY, "False", INITIALIZING, message)
+        run.set_condition(UPGRADE_IN_PROGRESS, "False", INITIALIZING, message)
+    if run.status.get("numServeEndpoints", 0) > 0:
+        run.set_condition(
+            READY, "True", "NonZeroServeEndpoints", "Number of serve endpoints is greater than 0"
+        )
+    elif run.is_true(READY):
+        run.set_condition(
+            READY, "False", "ZeroServeEndpoints", "Number of serve endpoints dropped to 0"
+        )
+    else:
+        _initializing_timeout(run)
+    active_name, pending_name = run.cluster_name(ACTIVE), run.cluster_name(PENDING)
+    if active_name and pending_name:
+        run.set_condition(
+            UPGRADE_IN_PROGRESS,
+            "True",
+            "BothActivePendingClustersExist",
+            "Both active and pending Ray clusters exist",
+        )
+    elif active_name:
+        run.set_condition(
+            UPGRADE_IN_PROGRESS,
+            "False",
+            "NoPendingCluster",
+            "Active Ray cluster exists and no pending Ray cluster",
+        )
+    else:
+        found = run.condition(UPGRADE_IN_PROGRESS)
+        if found is None or found.get("reason") not in (INITIALIZING, INITIALIZING_TIMEOUT):
+            run.set_condition(
+                UPGRADE_IN_PROGRESS,
+                "Unknown",
+                "NoActiveCluster",
+                "No active Ray cluster exists, and the RayService is not initializing.",
+            )
+
+
+def initializing_timeout_seconds(annotations: dict[str, str]) -> float | None:
+    """``ray.io/initializing-timeout``: a Go duration (``90s``, ``1h30m``) or seconds."""
+    value = (annotations.get(TIMEOUT_ANNOTATION) or "").strip()
+    if not value:
+        return None
+    if value.lstrip("-").isdigit():
+        return float(int(value))
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)", value)
+    if not parts or "".join(n + u for n, u in parts) != value:
+        return None
+    return sum(float(number) * units[unit] for number, unit in parts)
+
+
+def timed_out(run: ServiceRun) -> bool:
+    """Ready is False with reason InitializingTimeout: terminal, nothing more to do."""
+    found = run.condition(READY)
+    return (
+        found is not None
+        and found.get("status") == "False"
+        and (found.get("reason") == INITIALIZING_TIMEOUT)
+    )
+
+
+def _initializing_timeout(run: ServiceRun) -> None:
+    timeout = initializing_timeout_seconds(run.service.metadata.annotations or {})
+    found = run.condition(READY)
+    if timeout is None or found is None:
+        return
+    if found.get("status") != "False" or found.get("reason") != INITIALIZING:
+        return
+    since = traffic._parse(str(found.get("lastTransitionTime")))
+    spent = (run.now() - since).total_seconds()
+    if spent < timeout:
+        return
+    for which in (ACTIVE, PENDING):
+        run.side(which).pop("rayClusterName", None)
+    run.set_condition(
+        READY,
+        "False",
+        INITIALIZING_TIMEOUT,
+        "RayService failed to become ready "
+        f"within the configured timeout of {timeout:g}s. Time spent initializing: "
+        f"{spent:.0f}s",
+    )
+    run.event(
+        "Warning",
+        "RayServiceInitializingTimeout",
+        "RayService initializing timeout "
+        f"exceeded after {spent:.0f}s (configured timeout: {timeout:g}s)",
+        Action.RECONCILE,
+    )
+
+
+def status_changed(run: ServiceRun) -> bool:
+    """KubeRay's rule: serviceStatus, numServeEndpoints, conditions, each side's cluster
+    name and application statuses (and the incremental fields) — not the clusters'
+    own status copies, which change on every pod event."""
+    old: dict[str, Any] = run.raw.get("status") or {}
+    new = run.status
+    for key in ("serviceStatus", "numServeEndpoints", "conditions", "observedGeneration"):
+        if old.get(key) != new.get(key):
+            return True
+    fields = ["rayClusterName", "applicationStatuses"]
+    if run.tools.options.gates.ray_service_incremental_upgrade:
+        fields += ["trafficRoutedPercent", "targetCapacity", "lastTrafficMigratedTime"]
+    for which in (ACTIVE, PENDING):
+        before, after = old.get(which) or {}, new.get(which) or {}
+        if any(before.get(f) != after.get(f) for f in fields):
+            return True
+    return False
