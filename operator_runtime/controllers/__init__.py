@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from operator_runtime.controllers.raycluster import RayClusterController
 from operator_runtime.controllers.rayjob import RayJobController
+from operator_runtime.controllers.rayservice import RayServiceController
 from operator_runtime.runtime.context import ControllerContext
 from operator_runtime.runtime.registry import ControllerRegistry
 
@@ -23,6 +24,10 @@ def _rayjob(context: ControllerContext) -> RayJobController:
     return RayJobController(context, metrics_registry=context.metrics_registry)
 
 
+def _rayservice(context: ControllerContext) -> RayServiceController:
+    return RayServiceController(context, metrics_registry=context.metrics_registry)
+
+
 def register(registry: ControllerRegistry) -> None:
     """Add every controller of this package to ``registry``.
 
@@ -30,3 +35,4 @@ def register(registry: ControllerRegistry) -> None:
     shared pod informer (with its projection) before the RayJob controller reads it."""
     registry.register(RayClusterController.name, _raycluster)
     registry.register(RayJobController.name, _rayjob)
+    registry.register(RayServiceController.name, _rayservice)

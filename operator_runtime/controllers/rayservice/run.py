@@ -23,7 +23,7 @@ from operator_runtime.controllers import conditions
 from operator_runtime.controllers.dashboards import Dashboards
 from operator_runtime.controllers.rayservice.metrics import ServiceMetrics
 from operator_runtime.controllers.rayservice.options import RayServiceOptions
-from operator_runtime.render import Permission
+from operator_runtime.render import Permission, incremental_upgrade_enabled
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import Clock, format_time
@@ -142,12 +142,7 @@ class ServiceRun:
     @property
     def incremental(self) -> bool:
         """Incremental upgrade: the gate on and ``NewClusterWithIncrementalUpgrade``."""
-        strategy = self.service.spec.upgrade_strategy
-        return (
-            self.tools.options.gates.ray_service_incremental_upgrade
-            and strategy is not None
-            and strategy.type == "NewClusterWithIncrementalUpgrade"
-        )
+        return incremental_upgrade_enabled(self.service, self.tools.options.gates)
 
     def now(self) -> datetime.datetime:
         return self.tools.clock.now()

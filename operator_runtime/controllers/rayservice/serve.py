@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
+from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action
 from operator_runtime.clients import DashboardClient, DashboardError, DashboardUnavailable
@@ -23,19 +24,21 @@ from operator_runtime.controllers.rayservice.run import (
     ServiceRun,
     need,
 )
-from operator_runtime.render import serve_config_body
+from operator_runtime.render import cluster_serve_port, serve_config_body
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import BY_OWNER_UID
 from operator_runtime.runtime.errors import ApiError, TemporaryError
 from operator_runtime.runtime.kinds import Object
 
 log = logging.getLogger(__name__)
-DEFAULT_SERVE_PORT: Final = 8000
-SERVE_PORT_NAME: Final = "serve"
 DEFAULT_APP_NAME: Final = "default"
 HEAD_POD_READY: Final = "HeadPodReady"
 
-NEEDS: Final = (need("", "pods", ("patch",), "the head pod's ray.io/serve label"),)
+NEEDS: Final = (
+    need("", "pods", ("patch",), "the head pod's ray.io/serve label"),
+    need("", "pods/proxy", ("get", "create"),
+         "--use-kubernetes-proxy: the serve proxy's health through the API server"),
+)  # fmt: skip
 
 
 def head_pod(run: ServiceRun, cluster: Object) -> Object | None:
@@ -52,12 +55,7 @@ def head_pod(run: ServiceRun, cluster: Object) -> Object | None:
 def serve_port(cluster: Object) -> int:
     """The head container's port named "serve", else 8000 (from the cluster's spec: the
     pod cache keeps no ports)."""
-    template = ((cluster.get("spec") or {}).get("headGroupSpec") or {}).get("template") or {}
-    containers = (template.get("spec") or {}).get("containers") or ()
-    for port in (containers[0].get("ports") or ()) if containers else ():
-        if port.get("name") == SERVE_PORT_NAME and port.get("containerPort"):
-            return int(port["containerPort"])
-    return DEFAULT_SERVE_PORT
+    return cluster_serve_port(RayCluster.model_validate(cluster))
 
 
 def update_head_serve_label(run: ServiceRun, cluster: Object | None) -> None:

@@ -124,13 +124,11 @@ def reconcile_httproute(run: ServiceRun, pending_ready: bool) -> Object | None:
     from operator_runtime.controllers.rayservice.serve import serve_port
 
     active_weight, pending_weight = traffic_weights(run, pending_ready)
-    backends = [(f"{active_name}-serve-svc", active_weight)]
+    backends = [(f"{active_name}-serve-svc", active_weight, serve_port(active))]
     pending = run.cluster(pending_name)
     if pending is not None:
-        backends.append((f"{pending_name}-serve-svc", pending_weight))
-    desired: dict[str, Any] = dict(
-        build_httproute(service=run.service, backends=backends, serve_port=serve_port(active))
-    )
+        backends.append((f"{pending_name}-serve-svc", pending_weight, serve_port(pending)))
+    desired: dict[str, Any] = dict(build_httproute(service=run.service, backends=backends))
     existing = _get(run, kinds.HTTP_ROUTE, httproute_name(run))
     return _create_or_update(run, kinds.HTTP_ROUTE, "HTTPRoute", desired, existing)
 

@@ -6,11 +6,12 @@ import dataclasses
 
 import pytest
 
-from operator_runtime.controllers import rayjob
+from operator_runtime.controllers import rayjob, rayservice
 from operator_runtime.controllers.raycluster import GATE_STEPS, PERMISSIONS, RESOURCE_STEPS
 from operator_runtime.controllers.raycluster.controller import WATCHED
 from operator_runtime.controllers.raycluster.reconciliation import Caches
 from operator_runtime.controllers.rayjob.run import JobCaches
+from operator_runtime.controllers.rayservice.run import ServiceCaches
 from operator_runtime.render import (
     OPERATOR_PERMISSIONS,
     ClusterRoleParams,
@@ -24,7 +25,11 @@ def _triples(permissions: tuple[Permission, ...] | list[Permission]) -> set[tupl
     return {(p.group, r, v) for p in permissions for r in p.resources for v in p.verbs}
 
 
-DECLARED = {"raycluster": PERMISSIONS, "rayjob": rayjob.PERMISSIONS}
+DECLARED = {
+    "raycluster": PERMISSIONS,
+    "rayjob": rayjob.PERMISSIONS,
+    "rayservice": rayservice.PERMISSIONS,
+}
 
 
 @pytest.mark.parametrize("controller", sorted(DECLARED))
@@ -53,8 +58,12 @@ def test_every_declared_need_says_why(controller: str) -> None:
 
 @pytest.mark.parametrize(
     ("declared", "watched"),
-    [(PERMISSIONS, WATCHED), (rayjob.PERMISSIONS, rayjob.WATCHED)],
-    ids=["raycluster", "rayjob"],
+    [
+        (PERMISSIONS, WATCHED),
+        (rayjob.PERMISSIONS, rayjob.WATCHED),
+        (rayservice.PERMISSIONS, rayservice.WATCHED),
+    ],
+    ids=["raycluster", "rayjob", "rayservice"],
 )
 def test_every_watched_kind_is_listable_and_watchable(
     declared: tuple[Permission, ...], watched: dict[str, tuple[ResourceKind, str | None]]
@@ -67,6 +76,7 @@ def test_every_watched_kind_is_listable_and_watchable(
 def test_the_caches_are_the_watched_kinds() -> None:
     assert [f.name for f in dataclasses.fields(Caches)] == list(WATCHED)
     assert [f.name for f in dataclasses.fields(JobCaches)] == list(rayjob.WATCHED)
+    assert [f.name for f in dataclasses.fields(ServiceCaches)] == list(rayservice.WATCHED)
 
 
 def test_steps_run_in_kuberays_order() -> None:
