@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pydantic
 import pytest
 
 from operator_runtime.api import ErrorCode, FeatureGates
@@ -136,6 +137,7 @@ def schedule(value: str) -> Callable[[Obj], None]:
 CRON_CASES = [
     (C.RAYCRONJOB_NAME_TOO_LONG, lambda o: o["metadata"].update(name="c" * 37), "metadata.name"),
     (C.RAYCRONJOB_SCHEDULE_HAS_TZ, schedule("CRON_TZ=UTC 0 * * * *"), "spec.schedule"),
+    (C.RAYCRONJOB_SCHEDULE_HAS_TZ, schedule("TZ=Asia/Kolkata 30 * * * *"), "spec.schedule"),
     (C.RAYCRONJOB_INVALID_SCHEDULE, schedule("61 * * * *"), "spec.schedule"),
     (C.RAYCRONJOB_INVALID_SCHEDULE, schedule("* * * *"), "spec.schedule"),
     (C.RAYCRONJOB_INVALID_SCHEDULE, schedule("0 0 1 1 * 2030"), "spec.schedule"),
@@ -192,3 +194,11 @@ def test_valid_cron_jobs_pass(api: Any, mutate: Callable[[Obj], None]) -> None:
     obj = api.base("RayCronJob")
     mutate(obj)
     api.check_valid(obj)
+
+
+def test_an_empty_cron_time_zone_does_not_parse(api: Any) -> None:
+    """``timeZone`` has a minimum length of 1 (the CRD says so too)."""
+    obj = api.base("RayCronJob")
+    obj["spec"]["timeZone"] = ""
+    with pytest.raises(pydantic.ValidationError, match=r"timeZone|time_zone"):
+        api.parse(obj)
