@@ -7,9 +7,12 @@ caches, client, clock and event recorder are injected, never global.
 
 from __future__ import annotations
 
+from operator_runtime.controllers import raycronjob
 from operator_runtime.controllers.raycluster import RayClusterController
+from operator_runtime.controllers.raycronjob import RayCronJobController
 from operator_runtime.controllers.rayjob import RayJobController
 from operator_runtime.controllers.rayservice import RayServiceController
+from operator_runtime.controllers.settings import gates_of
 from operator_runtime.runtime.context import ControllerContext
 from operator_runtime.runtime.registry import ControllerRegistry
 
@@ -24,6 +27,13 @@ def _rayjob(context: ControllerContext) -> RayJobController:
     return RayJobController(context, metrics_registry=context.metrics_registry)
 
 
+def _raycronjob(context: ControllerContext) -> RayCronJobController | None:
+    """Only with the ``RayCronJob`` gate on, as KubeRay starts it."""
+    if not raycronjob.enabled(gates_of(context)):
+        return None
+    return RayCronJobController(context)
+
+
 def _rayservice(context: ControllerContext) -> RayServiceController:
     return RayServiceController(context, metrics_registry=context.metrics_registry)
 
@@ -32,7 +42,9 @@ def register(registry: ControllerRegistry) -> None:
     """Add every controller of this package to ``registry``.
 
     The registry builds them in name order, so the RayCluster controller registers the
-    shared pod informer (with its projection) before the RayJob controller reads it."""
+    shared pod informer (with its projection) before the RayJob controller reads it.
+    The RayCronJob controller is built only when its feature gate is on."""
     registry.register(RayClusterController.name, _raycluster)
     registry.register(RayJobController.name, _rayjob)
     registry.register(RayServiceController.name, _rayservice)
+    registry.register(RayCronJobController.name, _raycronjob)

@@ -112,6 +112,13 @@ OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
                "--use-kubernetes-proxy: the dashboard through the API server"),
     Permission("rayservice", "", ("pods/proxy",), ("get", "create"),
                "--use-kubernetes-proxy: the serve proxy's health through the API server"),
+    # The RayCronJob controller, with the RayCronJob gate on (compared with
+    # operator_runtime.controllers.raycronjob.PERMISSIONS).
+    Permission("raycronjob", "ray.io", ("raycronjobs",), ("list", "watch"), "watch RayCronJobs"),
+    Permission("raycronjob", "ray.io", ("raycronjobs/status",), ("update",), "lastScheduleTime"),
+    Permission("raycronjob", "ray.io", ("raycronjobs/finalizers",), ("update",),
+               "owner references that block deletion"),
+    Permission("raycronjob", "ray.io", ("rayjobs",), ("create",), "one RayJob per tick"),
 )  # fmt: skip
 """Every permission the operator's controllers use; the ClusterRole is rendered from
 this table and a test compares it with what the reconcile steps declare."""

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from operator_runtime.controllers import rayjob, rayservice
+from operator_runtime.controllers import raycronjob, rayjob, rayservice
 from operator_runtime.controllers.raycluster import GATE_STEPS, PERMISSIONS, RESOURCE_STEPS
 from operator_runtime.controllers.raycluster.controller import WATCHED
 from operator_runtime.controllers.raycluster.reconciliation import Caches
@@ -28,6 +28,7 @@ def _triples(permissions: tuple[Permission, ...] | list[Permission]) -> set[tupl
 DECLARED = {
     "raycluster": PERMISSIONS,
     "rayjob": rayjob.PERMISSIONS,
+    "raycronjob": raycronjob.PERMISSIONS,
     "rayservice": rayservice.PERMISSIONS,
 }
 
@@ -61,9 +62,10 @@ def test_every_declared_need_says_why(controller: str) -> None:
     [
         (PERMISSIONS, WATCHED),
         (rayjob.PERMISSIONS, rayjob.WATCHED),
+        (raycronjob.PERMISSIONS, raycronjob.WATCHED),
         (rayservice.PERMISSIONS, rayservice.WATCHED),
     ],
-    ids=["raycluster", "rayjob", "rayservice"],
+    ids=["raycluster", "rayjob", "raycronjob", "rayservice"],
 )
 def test_every_watched_kind_is_listable_and_watchable(
     declared: tuple[Permission, ...], watched: dict[str, tuple[ResourceKind, str | None]]
@@ -76,6 +78,7 @@ def test_every_watched_kind_is_listable_and_watchable(
 def test_the_caches_are_the_watched_kinds() -> None:
     assert [f.name for f in dataclasses.fields(Caches)] == list(WATCHED)
     assert [f.name for f in dataclasses.fields(JobCaches)] == list(rayjob.WATCHED)
+    assert [f.name for f in dataclasses.fields(raycronjob.CronCaches)] == list(raycronjob.WATCHED)
     assert [f.name for f in dataclasses.fields(ServiceCaches)] == list(rayservice.WATCHED)
 
 
