@@ -5,9 +5,11 @@ validate it, then rendered by ``operator_runtime.render.render_manifest``: for a
 RayCluster its autoscaler RBAC, Ingress, Secret, Services, PVC, the head and worker pods
 (with ``generateName``, as created) and, for a Redis GCS-FT cluster, the cleanup Job its
 deletion would start; for a RayJob its RayCluster with all of the above, the
-``<job>-head-svc`` Service and, in K8sJobMode, the submitter Job. For the kinds with no
-builders yet (RayService, RayCronJob), a note on stderr says what is left out; other
-kinds are skipped with a note on stderr. Exit codes: 0 rendered,
+``<job>-head-svc`` Service and, in K8sJobMode, the submitter Job; for a RayService its
+RayCluster with all of the above, ``<s>-head-svc``, the serve Service and, for an
+incremental upgrade, the Gateway and HTTPRoute. A RayCronJob's RayJobs are created on
+schedule and not rendered (a note on stderr says so); other kinds are skipped with a note
+on stderr. Exit codes: 0 rendered,
 1 an invalid object, 2 an unreadable file.
 """
 
