@@ -14,8 +14,10 @@ object it creates (RayCluster, RayJob, RayService, RayCronJob) is validated as t
 operator would and rendered by ``operator_runtime.render``: the autoscaler RBAC,
 Ingress, Secret, Services, PVC, head and worker pods and the Redis cleanup Job of a
 RayCluster; a RayJob's RayCluster (with those children), ``<job>-head-svc`` and submitter
-Job. What is not rendered yet (what a RayService or RayCronJob would own), and stand-ins
-such as the ``xxxxx`` for KubeRay's random suffixes, are said in a comment at the top.
+Job; a RayService's RayCluster, ``<s>-head-svc``, serve Service and (incremental upgrade)
+Gateway and HTTPRoute. What is not rendered (the RayJobs a RayCronJob creates on
+schedule), and stand-ins such as the ``xxxxx`` for KubeRay's random suffixes, are said in
+a comment at the top.
 
 The output is YAML, one object per document, sorted by kind, namespace and name, each
 under a ``# from <Kind> <namespace>/<name>`` comment; the same input always gives the
