@@ -27,6 +27,7 @@ from operator_runtime.clients import (
 from operator_runtime.controllers.rayjob import children, finished
 from operator_runtime.controllers.rayjob.options import SUBMITTER_FINISHED_TIMEOUT
 from operator_runtime.controllers.rayjob.run import JobRun, epoch_ms, parse_time
+from operator_runtime.render.jobs import SIDECAR_RESTART_GATE, SUBMITTER_BACKOFF_LIMIT
 from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import Result
 
@@ -273,6 +274,21 @@ def _check_submitter(run: JobRun, cluster: Object) -> tuple[bool, datetime.datet
     statuses = (head.get("status") or {}).get("containerStatuses") or ()
     mine: Object = next((s for s in statuses if s.get("name") == SUBMITTER_CONTAINER), {})
     terminated = (mine.get("state") or {}).get("terminated") or {}
+    if run.tools.options.gates.enabled(SIDECAR_RESTART_GATE):
+        # The container restarts on failure: an exit is final only once the restarts
+        # are used up (its script checks `ray job status` before submitting again).
+        config = run.job.spec.submitter_config
+        limit = config.backoff_limit if config is not None else None
+        failed = _sidecar_restarts_exhausted(
+            mine, terminated, SUBMITTER_BACKOFF_LIMIT if limit is None else limit
+        )
+        if failed:
+            _submitter_failed(
+                run,
+                f"Ray head pod submitter container {SUBMITTER_CONTAINER} terminated "
+                "after exceeding the maximum restart count",
+            )
+        return failed, parse_time(terminated.get("finishedAt"))
     failed = bool(terminated) and terminated.get("exitCode", 0) != 0
     if failed:
         _submitter_failed(
@@ -281,6 +297,17 @@ def _check_submitter(run: JobRun, cluster: Object) -> tuple[bool, datetime.datet
             f"exit code {terminated.get('exitCode')}: {terminated.get('reason', '')}",
         )
     return failed, parse_time(terminated.get("finishedAt"))  # fmt: skip
+
+
+def _sidecar_restarts_exhausted(status: Object, terminated: Object, limit: int) -> bool:
+    """SidecarSubmitterRestart: the submitter has failed at least once (a last
+    termination is recorded), has not now ended with success, and was restarted
+    ``limit`` times (submitterConfig.backoffLimit, default 2)."""
+    if not (status.get("lastState") or {}).get("terminated"):
+        return False
+    if terminated and terminated.get("exitCode", 0) == 0:
+        return False
+    return int(status.get("restartCount") or 0) >= limit
 
 
 def _submitter_failed(run: JobRun, message: str) -> None:
