@@ -124,20 +124,29 @@ def _port(cluster: Object) -> int:
     return int(next(p["containerPort"] for p in head["ports"] if p["name"] == "dashboard"))
 
 
-def _end_submitter(kube: KubeClient, pod: Object, exit_code: int, started_at: str) -> None:
-    """What a kubelet writes when the submitter container exits: the container's
-    state becomes terminated (the pod stays Running: the head container runs on)."""
-    statuses = []
-    for status in pod["status"]["containerStatuses"]:
-        if status["name"] == SUBMITTER:
-            status = {**status, "ready": False, "started": False, "state": {"terminated": {
-                "exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
-                "startedAt": started_at, "finishedAt": _now(),
-            }}}  # fmt: skip
-        statuses.append(status)
+def _patch_submitter(kube: KubeClient, pod: Object, **fields: Any) -> None:
+    """Write ``fields`` into the submitter container's status, as a kubelet would (a
+    merge patch replaces the list, so the head container's entry is sent as it is)."""
+    statuses = [
+        {**status, **fields} if status["name"] == SUBMITTER else status
+        for status in pod["status"]["containerStatuses"]
+    ]
     meta = pod["metadata"]
     kube.patch(POD, meta["name"], meta["namespace"], {"status": {"containerStatuses": statuses}},
                subresource="status")  # fmt: skip
+
+
+def _terminated(exit_code: int, started_at: str) -> dict[str, Any]:
+    reason = "Completed" if exit_code == 0 else "Error"
+    return {"terminated": {"exitCode": exit_code, "reason": reason, "startedAt": started_at,
+                           "finishedAt": _now()}}  # fmt: skip
+
+
+def _end_submitter(kube: KubeClient, pod: Object, exit_code: int, started_at: str) -> None:
+    """What a kubelet writes when the submitter container exits: the container's
+    state becomes terminated (the pod stays Running: the head container runs on)."""
+    _patch_submitter(kube, pod, ready=False, started=False,
+                     state=_terminated(exit_code, started_at))  # fmt: skip
 
 
 def _job_status_is(kube: KubeClient, namespace: str, name: str, wanted: str) -> Any:
@@ -197,6 +206,45 @@ def test_sidecar_head_pod_gone_fails_the_rayjob(
     assert status["message"] == "Ray head pod not found."
     assert status["failed"] == 1
     assert [p["metadata"]["name"] for p in heads] == []
+
+
+def test_sidecar_restart_gate_fails_only_when_restarts_are_used_up(
+    ray_crds: LocalCluster, kube: KubeClient, namespace: str, ray_head: RayHead
+) -> None:
+    """SidecarSubmitterRestart: the submitter restarts on failure (its own
+    restartPolicy OnFailure) and checks `ray job status` before submitting again; one
+    failed attempt is not the end, the second restart (backoffLimit 2) is."""
+    name = "sidecar-restart"
+    manifest = rayjob(name, namespace, ray_head, submissionMode="SidecarMode")
+    gate = "--feature-gates=SidecarSubmitterRestart=true"
+    with ClusterHosts(kube, namespace), operator(ray_crds, namespace, gate):
+        kube.create(manifest)
+        cluster, head_pod = _sidecar_setup(kube, namespace, name)
+        sidecar = cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][1]
+        assert sidecar["restartPolicy"] == "OnFailure"
+        assert "--no-wait" in sidecar["args"][0] and " ray job logs " in sidecar["args"][0]
+        # This API server (1.34, ContainerRestartRules off) drops a regular container's
+        # restartPolicy from the pod: the gate needs Kubernetes 1.35+, as KubeRay says.
+        # The kubelet's restarts are played below.
+        assert "restartPolicy" not in head_pod["spec"]["containers"][1]
+
+        # Failed once and restarted by the kubelet: running again, one restart.
+        last = {"lastState": _terminated(1, _now()), "state": {"running": {"startedAt": _now()}}}
+        _patch_submitter(kube, head_pod, restartCount=1, **last)
+        time.sleep(4)  # more than one requeue
+        assert job_status(kube, namespace, name)["jobDeploymentStatus"] == "Running"
+
+        head_pod = kube.get(POD, head_pod["metadata"]["name"], namespace)
+        _patch_submitter(kube, head_pod, restartCount=2, **last)
+        status = wait_for(
+            "Failed", reaches(kube, namespace, name, "Complete", "Failed"), timeout=30
+        )
+    assert status["jobDeploymentStatus"] == "Failed", status
+    assert status["reason"] == "SubmissionFailed"
+    assert status["message"] == (
+        f"Ray head pod submitter container {SUBMITTER} terminated after exceeding the "
+        "maximum restart count"
+    )
 
 
 def _run_container(container: Object, log: Path) -> int:
