@@ -19,6 +19,7 @@ command goes into the container's ``args`` (``/bin/bash -ce -- <command>``), so
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import Any
 
 from hack.localcluster import LocalCluster
@@ -73,6 +74,12 @@ def _head_logs(head: RayHead, job_id: str) -> str:
         return pool.dashboard(direct_endpoint(f"127.0.0.1:{head.dashboard_port}")).job_logs(job_id)
 
 
+def _seconds(terminated: dict[str, str]) -> int:
+    """A container's run time from its status (whole seconds, as the API keeps them)."""
+    start, end = (datetime.fromisoformat(terminated[k]) for k in ("startedAt", "finishedAt"))
+    return int((end - start).total_seconds())
+
+
 def _submitter_pod(kube: KubeClient, namespace: str, job_name: str) -> str:
     pods = kube.list(POD, namespace, label_selector=f"job-name={job_name}")["items"]
     assert len(pods) == 1, [p["metadata"]["name"] for p in pods]
@@ -102,7 +109,9 @@ def test_submitter_runs_kuberays_command_against_the_real_head(
         exit_code = runner.wait(pod, timeout=30)
         runner_log = runner.log(pod)
         assert not runner.errors, runner.errors
-    print(f"\nK8sJobMode: RayJob created -> Complete in {elapsed:.1f} s")
+        ran = kube.get(POD, pod, namespace)["status"]["containerStatuses"][0]["state"]
+    print(f"\nK8sJobMode: RayJob created -> Complete in {elapsed:.1f} s; the submitter's "
+          f"command ran {_seconds(ran['terminated'])} s of it")  # fmt: skip
     assert status["jobDeploymentStatus"] == "Complete", (status, runner_log)
     assert status["jobStatus"] == "SUCCEEDED"
     assert status["succeeded"] == 1 and status["failed"] == 0
