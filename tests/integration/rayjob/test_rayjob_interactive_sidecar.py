@@ -4,10 +4,12 @@ InteractiveMode: the operator brings the cluster up and waits (``Waiting``) unti
 user, having submitted a job to the head themselves, names it in ``spec.jobId``.
 
 SidecarMode: the submitter is a container appended to the head pod. kwok runs no
-container, so the test plays the kubelet for that one container: it either writes the
-container's end into the head pod's status (exit code 1, no job ever submitted), or runs
-the container's command for real against the real head (whose dashboard port the head
-container declares, as the sidecar reaches it on localhost) and writes its real exit code.
+container, so the test plays the kubelet for that one container: it writes the
+container's end (exit code 1, no job ever submitted) or its restarts (the
+SidecarSubmitterRestart gate) into the head pod's status, or runs the container's command
+for real against the real head (whose dashboard port the head container declares, as the
+sidecar reaches it on localhost) and writes its real exit code. Deleting the head pod
+takes the submitter with it.
 """
 
 from __future__ import annotations
