@@ -1,0 +1,175 @@
+"""The RayService controller's pure decisions: traffic steps, the initializing timeout,
+the serve config cache and when a status is worth writing. The real-server proofs are
+in tests/integration/rayservice."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import random
+from typing import Any
+
+import pytest
+
+from operator_runtime.api import RayService
+from operator_runtime.controllers.rayservice.options import RayServiceOptions
+from operator_runtime.controllers.rayservice.run import ServeConfigCache, ServiceRun
+from operator_runtime.controllers.rayservice.status import (
+    initializing_timeout_seconds,
+    status_changed,
+)
+from operator_runtime.controllers.rayservice.traffic import traffic_weights, weights_of
+from operator_runtime.runtime.clock import FakeClock, format_time
+from operator_runtime.runtime.reconcile import ObjectKey
+
+CONTAINER = {"name": "ray-head", "image": "rayproject/ray:2.52.1"}
+
+
+class Tools:
+    """Only what the functions under test read: the clock and the options."""
+
+    def __init__(self) -> None:
+        self.clock = FakeClock()
+        self.options = RayServiceOptions()
+        self.rng = random.Random(0)
+
+
+def run_with(status: dict[str, Any], *, step: int = 25, interval: int = 10) -> ServiceRun:
+    raw: dict[str, Any] = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": "s", "namespace": "ns", "uid": "u", "generation": 1},
+        "spec": {
+            "upgradeStrategy": {
+                "type": "NewClusterWithIncrementalUpgrade",
+                "clusterUpgradeOptions": {
+                    "gatewayClassName": "gw",
+                    "stepSizePercent": step,
+                    "intervalSeconds": interval,
+                    "maxSurgePercent": 50,
+                },
+            },
+            "rayClusterConfig": {
+                "enableInTreeAutoscaling": True,
+                "headGroupSpec": {"template": {"spec": {"containers": [CONTAINER]}}},
+            },
+        },
+        "status": status,
+    }
+    return ServiceRun.start(
+        Tools(),  # type: ignore[arg-type]
+        ObjectKey("ns", "s"),
+        raw,
+        RayService.model_validate(raw),
+    )
+
+
+def sides(active: dict[str, Any], pending: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "activeServiceStatus": {"rayClusterName": "old", **active},
+        "pendingServiceStatus": {"rayClusterName": "new", **pending},
+    }
+
+
+def test_traffic_moves_one_step_once_the_interval_has_passed() -> None:
+    run = run_with(sides({"trafficRoutedPercent": 100}, {"targetCapacity": 50}))
+    assert traffic_weights(run, pending_ready=True) == (75, 25)
+
+
+def test_traffic_waits_for_the_interval_since_the_last_move() -> None:
+    run = run_with(sides({}, {"targetCapacity": 50, "trafficRoutedPercent": 25}))
+    run.side("pendingServiceStatus")["lastTrafficMigratedTime"] = format_time(run.now())
+    run.side("activeServiceStatus")["trafficRoutedPercent"] = 75
+    assert traffic_weights(run, pending_ready=True) == (75, 25)
+    run.tools.clock.advance(10)  # type: ignore[attr-defined]
+    assert traffic_weights(run, pending_ready=True) == (50, 50)
+
+
+def test_traffic_never_passes_the_pending_target_capacity() -> None:
+    run = run_with(
+        sides({"trafficRoutedPercent": 60}, {"targetCapacity": 50, "trafficRoutedPercent": 40})
+    )
+    assert traffic_weights(run, pending_ready=True) == (50, 50)
+
+
+def test_traffic_stays_while_the_pending_cluster_is_not_ready() -> None:
+    run = run_with(sides({"trafficRoutedPercent": 100}, {"targetCapacity": 50}))
+    assert traffic_weights(run, pending_ready=False) == (100, 0)
+
+
+def test_a_rollback_moves_traffic_back_to_the_active_cluster() -> None:
+    status = sides(
+        {"trafficRoutedPercent": 50, "targetCapacity": 100},
+        {"trafficRoutedPercent": 50, "targetCapacity": 50},
+    )
+    status["conditions"] = [
+        {
+            "type": "RollbackInProgress",
+            "status": "True",
+            "reason": "DesiredClusterSpecChanged",
+            "message": "rolling back",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+    ]
+    run = run_with(status)
+    assert traffic_weights(run, pending_ready=True) == (75, 25)
+
+
+def test_weights_are_read_back_from_the_route_by_backend_name() -> None:
+    run = run_with(sides({}, {}))
+    route = {
+        "spec": {
+            "rules": [
+                {
+                    "backendRefs": [
+                        {"name": "old-serve-svc", "weight": 70},
+                        {"name": "new-serve-svc", "weight": 30},
+                    ]
+                }
+            ]
+        }
+    }
+    assert weights_of(route, run) == (70, 30)
+    assert weights_of(None, run) == (-1, -1)
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [("90", 90.0), ("90s", 90.0), ("1m30s", 90.0), ("1h", 3600.0), ("1.5h", 5400.0),
+     ("", None), ("soon", None), ("10x", None)],
+)  # fmt: skip
+def test_the_initializing_timeout_is_a_go_duration_or_seconds(
+    value: str, seconds: float | None
+) -> None:
+    assert initializing_timeout_seconds({"ray.io/initializing-timeout": value}) == seconds
+
+
+def test_the_serve_config_cache_forgets_clusters_no_longer_used() -> None:
+    cache = ServeConfigCache(size=2)
+    cache.put("ns/a", "c1", "cfg1")
+    cache.put("ns/a", "c2", "cfg2")
+    cache.keep_only("ns/a", {"c2"})
+    assert cache.get("ns/a", "c1") == "" and cache.get("ns/a", "c2") == "cfg2"
+    cache.put("ns/b", "c", "x")
+    cache.put("ns/c", "c", "y")  # the least recently used RayService goes
+    assert cache.get("ns/a", "c2") == "" and cache.get("ns/c", "c") == "y"
+
+
+def test_a_cluster_status_copy_alone_is_not_worth_a_write() -> None:
+    status = {"serviceStatus": "Running", "numServeEndpoints": 1, **sides({}, {})}
+    run = run_with(copy.deepcopy(status))
+    run.side("activeServiceStatus")["rayClusterStatus"] = {"state": "ready"}
+    assert not status_changed(run)
+    run.status["numServeEndpoints"] = 2
+    assert status_changed(run)
+
+
+def test_a_traffic_move_is_worth_a_write() -> None:
+    run = run_with(sides({"trafficRoutedPercent": 100}, {"trafficRoutedPercent": 0}))
+    run.side("pendingServiceStatus")["trafficRoutedPercent"] = 25
+    assert status_changed(run)
+
+
+def test_time_format_round_trips() -> None:
+    moment = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    assert format_time(moment) == "2026-01-01T00:00:00Z"
