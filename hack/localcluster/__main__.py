@@ -9,6 +9,7 @@ from pathlib import Path
 from hack import sandbox
 from hack.localcluster.build import ensure_built
 from hack.localcluster.cluster import COMPONENTS, LocalCluster, format_env
+from hack.localcluster.gatewayapi import ensure_crds
 
 DEFAULT_STATE_DIR = Path(__file__).resolve().parents[2] / ".localcluster"
 
@@ -21,8 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "command",
         choices=("build", "up", "down", "status", "env"),
-        help="build: compile the binaries (cached); up: start and wait until ready; "
-        "down: stop every process; status: which components run; env: shell exports",
+        help="build: compile the binaries and fetch the Gateway API CRDs (cached); "
+        "up: start and wait until ready; down: stop every process; "
+        "status: which components run; env: shell exports",
     )
     parser.add_argument(
         "--state-dir",
@@ -39,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if arguments.command == "build":
         tools = ensure_built(force=arguments.force)
+        ensure_crds(force=arguments.force)
         print(tools.bin_dir)
         return 0
     if arguments.command == "up":

@@ -21,3 +21,13 @@ WRAPPER_MODULES: Final = {
     "kwok": ("sigs.k8s.io/kwok", KWOK),
 }
 """wrapper directory -> (the module it pins, its version)."""
+
+GATEWAY_API: Final = "v1.4.1"
+"""The Gateway API whose standard-channel Gateway and HTTPRoute CRDs the RayService
+incremental-upgrade tests install: the version KubeRay v1.7.0's go.mod requires."""
+
+CRD_MODULES: Final = {
+    "gateway-api": ("sigs.k8s.io/gateway-api", GATEWAY_API),
+}
+"""Wrapper modules nothing is built from, only files read (``gatewayapi.py``); apart from
+``WRAPPER_MODULES`` so a change to them does not rebuild the binaries."""
