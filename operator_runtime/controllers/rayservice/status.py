@@ -5,12 +5,12 @@ from EndpointSlices, the conditions, and when the status is worth a write."""
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any, Final
 
 from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import LabelKey
 from operator_runtime.api.reasons import Action
+from operator_runtime.api.validation._syntax import parse_go_duration, parse_go_int
 from operator_runtime.controllers.rayservice import clusters, traffic
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
@@ -290,17 +290,17 @@ def _conditions(run: ServiceRun) -> None:
 
 
 def initializing_timeout_seconds(annotations: dict[str, str]) -> float | None:
-    """``ray.io/initializing-timeout``: a Go duration (``90s``, ``1h30m``) or seconds."""
+    """``ray.io/initializing-timeout``: a Go duration (``90s``, ``1h30m``, ``.5m``), else
+    Go ``Atoi`` seconds (``+90``), as KubeRay reads it. The validator reads it the same
+    way, so every value it lets through times out here."""
     value = (annotations.get(TIMEOUT_ANNOTATION) or "").strip()
     if not value:
         return None
-    if value.lstrip("-").isdigit():
-        return float(int(value))
-    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-    parts = re.findall(r"(\d+(?:\.\d+)?)(h|ms|us|µs|ns|m|s)", value)
-    if not parts or "".join(n + u for n, u in parts) != value:
-        return None
-    return sum(float(number) * units[unit] for number, unit in parts)
+    seconds = parse_go_duration(value)
+    if seconds is not None:
+        return seconds
+    whole = parse_go_int(value)
+    return None if whole is None else float(whole)
 
 
 def timed_out(run: ServiceRun) -> bool:
