@@ -4,10 +4,12 @@ good ones accepted."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pydantic
 import pytest
+import yaml
 
 from operator_runtime.api import ErrorCode, FeatureGates
 from tests.unit.api.rulecases import Obj, case_params, codes, do
@@ -46,6 +48,12 @@ SERVICE_CASES = [
      f"metadata.annotations[{TIMEOUT}]", "Metadata"),
     (C.RAYSERVICE_INVALID_INITIALIZING_TIMEOUT, annotate("ten minutes"),
      f"metadata.annotations[{TIMEOUT}]", "Metadata"),
+    (C.RAYSERVICE_INVALID_INITIALIZING_TIMEOUT, annotate("0s"),
+     f"metadata.annotations[{TIMEOUT}]", "Metadata"),
+    (C.RAYSERVICE_INVALID_INITIALIZING_TIMEOUT, annotate("1d"),
+     f"metadata.annotations[{TIMEOUT}]", "Metadata"),
+    (C.RAYSERVICE_NAME_NOT_DNS1035, lambda o: o["metadata"].update(name="9lives"),
+     "metadata.name", "Metadata"),
     (C.RAYSERVICE_K8S_TOKEN_AUTH,
      cluster(authOptions={"mode": "token", "enableK8sTokenAuth": True}, rayVersion="2.55.0"),
      "spec.rayClusterConfig.authOptions.enableK8sTokenAuth", "Spec"),
@@ -69,6 +77,16 @@ SERVICE_CASES = [
      f"{CUO}.stepSizePercent", "Spec"),
     (C.RAYSERVICE_NONPOSITIVE_INTERVAL, incremental(intervalSeconds=0), f"{CUO}.intervalSeconds",
      "Spec"),
+    (C.RAYSERVICE_NONPOSITIVE_INTERVAL, incremental(intervalSeconds=-30),
+     f"{CUO}.intervalSeconds", "Spec"),
+    (C.RAYSERVICE_STEP_SIZE_RANGE, incremental(stepSizePercent=101, maxSurgePercent=100),
+     f"{CUO}.stepSizePercent", "Spec"),
+    (C.RAYSERVICE_MAX_SURGE_RANGE, incremental(maxSurgePercent=-1), f"{CUO}.maxSurgePercent",
+     "Spec"),
+    (C.RAYSERVICE_STEP_SIZE_ABOVE_MAX_SURGE, incremental(maxSurgePercent=0, stepSizePercent=1),
+     f"{CUO}.stepSizePercent", "Spec"),
+    (C.RAYSERVICE_UPGRADE_TYPE, lambda o: o["spec"].update(upgradeStrategy={"type": "newcluster"}),
+     "spec.upgradeStrategy.type", "Spec"),
     (C.RAYSERVICE_NO_GATEWAY_CLASS, incremental(gatewayClassName=""),
      f"{CUO}.gatewayClassName", "Spec"),
 ]
@@ -119,6 +137,22 @@ def test_service_cluster_spec_is_validated_with_its_path(api: Any) -> None:
         pytest.param(
             lambda o: o["spec"].update(upgradeStrategy={"type": "None"}), None, id="upgrade-none"
         ),
+        pytest.param(
+            lambda o: o["spec"].update(upgradeStrategy={"type": "NewCluster"}),
+            None,
+            id="upgrade-new-cluster",
+        ),
+        pytest.param(annotate("+90"), None, id="timeout-signed-seconds"),
+        pytest.param(annotate(".5h"), None, id="timeout-fraction"),
+        pytest.param(incremental(stepSizePercent=100), None, id="incremental-step-at-surge"),
+        pytest.param(
+            lambda o: o["spec"].update(rayClusterDeletionDelaySeconds=0), None, id="delay-zero"
+        ),
+        pytest.param(
+            incremental(maxSurgePercent=150, intervalSeconds=0),
+            NO_INCREMENTAL,
+            id="incremental-options-unchecked-with-gate-off",
+        ),
     ],
 )
 def test_valid_services_pass(
@@ -127,6 +161,23 @@ def test_valid_services_pass(
     obj = api.base("RayService")
     mutate(obj)
     api.check_valid(obj, gates)
+
+
+def test_a_negative_deletion_delay_is_refused_by_the_model_and_the_crd(api: Any) -> None:
+    """``rayClusterDeletionDelaySeconds >= 0`` is a schema bound: the API server refuses
+    the object before the controller sees it, and the model refuses it the same way."""
+    obj = api.base("RayService")
+    obj["spec"]["rayClusterDeletionDelaySeconds"] = -1
+    with pytest.raises(pydantic.ValidationError) as caught:
+        api.parse(obj)
+    assert [e["loc"] for e in caught.value.errors()] == [("spec", "rayClusterDeletionDelaySeconds")]
+    crd = yaml.safe_load(
+        (
+            Path(__file__).parents[3] / "operator_runtime/api/crds/ray.io_rayservices.yaml"
+        ).read_text()
+    )
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["properties"]["rayClusterDeletionDelaySeconds"]["minimum"] == 0
 
 
 def schedule(value: str) -> Callable[[Obj], None]:
