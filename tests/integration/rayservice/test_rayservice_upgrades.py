@@ -1,0 +1,313 @@
+"""Blue/green upgrades of a RayService on a real Ray Serve (not incremental).
+
+- A serve config change is applied in place: one more serve PUT, no new cluster.
+- A cluster spec change gets a new cluster; the Services switch to it once it serves,
+  and the old one goes ``rayClusterDeletionDelaySeconds`` later. The app answers
+  through the serve Service's ClusterIP all along.
+- The deletion delay survives an operator restart: the due time is on the old cluster
+  (``pulumi-ray.io/delete-after``), where KubeRay keeps it in memory only.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from typing import Any
+
+import httpx
+
+from hack.localcluster import LocalCluster
+from operator_runtime.runtime.client import KubeClient
+from operator_runtime.runtime.errors import NotFound
+from operator_runtime.runtime.kinds import EVENT, RAY_CLUSTER, RAY_SERVICE, SERVICE
+from tests.integration.rayservice.conftest import (
+    ClusterHosts,
+    ServeHead,
+    operator,
+    rayservice,
+    ready,
+    serve_config,
+    service_status,
+    wait_for,
+)
+
+DELETE_AFTER = "pulumi-ray.io/delete-after"
+
+
+class ClusterWatch:
+    """Every RayCluster seen in the namespace (polled every 0.2 s), by name."""
+
+    def __init__(self, kube: KubeClient, namespace: str) -> None:
+        self._kube, self._namespace = kube, namespace
+        self.seen: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> ClusterWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            for cluster in self._kube.list(RAY_CLUSTER, self._namespace)["items"]:
+                self.seen.add(cluster["metadata"]["name"])
+
+
+class Prober:
+    """GETs the app every 0.25 s through one address; keeps every failure."""
+
+    def __init__(self, head: ServeHead, host: str) -> None:
+        self._head, self._host = head, host
+        self.answers: dict[str, int] = {}
+        self.failures: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Prober:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.25):
+            try:
+                answer = self._head.answer(self._host)
+            except httpx.HTTPError as exc:
+                self.failures.append(f"{time.monotonic():.1f}: {exc!r}")
+                continue
+            self.answers[answer] = self.answers.get(answer, 0) + 1
+
+
+def serve_puts(kube: KubeClient, namespace: str, name: str) -> int:
+    """UpdatedServeApplications Events on the RayService, repeats included (the series
+    count is written by the operator when it stops, at the latest)."""
+    total = 0
+    for event in kube.list(EVENT, namespace)["items"]:
+        if event.get("reason") != "UpdatedServeApplications":
+            continue
+        if (event.get("regarding") or {}).get("name") != name:
+            continue
+        total += int((event.get("series") or {}).get("count") or 1)
+    return total
+
+
+def serve_service(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = kube.get(SERVICE, f"{name}-serve-svc", namespace)
+    return found
+
+
+def selected(kube: KubeClient, namespace: str, service: str) -> str:
+    try:
+        found = kube.get(SERVICE, service, namespace)
+    except NotFound:
+        return ""
+    return str(found["spec"]["selector"].get("ray.io/cluster", ""))
+
+
+def gone(kube: KubeClient, namespace: str, cluster: str) -> Any:
+    def check() -> bool:
+        try:
+            kube.get(RAY_CLUSTER, cluster, namespace)
+        except NotFound:
+            return True
+        return False
+
+    return check
+
+
+def add_head_env(kube: KubeClient, namespace: str, name: str, value: str) -> None:
+    """A cluster spec change no in-place update can apply (the head changes)."""
+    found = kube.get(RAY_SERVICE, name, namespace)
+    head = found["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]
+    head["containers"][0].setdefault("env", []).append({"name": "UPGRADE", "value": value})
+    kube.update(found)
+
+
+def start_ready(kube: KubeClient, namespace: str, manifest: dict[str, Any], running: Any) -> str:
+    """Create the RayService, wait for Ready; the active cluster's name."""
+    name = manifest["metadata"]["name"]
+    kube.create(manifest)
+    try:
+        status = wait_for("Ready", ready(kube, namespace, name), timeout=180)
+    except AssertionError:
+        print(running.tail(80))
+        raise
+    return str(status["activeServiceStatus"]["rayClusterName"])
+
+
+def test_a_serve_config_change_is_applied_in_place(
+    ray_crds: LocalCluster, kube: KubeClient, namespace: str, serve_head: ServeHead
+) -> None:
+    name = "inplace"
+    with (
+        ClusterHosts(kube, namespace),
+        ClusterWatch(kube, namespace) as clusters,
+        operator(ray_crds, namespace) as running,
+    ):
+        active = start_ready(kube, namespace, rayservice(name, namespace, serve_head), running)
+        cluster_ip = serve_service(kube, namespace, name)["spec"]["clusterIP"]
+        assert serve_head.answer(cluster_ip) == "hello"
+        kube.patch(
+            RAY_SERVICE,
+            name,
+            namespace,
+            {"spec": {"serveConfigV2": serve_config(serve_head, "bonjour")}},
+        )
+        changed = time.monotonic()
+        wait_for("bonjour", lambda: serve_head.answer(cluster_ip) == "bonjour", timeout=60)
+        answered_in = time.monotonic() - changed
+        time.sleep(10)  # nothing changes now: no PUT may repeat
+        status = service_status(kube, namespace, name)
+    puts = serve_puts(kube, namespace, name)  # the operator has stopped: counts flushed
+    print(f"\nserveConfigV2 changed -> new answer in {answered_in:.1f} s; serve PUTs: {puts}")
+    assert clusters.seen == {active}, f"clusters created: {clusters.seen}"
+    assert status["activeServiceStatus"]["rayClusterName"] == active
+    assert not (status.get("pendingServiceStatus") or {}).get("rayClusterName"), status
+    assert status["conditions"], status
+    assert puts == 2, f"{puts} serve PUTs: one for the creation, one for the change expected"
+    assert serve_head.answer(cluster_ip) == "bonjour"
+
+
+def test_a_cluster_spec_change_switches_to_a_new_cluster(
+    ray_crds: LocalCluster, kube: KubeClient, namespace: str, serve_head: ServeHead
+) -> None:
+    name = "bluegreen"
+    manifest = rayservice(name, namespace, serve_head, rayClusterDeletionDelaySeconds=3)
+    with (
+        ClusterHosts(kube, namespace),
+        ClusterWatch(kube, namespace) as clusters,
+        operator(ray_crds, namespace) as running,
+    ):
+        old = start_ready(kube, namespace, manifest, running)
+        cluster_ip = serve_service(kube, namespace, name)["spec"]["clusterIP"]
+        with Prober(serve_head, cluster_ip) as probe:
+            add_head_env(kube, namespace, name, "1")
+            changed = time.monotonic()
+            pending = wait_for(
+                "a pending cluster",
+                lambda: (
+                    service_status(kube, namespace, name).get("pendingServiceStatus") or {}
+                ).get("rayClusterName"),
+                timeout=30,
+            )
+            pending_at = time.monotonic() - changed
+            try:
+                wait_for(
+                    "the Services on the new cluster",
+                    lambda: (
+                        selected(kube, namespace, f"{name}-serve-svc") == pending
+                        and selected(kube, namespace, f"{name}-head-svc") == pending
+                    ),
+                    timeout=120,
+                    interval=0.05,
+                )
+            except AssertionError:
+                print(running.tail(80))
+                raise
+            switched_at = time.monotonic() - changed
+            promoted = wait_for(
+                "promotion",
+                lambda: (
+                    service_status(kube, namespace, name)["activeServiceStatus"]["rayClusterName"]
+                    == pending
+                ),
+                timeout=30,
+            )
+            stamped = wait_for(
+                "the old cluster stamped",
+                lambda: (
+                    kube.get(RAY_CLUSTER, old, namespace)["metadata"].get("annotations") or {}
+                ).get(DELETE_AFTER),
+                timeout=30,
+                interval=0.05,
+            )
+            wait_for("the old cluster deleted", gone(kube, namespace, old), timeout=30)
+            deleted_at = time.monotonic() - changed
+            wait_for("Ready", ready(kube, namespace, name), timeout=30)
+            time.sleep(1)
+        status = service_status(kube, namespace, name)
+    print(
+        f"\ncluster spec changed -> pending {pending} named in {pending_at:.1f} s, "
+        f"Services switched in {switched_at:.1f} s, old cluster {old} deleted in "
+        f"{deleted_at:.1f} s (delay 3 s, stamped {stamped}); probes {probe.answers}, "
+        f"failures {len(probe.failures)}"
+    )
+    assert promoted
+    assert clusters.seen == {old, pending}, clusters.seen
+    assert deleted_at - switched_at >= 3, "deleted before the deletion delay"
+    assert deleted_at - switched_at < 15, "the deletion delay was not kept"
+    assert status["activeServiceStatus"]["rayClusterName"] == pending
+    assert not (status.get("pendingServiceStatus") or {}).get("rayClusterName"), status
+    assert probe.failures == [], probe.failures
+    assert set(probe.answers) == {"hello"}, probe.answers
+
+
+def test_the_deletion_delay_survives_an_operator_restart(
+    ray_crds: LocalCluster, kube: KubeClient, namespace: str, serve_head: ServeHead
+) -> None:
+    name = "restart"
+    delay = 20
+    manifest = rayservice(name, namespace, serve_head, rayClusterDeletionDelaySeconds=delay)
+    with ClusterHosts(kube, namespace):
+        with operator(ray_crds, namespace) as first:
+            old = start_ready(kube, namespace, manifest, first)
+            add_head_env(kube, namespace, name, "1")
+            try:
+                new = wait_for(
+                    "promotion",
+                    lambda: (
+                        (
+                            service_status(kube, namespace, name)["activeServiceStatus"][
+                                "rayClusterName"
+                            ]
+                            != old
+                        )
+                        and service_status(kube, namespace, name)["activeServiceStatus"][
+                            "rayClusterName"
+                        ]
+                    ),
+                    timeout=120,
+                )
+            except AssertionError:
+                print(first.tail(80))
+                raise
+            switched = datetime.datetime.now(datetime.UTC)
+            stamped = wait_for(
+                "the old cluster stamped",
+                lambda: (
+                    kube.get(RAY_CLUSTER, old, namespace)["metadata"].get("annotations") or {}
+                ).get(DELETE_AFTER),
+                timeout=30,
+            )
+        # The first operator is gone (SIGTERM); with it, what KubeRay keeps in memory.
+        due = datetime.datetime.fromisoformat(stamped.replace("Z", "+00:00"))
+        ahead = (due - switched).total_seconds()
+        assert kube.get(RAY_CLUSTER, old, namespace), "deleted before the restart"
+        wait = (due - datetime.datetime.now(datetime.UTC)).total_seconds() + 1
+        time.sleep(max(0.0, wait))
+        assert not gone(kube, namespace, old)(), "deleted with no operator running"
+        with operator(ray_crds, namespace) as second:
+            restarted = time.monotonic()
+            try:
+                wait_for("the old cluster deleted", gone(kube, namespace, old), timeout=delay)
+            except AssertionError:
+                print(second.tail(80))
+                raise
+            after_restart = time.monotonic() - restarted
+            status = service_status(kube, namespace, name)
+    print(
+        f"\nold cluster {old} stamped due {stamped} ({ahead:.1f} s after the switch seen); "
+        f"deleted {after_restart:.1f} s after the new operator started (KubeRay: "
+        f"{delay} s after it, the timer restarting from zero)"
+    )
+    assert delay - 5 <= ahead <= delay + 5, ahead
+    assert after_restart < 10, after_restart
+    assert status["activeServiceStatus"]["rayClusterName"] == new
