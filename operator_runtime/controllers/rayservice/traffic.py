@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+from collections.abc import Callable
 from typing import Any, Final
 
 from operator_runtime.api import RayCluster
@@ -28,7 +29,9 @@ from operator_runtime.render import (
     build_cluster_serve_service,
     build_gateway,
     build_httproute,
+    gateway_equal,
     gateway_ready,
+    httproute_equal,
     httproute_ready,
 )
 from operator_runtime.runtime import kinds
@@ -112,7 +115,7 @@ def reconcile_cluster_serve_service(run: ServiceRun, cluster: Object | None) -> 
 def reconcile_gateway(run: ServiceRun) -> None:
     desired: dict[str, Any] = dict(build_gateway(service=run.service))
     existing = _get(run, kinds.GATEWAY, gateway_name(run))
-    _create_or_update(run, kinds.GATEWAY, "Gateway", desired, existing)
+    _create_or_update(run, kinds.GATEWAY, "Gateway", desired, existing, gateway_equal)
 
 
 def reconcile_httproute(run: ServiceRun, pending_ready: bool) -> Object | None:
@@ -130,12 +133,22 @@ def reconcile_httproute(run: ServiceRun, pending_ready: bool) -> Object | None:
         backends.append((f"{pending_name}-serve-svc", pending_weight, serve_port(pending)))
     desired: dict[str, Any] = dict(build_httproute(service=run.service, backends=backends))
     existing = _get(run, kinds.HTTP_ROUTE, httproute_name(run))
-    return _create_or_update(run, kinds.HTTP_ROUTE, "HTTPRoute", desired, existing)
+    return _create_or_update(run, kinds.HTTP_ROUTE, "HTTPRoute", desired, existing, httproute_equal)
 
 
 def _create_or_update(
-    run: ServiceRun, kind: kinds.ResourceKind, what: str, desired: Object, existing: Object | None
+    run: ServiceRun,
+    kind: kinds.ResourceKind,
+    what: str,
+    desired: Object,
+    existing: Object | None,
+    equal: Callable[[Object, Object], bool],
 ) -> Object:
+    """Create, or update the spec when ``equal`` (KubeRay's IsGatewayEqual /
+    IsHTTPRouteEqual: only the fields the controller sets) says it differs. A whole-spec
+    comparison would see the API server's defaults (a listener's ``allowedRoutes``, a
+    backendRef's ``group``/``kind``, a parentRef's ``group``/``kind``) and update, with
+    an event, on every pass."""
     client, name = run.tools.client, str(desired["metadata"]["name"])
     if existing is None:
         try:
@@ -152,7 +165,7 @@ def _create_or_update(
             "Normal", f"Created{what}", f"Created the {what} {run.namespace}/{name}", Action.CREATE
         )
         return created
-    if existing.get("spec") == desired.get("spec"):
+    if equal(existing, desired):
         return existing
     try:
         updated: Object = client.update({**existing, "spec": desired["spec"]})
