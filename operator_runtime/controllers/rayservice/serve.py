@@ -222,8 +222,20 @@ def step_target_capacity(run: ServiceRun, dashboard: DashboardClient, cluster_na
 def _apply_capacity(
     run: ServiceRun, dashboard: DashboardClient, cluster_name: str, goal: int
 ) -> None:
+    """PUT the config this cluster runs (the one cached for it; ``serveConfigV2`` when
+    none is) with ``target_capacity`` = ``goal``. During an upgrade the active cluster's
+    cached config is the old one: sending ``serveConfigV2`` would deploy the new
+    applications onto the old cluster while only its capacity was to change. Nothing is
+    sent when that config already carries ``goal`` (KubeRay's applyServeTargetCapacity)."""
+    config = run.tools.serve_configs.get(run.cache_key, cluster_name)
+    service = run.service
+    if config:
+        spec = service.spec.model_copy(update={"serve_config_v2": config})
+        service = service.model_copy(update={"spec": spec})
+    if serve_config_body(service).get("target_capacity") == goal:
+        return
     try:
-        dashboard.deploy_serve(serve_config_body(run.service, target_capacity=goal))
+        dashboard.deploy_serve(serve_config_body(service, target_capacity=goal))
     except DashboardError as exc:
         run.event(
             "Warning",
