@@ -20,10 +20,11 @@ import httpx
 from hack.localcluster import LocalCluster
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import NotFound
-from operator_runtime.runtime.kinds import EVENT, RAY_CLUSTER, RAY_SERVICE, SERVICE
+from operator_runtime.runtime.kinds import ENDPOINT_SLICE, EVENT, RAY_CLUSTER, RAY_SERVICE, SERVICE
 from tests.integration.rayservice.conftest import (
     ClusterHosts,
     ServeHead,
+    condition,
     operator,
     rayservice,
     ready,
@@ -59,12 +60,18 @@ class ClusterWatch:
 
 
 class Prober:
-    """GETs the app every 0.25 s through one address; keeps every failure."""
+    """Every 0.25 s: GETs the app through the serve Service's ClusterIP, counts the ready
+    endpoints behind the serve Service, and reads the RayService's Ready condition. The
+    ClusterIP reaches the one real head whichever cluster is selected, so the endpoints
+    and Ready are what show a switch that leaves the Service with nothing behind it."""
 
-    def __init__(self, head: ServeHead, host: str) -> None:
-        self._head, self._host = head, host
+    def __init__(self, head: ServeHead, kube: KubeClient, namespace: str, name: str) -> None:
+        self._head, self._kube, self._namespace, self._name = head, kube, namespace, name
+        self._host = serve_service(kube, namespace, name)["spec"]["clusterIP"]
         self.answers: dict[str, int] = {}
         self.failures: list[str] = []
+        self.endpoints: list[int] = []
+        self.not_ready: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -82,21 +89,43 @@ class Prober:
                 answer = self._head.answer(self._host)
             except httpx.HTTPError as exc:
                 self.failures.append(f"{time.monotonic():.1f}: {exc!r}")
-                continue
-            self.answers[answer] = self.answers.get(answer, 0) + 1
+            else:
+                self.answers[answer] = self.answers.get(answer, 0) + 1
+            self.endpoints.append(ready_endpoints(self._kube, self._namespace, self._name))
+            ready_now = condition(service_status(self._kube, self._namespace, self._name), "Ready")
+            if ready_now.get("status") != "True":
+                self.not_ready.append(f"{time.monotonic():.1f}: {ready_now}")
+
+
+def ready_endpoints(kube: KubeClient, namespace: str, name: str) -> int:
+    """Ready pods behind ``<name>-serve-svc``, from its EndpointSlices."""
+    selector = f"kubernetes.io/service-name={name}-serve-svc"
+    slices = kube.list(ENDPOINT_SLICE, namespace, label_selector=selector)["items"]
+    return len(
+        {
+            (endpoint.get("targetRef") or {}).get("uid")
+            for found in slices
+            for endpoint in found.get("endpoints") or ()
+            if (endpoint.get("conditions") or {}).get("ready")
+        }
+    )
+
+
+def event_counts(kube: KubeClient, namespace: str, name: str) -> dict[str, int]:
+    """Events on the RayService by reason, repeats included."""
+    counts: dict[str, int] = {}
+    for event in kube.list(EVENT, namespace)["items"]:
+        if (event.get("regarding") or {}).get("name") != name:
+            continue
+        reason = str(event.get("reason"))
+        counts[reason] = counts.get(reason, 0) + int((event.get("series") or {}).get("count") or 1)
+    return counts
 
 
 def serve_puts(kube: KubeClient, namespace: str, name: str) -> int:
     """UpdatedServeApplications Events on the RayService, repeats included (the series
     count is written by the operator when it stops, at the latest)."""
-    total = 0
-    for event in kube.list(EVENT, namespace)["items"]:
-        if event.get("reason") != "UpdatedServeApplications":
-            continue
-        if (event.get("regarding") or {}).get("name") != name:
-            continue
-        total += int((event.get("series") or {}).get("count") or 1)
-    return total
+    return event_counts(kube, namespace, name).get("UpdatedServeApplications", 0)
 
 
 def serve_service(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:
@@ -166,13 +195,19 @@ def test_a_serve_config_change_is_applied_in_place(
         answered_in = time.monotonic() - changed
         time.sleep(10)  # nothing changes now: no PUT may repeat
         status = service_status(kube, namespace, name)
-    puts = serve_puts(kube, namespace, name)  # the operator has stopped: counts flushed
-    print(f"\nserveConfigV2 changed -> new answer in {answered_in:.1f} s; serve PUTs: {puts}")
+    counts = event_counts(kube, namespace, name)  # the operator has stopped: counts flushed
+    puts = counts.get("UpdatedServeApplications", 0)
+    print(
+        f"\nserveConfigV2 changed -> new answer in {answered_in:.1f} s; serve PUTs: {puts}; "
+        f"events {counts}"
+    )
     assert clusters.seen == {active}, f"clusters created: {clusters.seen}"
     assert status["activeServiceStatus"]["rayClusterName"] == active
     assert not (status.get("pendingServiceStatus") or {}).get("rayClusterName"), status
     assert status["conditions"], status
     assert puts == 2, f"{puts} serve PUTs: one for the creation, one for the change expected"
+    assert counts.get("CreatedRayCluster") == 1, counts
+    assert "UpdatedRayCluster" not in counts and "UpdatedService" not in counts, counts
     assert serve_head.answer(cluster_ip) == "bonjour"
 
 
@@ -187,8 +222,7 @@ def test_a_cluster_spec_change_switches_to_a_new_cluster(
         operator(ray_crds, namespace) as running,
     ):
         old = start_ready(kube, namespace, manifest, running)
-        cluster_ip = serve_service(kube, namespace, name)["spec"]["clusterIP"]
-        with Prober(serve_head, cluster_ip) as probe:
+        with Prober(serve_head, kube, namespace, name) as probe:
             add_head_env(kube, namespace, name, "1")
             changed = time.monotonic()
             pending = wait_for(
@@ -234,11 +268,13 @@ def test_a_cluster_spec_change_switches_to_a_new_cluster(
             wait_for("Ready", ready(kube, namespace, name), timeout=30)
             time.sleep(1)
         status = service_status(kube, namespace, name)
+    counts = event_counts(kube, namespace, name)
     print(
         f"\ncluster spec changed -> pending {pending} named in {pending_at:.1f} s, "
         f"Services switched in {switched_at:.1f} s, old cluster {old} deleted in "
         f"{deleted_at:.1f} s (delay 3 s, stamped {stamped}); probes {probe.answers}, "
-        f"failures {len(probe.failures)}"
+        f"failures {len(probe.failures)}, serve endpoints min {min(probe.endpoints)} "
+        f"max {max(probe.endpoints)}, Ready not True {len(probe.not_ready)}x; events {counts}"
     )
     assert promoted
     assert clusters.seen == {old, pending}, clusters.seen
@@ -248,6 +284,9 @@ def test_a_cluster_spec_change_switches_to_a_new_cluster(
     assert not (status.get("pendingServiceStatus") or {}).get("rayClusterName"), status
     assert probe.failures == [], probe.failures
     assert set(probe.answers) == {"hello"}, probe.answers
+    assert min(probe.endpoints) >= 1, "the serve Service had no ready endpoint"
+    assert probe.not_ready == [], probe.not_ready
+    assert counts.get("CreatedRayCluster") == 2 and counts.get("DeletedRayCluster") == 1, counts
 
 
 def test_the_deletion_delay_survives_an_operator_restart(
