@@ -76,6 +76,9 @@ from operator_runtime.api.rayservice import (
     ServeDeploymentStatus,
 )
 from operator_runtime.api.validation import (
+    check_object,
+    load_object,
+    parse_object,
     validate,
     validate_raycluster,
     validate_raycronjob,
@@ -145,9 +148,12 @@ __all__ = [
     "Violation",
     "WorkerGroupNetworkPolicyRules",
     "WorkerGroupSpec",
+    "check_object",
     "find_condition",
     "is_condition_true",
     "k8s",
+    "load_object",
+    "parse_object",
     "validate",
     "validate_raycluster",
     "validate_raycronjob",

@@ -9,19 +9,23 @@ The tree::
         ├── InvalidSpecError         -> event reason Invalid<Kind>Spec
         └── InvalidStatusError       -> event reason Invalid<Kind>Status
 
-Parsing errors (unknown field, wrong type, enum value) are pydantic's own
-``ValidationError``: they happen before an object exists to be named.
+An ``InvalidObjectError`` carries one or more ``Violation``s of one object, each with a
+stable ``code`` (an ``ErrorCode``), the field path in wire spelling
+(``spec.workerGroupSpecs[1].minReplicas``), what is wrong, and what would be valid. Its
+message is one line per violation, in the one format every user mistake is reported in,
+whatever caught it (the models, the Kubernetes schema, KubeRay's rules)::
 
-An ``InvalidObjectError`` carries a stable ``code`` (an ``ErrorCode``), the object
-(``RayCluster default/foo``), the field path in wire spelling
-(``spec.workerGroupSpecs[1].minReplicas``), what is wrong, and what would be valid.
+    RayCluster default/foo: spec.headGroupSpec.serviceType: <what is wrong>; <fix> [CODE]
+
 A controller turns it into a Warning event with ``event_reason`` and never retries:
-the user has to change the object.
+the user has to change the object. The ``validate_*`` functions raise the first
+violation only (as KubeRay does); ``check_object`` and ``parse_object`` of
+``operator_runtime.api.validation`` raise all of them at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
@@ -147,6 +151,14 @@ class ErrorCode(StrEnum):
     RAYCRONJOB_SCHEDULE_HAS_TZ = "RAYCRONJOB_SCHEDULE_HAS_TZ"
     RAYCRONJOB_INVALID_SCHEDULE = "RAYCRONJOB_INVALID_SCHEDULE"
     RAYCRONJOB_INVALID_TIME_ZONE = "RAYCRONJOB_INVALID_TIME_ZONE"
+    # Any kind: the shape of a field (the models and the bundled Kubernetes schema)
+    FIELD_UNKNOWN = "FIELD_UNKNOWN"
+    FIELD_REQUIRED = "FIELD_REQUIRED"
+    FIELD_WRONG_TYPE = "FIELD_WRONG_TYPE"
+    FIELD_INVALID_VALUE = "FIELD_INVALID_VALUE"
+    FIELD_INVALID_QUANTITY = "FIELD_INVALID_QUANTITY"
+    FIELD_INVALID_ENUM = "FIELD_INVALID_ENUM"
+    KIND_UNKNOWN = "KIND_UNKNOWN"
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +188,18 @@ class InvalidObjectError(RayApiError, ValueError):
 
     scope: ClassVar[ValidationScope]
 
-    def __init__(self, violation: Violation, *, kind: str, namespace: str, name: str) -> None:
+    def __init__(
+        self,
+        violation: Violation,
+        *,
+        kind: str,
+        namespace: str,
+        name: str,
+        more: Sequence[Violation] = (),
+    ) -> None:
         self.violation = violation
+        """The first violation; ``violations`` has all of them."""
+        self.violations: tuple[Violation, ...] = (violation, *more)
         self.kind = kind
         self.namespace = namespace
         self.name = name
@@ -210,9 +232,15 @@ class InvalidObjectError(RayApiError, ValueError):
         """The Warning event reason KubeRay uses, e.g. ``InvalidRayClusterSpec``."""
         return f"Invalid{self.kind}{self.scope.value}"
 
+    def lines(self) -> tuple[str, ...]:
+        """One line per violation: ``<object>: <path>: <what is wrong>; <fix> [CODE]``."""
+        return tuple(
+            f"{self.object_ref}: {v.path}: {v.detail}; {v.hint} [{v.code.value}]"
+            for v in self.violations
+        )
+
     def __str__(self) -> str:
-        v = self.violation
-        return f"{self.object_ref}: {v.path}: {v.detail}; {v.hint} [{v.code.value}]"
+        return "\n".join(self.lines())
 
 
 class InvalidMetadataError(InvalidObjectError):

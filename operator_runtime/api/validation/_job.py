@@ -134,7 +134,7 @@ def _limits(spec: RayJobSpec, prefix: str) -> Iterator[Violation]:
     try:
         runtime_env = yaml.safe_load(spec.runtime_env_yaml or "")
     except yaml.YAMLError as exc:
-        runtime_env = exc
+        runtime_env = _yaml_problem(exc)
     if runtime_env is not None and not isinstance(runtime_env, dict):
         yield Violation(
             C.RAYJOB_INVALID_RUNTIME_ENV,
@@ -308,3 +308,11 @@ def _rules(spec: RayJobSpec, rules: list[DeletionRule], path: str) -> Iterator[V
                     f"{before} ttlSeconds ({before_ttl})",
                     "order TTLs DeleteWorkers <= DeleteCluster <= DeleteSelf",
                 )
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """A YAML error on one line: what is wrong and where (line:column of the text)."""
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
+        mark = error.problem_mark
+        return f"{error.problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return " ".join(str(error).split())
