@@ -46,6 +46,8 @@ def operator_flags(plan: Plan) -> list[str]:
     """The container's args: every one a flag of ``operator_runtime.__main__.build_parser``."""
     flags = [
         f"--metrics-addr=:{METRICS_PORT}",
+        # KubeRay's default is off; its chart turns it on, and the alert rules need it.
+        "--enable-metrics=true",
         f"--health-probe-bind-address=:{HEALTH_PORT}",
         f"--shutdown-timeout={SHUTDOWN_TIMEOUT_SECONDS}",
     ]

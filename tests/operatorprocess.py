@@ -30,7 +30,7 @@ class OperatorProcess:
             f"--kubeconfig={os.fspath(kubeconfig)}", f"--watch-namespace={namespace}",
             "--enable-leader-election=false", "--metrics-addr=0",
             "--health-probe-bind-address=0", "--log-stdout-encoder=console",
-            "--reconcile-concurrency=2", *flags,
+            "--reconcile-concurrency=2", "--enable-metrics=true", *flags,
         ]  # fmt: skip
         self.env = {**os.environ, **(env or {})}
         self.log_path = Path(tempfile.mkstemp(prefix="operator-", suffix=".log")[1])

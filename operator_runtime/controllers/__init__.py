@@ -7,6 +7,8 @@ caches, client, clock and event recorder are injected, never global.
 
 from __future__ import annotations
 
+from prometheus_client import CollectorRegistry
+
 from operator_runtime.controllers import raycronjob
 from operator_runtime.controllers.raycluster import RayClusterController
 from operator_runtime.controllers.raycronjob import RayCronJobController
@@ -19,12 +21,18 @@ from operator_runtime.runtime.registry import ControllerRegistry
 __all__ = ["register"]
 
 
+def _metrics(context: ControllerContext) -> CollectorRegistry | None:
+    """Where a controller adds its ``kuberay_*`` collectors: ``/metrics`` with
+    ``--enable-metrics``, nowhere without (KubeRay's rule)."""
+    return context.metrics_registry if context.enable_metrics else None
+
+
 def _raycluster(context: ControllerContext) -> RayClusterController:
-    return RayClusterController(context, metrics_registry=context.metrics_registry)
+    return RayClusterController(context, metrics_registry=_metrics(context))
 
 
 def _rayjob(context: ControllerContext) -> RayJobController:
-    return RayJobController(context, metrics_registry=context.metrics_registry)
+    return RayJobController(context, metrics_registry=_metrics(context))
 
 
 def _raycronjob(context: ControllerContext) -> RayCronJobController | None:
@@ -35,7 +43,7 @@ def _raycronjob(context: ControllerContext) -> RayCronJobController | None:
 
 
 def _rayservice(context: ControllerContext) -> RayServiceController:
-    return RayServiceController(context, metrics_registry=context.metrics_registry)
+    return RayServiceController(context, metrics_registry=_metrics(context))
 
 
 def register(registry: ControllerRegistry) -> None:

@@ -1,14 +1,17 @@
-"""Settings every controller reads the same way: KubeRay's environment variables and
-the operator's feature gates."""
+"""Settings every controller reads the same way: KubeRay's environment variables (one
+``OperatorEnvironment``, read once by ``main`` and found on the controller's context)
+and the operator's feature gates."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from operator_runtime.api import FeatureGates
 from operator_runtime.render import RenderOptions
-from operator_runtime.render.options import DEFAULT_CLUSTER_DOMAIN
+from operator_runtime.runtime.configuration import OperatorConfiguration
 from operator_runtime.runtime.context import ControllerContext
+from operator_runtime.runtime.settings import OperatorEnvironment
 
 
 def gates_of(context: ControllerContext) -> FeatureGates:
@@ -17,27 +20,32 @@ def gates_of(context: ControllerContext) -> FeatureGates:
     return FeatureGates.parse(flag)
 
 
-def env_flag(environ: Mapping[str, str], name: str, *, default: bool) -> bool:
-    """KubeRay's reading of a boolean variable: unset is ``default``, else only "true"."""
-    value = environ.get(name, "").strip().lower()
-    return default if not value else value == "true"
+def render_options(
+    settings: OperatorEnvironment,
+    gates: FeatureGates | None = None,
+    configuration: OperatorConfiguration | None = None,
+) -> RenderOptions:
+    """How every controller renders what it creates: KubeRay's variables, its feature
+    gates and what its ``Configuration`` adds to every Ray pod."""
+    config = configuration or OperatorConfiguration()
+    return RenderOptions(
+        default_container_envs=config.default_container_envs,
+        head_sidecar_containers=config.head_sidecar_containers,
+        worker_sidecar_containers=config.worker_sidecar_containers,
+        default_pod_annotations=MappingProxyType(dict(config.default_pod_annotations)),
+        default_pod_labels=MappingProxyType(dict(config.default_pod_labels)),
+        cluster_domain=settings.cluster_domain,
+        feature_gates=gates or FeatureGates(),
+        enable_init_container_injection=settings.enable_init_container_injection,
+        enable_probes_injection=settings.enable_probes_injection,
+        enable_login_shell=settings.enable_login_shell,
+        deterministic_head_pod_name=settings.enable_deterministic_head_pod_name,
+        head_cluster_ip_service=settings.enable_ray_head_cluster_ip_service,
+    )
 
 
 def render_options_from_environment(
     environ: Mapping[str, str], gates: FeatureGates | None = None
 ) -> RenderOptions:
-    """How every controller renders what it creates, from KubeRay's variables."""
-    return RenderOptions(
-        cluster_domain=environ.get("CLUSTER_DOMAIN") or DEFAULT_CLUSTER_DOMAIN,
-        feature_gates=gates or FeatureGates(),
-        enable_init_container_injection=environ.get("ENABLE_INIT_CONTAINER_INJECTION", "").lower()
-        != "false",
-        enable_probes_injection=environ.get("ENABLE_PROBES_INJECTION", "").lower() != "false",
-        enable_login_shell=env_flag(environ, "ENABLE_LOGIN_SHELL", default=False),
-        deterministic_head_pod_name=env_flag(
-            environ, "ENABLE_DETERMINISTIC_HEAD_POD_NAME", default=False
-        ),
-        head_cluster_ip_service=env_flag(
-            environ, "ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE", default=False
-        ),
-    )
+    """``render_options`` of the settings a mapping of KubeRay's variables describes."""
+    return render_options(OperatorEnvironment.from_mapping(environ), gates)

@@ -15,10 +15,12 @@ from prometheus_client import CollectorRegistry
 from operator_runtime.runtime.cache import Cache, IndexFunc, Projection, strip_managed_fields
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import Clock
+from operator_runtime.runtime.configuration import OperatorConfiguration
 from operator_runtime.runtime.events import EventRecorder
 from operator_runtime.runtime.expectations import Expectations, timeout_for
 from operator_runtime.runtime.informer import WATCH_INACTIVITY_TIMEOUT, Informer, RestartObserver
 from operator_runtime.runtime.kinds import ResourceKind
+from operator_runtime.runtime.settings import OperatorEnvironment
 from operator_runtime.runtime.transport import ApiServerAccess
 
 
@@ -124,6 +126,13 @@ class ControllerContext:
     """``--use-kubernetes-proxy``: reach Ray heads through the API server's proxy."""
     api_server: ApiServerAccess | None = None
     """The API server's URL, TLS and credentials (needed with ``use_kubernetes_proxy``)."""
+    settings: OperatorEnvironment = field(default_factory=OperatorEnvironment.defaults)
+    """KubeRay's environment variables, read once by ``main``; KubeRay's defaults here."""
+    enable_metrics: bool = True
+    """``--enable-metrics``: controllers register their ``kuberay_*`` collectors."""
+    configuration: OperatorConfiguration = field(default_factory=OperatorConfiguration)
+    """KubeRay's ``Configuration`` (``--config`` or the flags): controllers read the
+    sidecars, default env vars, labels and annotations it adds to Ray pods."""
 
     def expectations(self, timeout: float | None = None) -> Expectations:
         """Scale expectations whose timeout is never shorter than these informers'

@@ -100,3 +100,7 @@ class HttpEndpoint:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    def close(self) -> None:
+        """Release the port of an endpoint that was never started."""
+        self._server.server_close()

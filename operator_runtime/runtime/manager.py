@@ -28,12 +28,13 @@ import threading
 import time
 import uuid
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
 
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import Clock, SystemClock
+from operator_runtime.runtime.configuration import OperatorConfiguration
 from operator_runtime.runtime.context import ControllerContext, InformerSet
 from operator_runtime.runtime.errors import Conflict, PermanentError, TemporaryError
 from operator_runtime.runtime.events import ApiEventSink, AsyncEventSink, EventRecorder
@@ -49,6 +50,7 @@ from operator_runtime.runtime.leader import LeaderElectionConfig, LeaseElector
 from operator_runtime.runtime.metrics import RuntimeMetrics
 from operator_runtime.runtime.reconcile import Controller, ObjectKey, Watch
 from operator_runtime.runtime.registry import ControllerRegistry
+from operator_runtime.runtime.settings import OperatorEnvironment
 from operator_runtime.runtime.transport import ApiServerAccess
 from operator_runtime.runtime.workqueue import WorkQueue
 
@@ -71,6 +73,13 @@ class ManagerOptions:
     """Reach Ray dashboards through the API server's service proxy."""
     api_server: ApiServerAccess | None = None
     """How to reach the API server with another HTTP client (the proxy mode needs it)."""
+    settings: OperatorEnvironment = field(default_factory=OperatorEnvironment.defaults)
+    """KubeRay's environment variables, handed to every controller."""
+    enable_metrics: bool = True
+    """Controllers add their ``kuberay_*`` collectors to ``/metrics`` (KubeRay's
+    ``--enable-metrics``; the command line's default is false, as KubeRay's)."""
+    configuration: OperatorConfiguration = field(default_factory=OperatorConfiguration)
+    """KubeRay's ``Configuration``: what controllers add to every Ray pod."""
 
 
 class _Runner:
@@ -108,6 +117,7 @@ class Manager:
         self._elector: LeaseElector | None = None
         self._lease_informer: Informer | None = None
         self.endpoints: dict[str, HttpEndpoint] = {}
+        self._servers_started = False
         """The running HTTP endpoints ("health", "metrics"); ``.port`` is the bound port."""
         self.lost_leadership = False
         self.leading = threading.Event()
@@ -122,7 +132,9 @@ class Manager:
             events=self.recorder, feature_gates=dict(self.options.feature_gates),
             namespaces=self.options.namespaces, metrics_registry=self.metrics.registry,
             use_kubernetes_proxy=self.options.use_kubernetes_proxy,
-            api_server=self.options.api_server,
+            api_server=self.options.api_server, settings=self.options.settings,
+            enable_metrics=self.options.enable_metrics,
+            configuration=self.options.configuration,
         )  # fmt: skip
 
     def recorder(self, controller: str) -> EventRecorder:
@@ -155,16 +167,38 @@ class Manager:
         return self.informers.synced()
 
     def start_servers(self) -> None:
-        health = parse_address(self.options.health_address)
-        if health is not None:
-            route = checks_route({"informers": self.ready})
-            alive = checks_route({"manager": lambda: True})
-            self.endpoints["health"] = HttpEndpoint(health, {"/healthz": alive, "/readyz": route})
-        metrics = parse_address(self.options.metrics_address)
-        if metrics is not None:
-            self.endpoints["metrics"] = HttpEndpoint(metrics, {"/metrics": self._metrics_route})
+        """Bind and serve /healthz, /readyz and /metrics (once; ``run`` calls it too).
+        A port in use or an address that is not ``[host]:port`` raises ``OSError`` or
+        ``ValueError`` whose message names the address."""
+        if self._servers_started:
+            return
+        route = checks_route({"informers": self.ready})
+        alive = checks_route({"manager": lambda: True})
+        wanted = (
+            ("health", self.options.health_address, {"/healthz": alive, "/readyz": route}),
+            ("metrics", self.options.metrics_address, {"/metrics": self._metrics_route}),
+        )
+        for name, address, routes in wanted:
+            try:
+                bound = parse_address(address)
+            except ValueError:
+                raise ValueError(f"{name} address {address!r} is not [host]:port") from None
+            if bound is None:
+                continue
+            try:
+                self.endpoints[name] = HttpEndpoint(bound, routes)
+            except OSError as exc:
+                self._close_servers()
+                reason = exc.strerror or str(exc)
+                raise OSError(f"cannot listen on {address} ({name}): {reason}") from None
         for server in self.endpoints.values():
             server.start()
+        self._servers_started = True
+
+    def _close_servers(self) -> None:
+        for server in self.endpoints.values():
+            server.close()
+        self.endpoints.clear()
 
     def _metrics_route(self) -> tuple[int, str, bytes]:
         for informer in self.informers.all():

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import os
 import random
 import secrets
 from collections.abc import Sequence
@@ -132,7 +131,9 @@ def _new_token() -> str:
 
 
 def options_from(context: ControllerContext) -> RayClusterOptions:
-    return RayClusterOptions.from_environment(os.environ, gates_of(context))
+    return RayClusterOptions.from_settings(
+        context.settings, gates_of(context), context.configuration
+    )
 
 
 class RayClusterController:

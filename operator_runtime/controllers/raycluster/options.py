@@ -1,7 +1,9 @@
-"""Settings of the RayCluster controller, read once when it is built.
+"""Settings of the RayCluster controller, taken from the operator's settings when it is
+built.
 
-KubeRay reads these environment variables at the moment it needs them; reading them
-once keeps the reconciler free of process-wide state and lets tests vary them.
+KubeRay reads these environment variables at the moment it needs them; ``main`` reads
+them once (``OperatorEnvironment``), which keeps the reconciler free of process-wide
+state and lets tests vary them.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from operator_runtime.api import FeatureGates, JSONObject
-from operator_runtime.controllers.settings import env_flag, render_options_from_environment
+from operator_runtime.controllers.settings import render_options
 from operator_runtime.render import RenderOptions
 from operator_runtime.runtime.cache import Projection, keep_paths
+from operator_runtime.runtime.configuration import OperatorConfiguration
 from operator_runtime.runtime.kinds import Object
+from operator_runtime.runtime.settings import OperatorEnvironment
 
 DEFAULT_REQUEUE_SECONDS: Final = 300.0
 """``RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV``: the periodic resync of every cluster."""
@@ -85,18 +89,23 @@ class RayClusterOptions:
         return self.render.feature_gates
 
     @classmethod
+    def from_settings(
+        cls,
+        settings: OperatorEnvironment,
+        gates: FeatureGates | None = None,
+        configuration: OperatorConfiguration | None = None,
+    ) -> RayClusterOptions:
+        """The options KubeRay's environment variables describe."""
+        return cls(
+            render=render_options(settings, gates, configuration),
+            requeue_seconds=float(settings.raycluster_default_requeue_seconds),
+            gcs_ft_redis_cleanup=settings.enable_gcs_ft_redis_cleanup,
+            random_pod_delete=settings.enable_random_pod_delete,
+        )
+
+    @classmethod
     def from_environment(
         cls, environ: Mapping[str, str], gates: FeatureGates | None = None
     ) -> RayClusterOptions:
-        """The options KubeRay's environment variables describe."""
-        render = render_options_from_environment(environ, gates)
-        try:
-            requeue = float(int(environ.get("RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV", "")))
-        except ValueError:
-            requeue = DEFAULT_REQUEUE_SECONDS
-        return cls(
-            render=render,
-            requeue_seconds=requeue,
-            gcs_ft_redis_cleanup=environ.get("ENABLE_GCS_FT_REDIS_CLEANUP", "").lower() != "false",
-            random_pod_delete=env_flag(environ, "ENABLE_RANDOM_POD_DELETE", default=False),
-        )
+        """``from_settings`` of a mapping of KubeRay's variables (for tests)."""
+        return cls.from_settings(OperatorEnvironment.from_mapping(environ), gates)

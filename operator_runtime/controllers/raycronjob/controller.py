@@ -117,7 +117,8 @@ class RayCronJobController:
         self.clock: Clock = context.clock
         self.events: EventRecorder = context.events(EVENT_SOURCE)
         self.gates = gates_of(context)
-        self.zone = zone or sched.local_zone()
+        tz = context.settings.tz
+        self.zone = zone or sched.local_zone({} if tz is None else {"TZ": tz})
         """The zone of a schedule without ``spec.timeZone`` (Go's ``time.Local``)."""
 
     def watches(self) -> Sequence[Watch]:

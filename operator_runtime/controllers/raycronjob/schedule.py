@@ -14,8 +14,8 @@ as Kubernetes' CronJob does, and report the rest (docs/conformance.md).
 from __future__ import annotations
 
 import datetime
-import os
 import zoneinfo
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -108,11 +108,11 @@ def zone_of(time_zone: str | None, local: datetime.tzinfo) -> datetime.tzinfo:
     return zoneinfo.ZoneInfo(time_zone)
 
 
-def local_zone(environ: dict[str, str] | None = None) -> datetime.tzinfo:
+def local_zone(environ: Mapping[str, str]) -> datetime.tzinfo:
     """Go's ``time.Local``: ``$TZ`` if set (empty is UTC), else ``/etc/localtime``, else
-    UTC. The operator's image has no zone data of its own, so it is usually UTC."""
-    env = os.environ if environ is None else environ
-    name = env.get("TZ")
+    UTC. The operator's image has no zone data of its own, so it is usually UTC.
+    ``environ`` holds ``TZ`` or not (``OperatorEnvironment.tz``, read once by ``main``)."""
+    name = environ.get("TZ")
     try:
         if name is not None:
             name = name.removeprefix(":")

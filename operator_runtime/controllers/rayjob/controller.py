@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 import random
 from collections.abc import Sequence
 from typing import Any, Final
@@ -117,7 +116,9 @@ class RayJobController:
         metrics_registry: CollectorRegistry | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self.options = options or RayJobOptions.from_environment(os.environ, gates_of(context))
+        self.options = options or RayJobOptions.from_settings(
+            context.settings, gates_of(context), context.configuration
+        )
         caches = JobCaches(
             **{
                 # No projection asked for: pods share the RayCluster controller's

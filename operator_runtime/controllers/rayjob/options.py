@@ -1,5 +1,5 @@
-"""Settings of the RayJob controller, read once when it is built (KubeRay reads the same
-environment variables at the moment it needs them)."""
+"""Settings of the RayJob controller, taken from the operator's settings when it is built
+(KubeRay reads the same environment variables at the moment it needs them)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from operator_runtime.api import FeatureGates
-from operator_runtime.controllers.settings import env_flag, render_options_from_environment
+from operator_runtime.controllers.settings import render_options
 from operator_runtime.render import RenderOptions
+from operator_runtime.runtime.configuration import OperatorConfiguration
+from operator_runtime.runtime.settings import OperatorEnvironment
 
 REQUEUE_SECONDS: Final = 3.0
 """KubeRay's RayJob requeue: a running job is polled this often."""
@@ -19,14 +21,6 @@ DELETION_SLACK_SECONDS: Final = 2.0
 """A deletion due at T is looked at again at T + 2 s (KubeRay's requeueDelayFor)."""
 DEFAULT_GRACE_SECONDS: Final = 300.0
 DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS: Final = 300.0
-
-
-def _seconds(environ: Mapping[str, str], name: str, default: float, *, positive: bool) -> float:
-    try:
-        value = int(environ.get(name, ""))
-    except ValueError:
-        return default
-    return default if positive and value <= 0 else float(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,26 +40,26 @@ class RayJobOptions:
         return self.render.feature_gates
 
     @classmethod
+    def from_settings(
+        cls,
+        settings: OperatorEnvironment,
+        gates: FeatureGates | None = None,
+        configuration: OperatorConfiguration | None = None,
+    ) -> RayJobOptions:
+        # KubeRay takes any integer for the grace period, only a positive one for the
+        # status check timeout (OperatorEnvironment parses both its way).
+        return cls(
+            render=render_options(settings, gates, configuration),
+            delete_rayjob_after_finish=settings.delete_rayjob_cr_after_job_finishes,
+            transition_grace_seconds=float(
+                settings.rayjob_deployment_status_transition_grace_period_seconds
+            ),
+            status_check_timeout_seconds=float(settings.rayjob_status_check_timeout_seconds),
+        )
+
+    @classmethod
     def from_environment(
         cls, environ: Mapping[str, str], gates: FeatureGates | None = None
     ) -> RayJobOptions:
-        return cls(
-            render=render_options_from_environment(environ, gates),
-            delete_rayjob_after_finish=env_flag(
-                environ, "DELETE_RAYJOB_CR_AFTER_JOB_FINISHES", default=False
-            ),
-            # KubeRay takes any integer for the grace period, only a positive one for
-            # the status check timeout.
-            transition_grace_seconds=_seconds(
-                environ,
-                "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS",
-                DEFAULT_GRACE_SECONDS,
-                positive=False,
-            ),
-            status_check_timeout_seconds=_seconds(
-                environ,
-                "RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS",
-                DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS,
-                positive=True,
-            ),
-        )
+        """``from_settings`` of a mapping of KubeRay's variables (for tests)."""
+        return cls.from_settings(OperatorEnvironment.from_mapping(environ), gates)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 import random
 from collections.abc import Sequence
 from typing import Any, Final
@@ -121,7 +120,9 @@ class RayServiceController:
         metrics_registry: CollectorRegistry | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self.options = options or RayServiceOptions.from_environment(os.environ, gates_of(context))
+        self.options = options or RayServiceOptions.from_settings(
+            context.settings, gates_of(context), context.configuration
+        )
         caches = ServiceCaches(
             **{
                 field: context.informers.get(kind, label_selector=selector).cache

@@ -1,4 +1,5 @@
-"""Settings of the RayService controller, read once when it is built."""
+"""Settings of the RayService controller, taken from the operator's settings when it is
+built."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from operator_runtime.api import FeatureGates
-from operator_runtime.controllers.settings import env_flag, render_options_from_environment
+from operator_runtime.controllers.settings import render_options
 from operator_runtime.render import RenderOptions
+from operator_runtime.runtime.configuration import OperatorConfiguration
+from operator_runtime.runtime.settings import OperatorEnvironment
 
 REQUEUE_SECONDS: Final = 2.0
 """KubeRay's RayService requeue: serve status is polled this often."""
@@ -36,10 +39,20 @@ class RayServiceOptions:
         return self.render.feature_gates
 
     @classmethod
+    def from_settings(
+        cls,
+        settings: OperatorEnvironment,
+        gates: FeatureGates | None = None,
+        configuration: OperatorConfiguration | None = None,
+    ) -> RayServiceOptions:
+        return cls(
+            render=render_options(settings, gates, configuration),
+            zero_downtime=settings.enable_zero_downtime,
+        )
+
+    @classmethod
     def from_environment(
         cls, environ: Mapping[str, str], gates: FeatureGates | None = None
     ) -> RayServiceOptions:
-        return cls(
-            render=render_options_from_environment(environ, gates),
-            zero_downtime=env_flag(environ, "ENABLE_ZERO_DOWNTIME", default=True),
-        )
+        """``from_settings`` of a mapping of KubeRay's variables (for tests)."""
+        return cls.from_settings(OperatorEnvironment.from_mapping(environ), gates)
