@@ -11,6 +11,7 @@ from operator_runtime.render.cluster import (
     desired_worker_replicas,
     render_cluster,
 )
+from operator_runtime.render.documents import DocumentError, flatten_lists, load_documents
 from operator_runtime.render.gateway import (
     build_gateway,
     build_httproute,
@@ -37,7 +38,6 @@ from operator_runtime.render.manifest import (
     ManifestRenderParams,
     RenderedManifest,
     add_render_arguments,
-    flatten_lists,
     is_ray_object,
     render_manifest,
     render_settings,
@@ -47,6 +47,7 @@ from operator_runtime.render.names import check_label, check_name, pod_name
 from operator_runtime.render.options import RenderOptions
 from operator_runtime.render.pods import PodParams, RenderError, build_pod
 from operator_runtime.render.quantity import QuantityError, parse_quantity, quantity_value
+from operator_runtime.render.raycronjob import CronRenderParams, render_raycronjob
 from operator_runtime.render.rayjob_cluster import build_rayjob_cluster
 from operator_runtime.render.rayservice import render_rayservice
 from operator_runtime.render.rayservice_cluster import (
@@ -92,6 +93,8 @@ __all__ = [
     "AutoscalerRbacParams",
     "ClusterRenderParams",
     "ClusterRoleParams",
+    "CronRenderParams",
+    "DocumentError",
     "GcsStoragePvcParams",
     "IngressParams",
     "ManifestError",
@@ -143,6 +146,7 @@ __all__ = [
     "httproute_ready",
     "incremental_upgrade_enabled",
     "is_ray_object",
+    "load_documents",
     "owner_reference",
     "parse_quantity",
     "partial_hash_matches",
@@ -153,6 +157,7 @@ __all__ = [
     "rayservice_httproute_name",
     "render_cluster",
     "render_manifest",
+    "render_raycronjob",
     "render_rayservice",
     "render_settings",
     "serve_config_body",

@@ -126,6 +126,6 @@ def test_render_refuses_an_invalid_cluster_with_the_field_path(tmp_path: Path) -
     path.write_text(yaml.safe_dump_all([{"kind": "ConfigMap"}, manifest]))
     out, err = io.StringIO(), io.StringIO()
     assert render_main([str(path)], stdout=out, stderr=err) == 1
-    assert "skipping kind 'ConfigMap'" in err.getvalue()
+    assert "kind 'ConfigMap' cannot be rendered" in err.getvalue()
     assert "rayStartParams" in err.getvalue() and out.getvalue() == ""
     assert render_main([str(tmp_path / "missing.yaml")], stdout=out, stderr=err) == 2
