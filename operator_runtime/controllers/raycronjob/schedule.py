@@ -6,8 +6,8 @@ them) and are re-exported here; only reading the operator's own zone is the cont
 from __future__ import annotations
 
 import datetime
-import os
 import zoneinfo
+from collections.abc import Mapping
 
 from operator_runtime.render.schedule import (
     DESCRIPTORS,
@@ -45,11 +45,11 @@ __all__ = [
 ]
 
 
-def local_zone(environ: dict[str, str] | None = None) -> datetime.tzinfo:
+def local_zone(environ: Mapping[str, str]) -> datetime.tzinfo:
     """Go's ``time.Local``: ``$TZ`` if set (empty is UTC), else ``/etc/localtime``, else
-    UTC. The operator's image has no zone data of its own, so it is usually UTC."""
-    env = os.environ if environ is None else environ
-    name = env.get("TZ")
+    UTC. The operator's image has no zone data of its own, so it is usually UTC.
+    ``environ`` holds ``TZ`` or not (``OperatorEnvironment.tz``, read once by ``main``)."""
+    name = environ.get("TZ")
     try:
         if name is not None:
             name = name.removeprefix(":")
