@@ -6,9 +6,11 @@ whole worker group built with ``apply``). Three jobs live here:
 
 - ``has_outputs``: whether a value can be validated now, at program time, or only once its
   Outputs resolve;
-- ``parse_object``: the pydantic parse plus ``operator_runtime.api.validate``, with every
-  failure turned into one ``RayInputError`` naming the object, the wire field path and a
-  fix, so the engine prints a message rather than a pydantic dump or a traceback;
+- ``parse_object``: ``operator_runtime.api``'s parse (the models, and the Kubernetes
+  schema of every pod template and other embedded object) and rules, with every mistake
+  of the object in one ``RayInputError``, one line each naming the object, the wire field
+  path and a fix, so the engine prints a message rather than a pydantic dump or a
+  traceback;
 - ``to_wire``: the wire (camelCase) form of a value WITHOUT resolving its Outputs, so a
   nested secret stays a nested secret in what the custom resource is given (the SDK
   serializes each nested Output on its own), and ``redact_secrets`` for hashing such a
@@ -19,7 +21,6 @@ whole worker group built with ``apply``). Three jobs live here:
 from __future__ import annotations
 
 import asyncio
-import difflib
 import functools
 import types
 import typing
@@ -30,8 +31,14 @@ import pulumi
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
-from components._schema import first_unknown_field
-from operator_runtime.api import FeatureGates, InvalidObjectError, KubeModel, validate
+from operator_runtime.api import (
+    FeatureGates,
+    InvalidObjectError,
+    KubeModel,
+    check_object,
+    load_object,
+)
+from operator_runtime.api import parse_object as parse_document
 
 __all__ = [
     "SECRET_MARKER",
@@ -59,20 +66,44 @@ class RayInputError(pulumi.RunError, pulumi.InputPropertyError):
 
     A ``RunError`` so the Pulumi language host prints the message alone, without a
     Python traceback; an ``InputPropertyError`` so a component provider reports it
-    against ``property_path``. The message::
+    against ``property_path`` (the first mistake's). The message is the API layer's, one
+    line per mistake of the object::
 
-        RayCluster team-a/demo: spec.workerGroupSpecs[0].minReplicas: worker group gpu has
-        minReplicas 3 greater than maxReplicas 1
-          fix: set minReplicas <= maxReplicas [RAYCLUSTER_MIN_GT_MAX]
+        RayCluster team-a/demo: spec.workerGroupSpecs[0].minReplicas: worker group gpu
+        has minReplicas 3 greater than maxReplicas 1; set minReplicas <= maxReplicas
+        [RAYCLUSTER_MIN_GT_MAX]
+
+    (one line, wrapped here).
     """
 
-    def __init__(self, object_ref: str, path: str, detail: str, hint: str, code: str) -> None:
+    def __init__(
+        self,
+        object_ref: str,
+        path: str,
+        detail: str,
+        hint: str,
+        code: str,
+        *,
+        lines: Sequence[str] = (),
+    ) -> None:
         self.object_ref = object_ref
         self.property_path = path
         self.reason = detail
         self.hint = hint
         self.code = code
-        Exception.__init__(self, f"{object_ref}: {path}: {detail}\n  fix: {hint} [{code}]")
+        self.lines: tuple[str, ...] = tuple(lines) or (
+            f"{object_ref}: {path}: {detail}; {hint} [{code}]",
+        )
+        Exception.__init__(self, "\n".join(self.lines))
+
+    @classmethod
+    def from_invalid(cls, error: InvalidObjectError) -> RayInputError:
+        """Every violation of an ``InvalidObjectError``; the first one gives the path."""
+        first = error.violation
+        return cls(
+            error.object_ref, first.path, first.detail, first.hint, first.code.value,
+            lines=error.lines(),
+        )  # fmt: skip
 
     @property
     def path(self) -> str:
@@ -174,43 +205,6 @@ def wire_path(model: type[BaseModel], loc: Sequence[int | str]) -> str:
 # --- parse and validate ----------------------------------------------------------------
 
 
-def _hint(model: type[BaseModel], loc: Sequence[int | str], error_type: str) -> str:
-    if error_type == "extra_forbidden":
-        parent: object = model
-        for step in loc[:-1]:
-            if isinstance(step, int):
-                parent = _item_type(parent)
-            else:
-                current = _model_class(parent)
-                found = _field(current, step) if current is not None else None
-                parent = found[1].annotation if found else None
-        owner = _model_class(parent)
-        names = [info.alias or n for n, info in owner.model_fields.items()] if owner else []
-        close = difflib.get_close_matches(str(loc[-1]), names, n=1)
-        return f"remove it{f'; did you mean {close[0]}?' if close else ''}"
-    if error_type == "missing":
-        return "set it"
-    return "give a value of the type the field takes (see `kubectl explain`)"
-
-
-def _parse_failure(model: type[BaseModel], error: ValidationError, ref: str) -> RayInputError:
-    """The first failing field of a pydantic error, as one ``RayInputError``.
-
-    A bad value inside a free-form JSON field (a pod template) fails every member of
-    pydantic's JSON union at every depth; only the deepest location is the real one.
-    """
-    errors = [(wire_path(model, e["loc"]), e) for e in error.errors(include_url=False)]
-    deepest = [
-        (path, e)
-        for path, e in errors
-        if not any(other != path and other.startswith(path) for other, _ in errors)
-    ]
-    path, first = deepest[0]
-    details = list(dict.fromkeys(e["msg"] for p, e in deepest if p == path))
-    hint = _hint(model, first["loc"], first["type"])
-    return RayInputError(ref, path, " or ".join(details), hint, "INVALID_FIELD")
-
-
 def parse_object(
     model: type[ModelT],
     wire: Mapping[str, object],
@@ -221,25 +215,25 @@ def parse_object(
 ) -> ModelT:
     """Parse a whole ray.io/v1 object, run the component's own ``checks`` (they can say
     more than the operator's rule about the same field), then the operator's validation.
-    Raises ``RayInputError`` on the first failure."""
-    metadata = wire.get("metadata")
-    meta = metadata if isinstance(metadata, Mapping) else {}
-    ref = object_ref(kind, meta.get("namespace"), meta.get("name"))
+    Raises ``RayInputError`` with every mistake the parse finds, or else the first
+    component check that fails, or else every rule the object breaks."""
+    document = {**wire, "kind": kind}
     try:
-        parsed = model.model_validate(wire)
-    except ValidationError as error:
-        raise _parse_failure(model, error, ref) from None
-    unknown = first_unknown_field(
-        kind, parsed.model_dump(mode="json", by_alias=True, exclude_none=True)["spec"]
-    )
-    if unknown is not None:
-        raise RayInputError(ref, *unknown, "UNKNOWN_FIELD")
+        parsed = parse_document(document)
+    except InvalidObjectError:
+        try:  # the same mistakes, with every broken rule too when the model parsed
+            load_object(document, gates)
+        except InvalidObjectError as error:
+            raise RayInputError.from_invalid(error) from None
+        raise
+    if not isinstance(parsed, model):
+        raise TypeError(f"{kind} parsed as {type(parsed).__name__}, not {model.__name__}")
     for check in checks:
         check(parsed)
     try:
-        validate(typing.cast(Any, parsed), gates)
+        check_object(typing.cast(Any, parsed), gates)
     except InvalidObjectError as error:
-        raise RayInputError(ref, error.path, error.detail, error.hint, error.code.value) from None
+        raise RayInputError.from_invalid(error) from None
     return parsed
 
 

@@ -14,12 +14,19 @@ README::
     pulumi-ray:manifests    KubeRay YAML files, each object deployed through its component
     pulumi-ray:namespace    namespace of manifest objects that name none ("default")
 
-Everything is checked before the first resource is registered, and a mistake is reported
-with the config key that holds it, as ``pulumi config set --path`` spells it::
+Everything is checked before the first resource is registered. A mistake in a Ray
+object is reported as ``render`` and the components report it, every mistake of the
+object at once, each followed by the config key that holds it, as ``pulumi config set
+--path`` spells it (lines wrapped here)::
 
-    pulumi-ray:workloads.ml.rayClusters[0].spec.workerGroupSpecs[0].minReplicas: worker
-    group gpu has minReplicas 3 greater than maxReplicas 1
-      fix: set minReplicas <= maxReplicas [RAYCLUSTER_MIN_GT_MAX]
+    RayCluster ml/demo: spec.workerGroupSpecs[0].minReplicas: worker group gpu has
+    minReplicas 3 greater than maxReplicas 1; set minReplicas <= maxReplicas
+    [RAYCLUSTER_MIN_GT_MAX]
+      (pulumi-ray:workloads.ml.rayClusters[0].spec.workerGroupSpecs[0].minReplicas)
+
+Any other mistake leads with its key: ``pulumi-ray:operator.replicas: <what>; <fix>``.
+Manifest files are read with ``render``'s YAML loader (``render.load_documents``): a
+trailing ``---`` is fine, and a syntax error names the file, line and column.
 
 A key set with ``--secret`` stays secret: the specs read from it reach their custom
 resources as secret Outputs, so they are encrypted in the state and ``[secret]`` in diffs.
@@ -35,7 +42,6 @@ from typing import Any, Final, Literal
 
 import pulumi
 import pulumi_kubernetes as k8s
-import yaml
 from pulumi.runtime.config import is_config_secret
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
@@ -49,6 +55,7 @@ from components.cronjob import RayCronJob
 from components.job import RayJob
 from components.operator import RayOperator
 from components.service import RayService
+from operator_runtime.render import DocumentError, load_documents
 
 __all__ = [
     "CONFIG_NAMESPACE",
@@ -231,8 +238,10 @@ def _config_error(error: ValidationError, raw: Mapping[str, Any]) -> ConfigError
     if first["type"] == "extra_forbidden":
         known = _known_keys(raw, location[:-1])
         close = difflib.get_close_matches(str(location[-1]), known, n=1)
-        message += f"\n  fix: {'did you mean ' + repr(close[0]) + '? ' if close else ''}"
+        message += f"; {'did you mean ' + repr(close[0]) + '? ' if close else ''}"
         message += f"known keys: {', '.join(sorted(known))}"
+    else:
+        message += "; see the schema in Pulumi.yaml"
     return ConfigError(message)
 
 
@@ -278,7 +287,8 @@ def deploy(config: pulumi.Config | None = None) -> None:
             operator = RayOperator("ray-operator", values.operator.args(provider))
         except RayInputError as error:
             field, dot, rest = error.path.partition(".")
-            raise _readdressed(error, "operator", to_camel(field) + dot + rest) from None
+            key = config_key("operator", to_camel(field) + dot + rest)
+            raise ConfigError(f"{key}: {error.reason}; {error.hint} [{error.code}]") from None
     namespaces: dict[str, k8s.core.v1.Namespace] = {}
     for namespace, workloads in values.workloads.items():
         if workloads.create_namespace:
@@ -312,6 +322,8 @@ class _PlannedWorkload:
     entry: WorkloadEntry
     key: tuple[str | int, ...]
     secret: bool
+    source: str | None = None
+    """The manifest file the object comes from (None: from ``workloads``)."""
 
     @property
     def resource_name(self) -> str:
@@ -344,7 +356,7 @@ class _PlannedWorkload:
                 self.entry.spec,
             )
         except RayInputError as error:
-            raise _readdressed(error, *self.key, error.path) from None
+            raise _readdressed(error, self.key, self.source) from None
 
     def create(
         self,
@@ -369,7 +381,7 @@ class _PlannedWorkload:
                 **arguments,
             )
         except RayInputError as error:
-            raise _readdressed(error, *self.key, error.path) from None
+            raise _readdressed(error, self.key, self.source) from None
 
 
 def _planned_workloads(template: TemplateConfig) -> Iterator[_PlannedWorkload]:
@@ -384,13 +396,17 @@ def _planned_workloads(template: TemplateConfig) -> Iterator[_PlannedWorkload]:
             yield _from_manifest(document, path, index, values.namespace)
 
 
-def _manifest_documents(path: str, index: int) -> list[dict[str, Any]]:
+def _manifest_documents(path: str, index: int) -> list[object]:
     """The YAML documents of one manifest; a relative path is the project directory's."""
+    key = config_key("manifests", index)
     try:
-        documents = list(yaml.safe_load_all(Path(path).read_text()))
-    except (OSError, yaml.YAMLError) as error:
-        raise ConfigError(f"{config_key('manifests', index)}: {path}: {error}") from None
-    return [document for document in documents if document is not None]
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{key}: cannot read {path}: {error.strerror or error}") from None
+    try:
+        return load_documents(text, path)
+    except DocumentError as error:
+        raise ConfigError(f"{key}: {error}") from None
 
 
 def _from_manifest(
@@ -400,13 +416,13 @@ def _from_manifest(
     kind = document.get("kind") if isinstance(document, dict) else None
     if not isinstance(document, dict) or kind not in KINDS:
         raise ConfigError(
-            f"{key}: {path}: kind {kind!r} is not one of {', '.join(KINDS)}\n"
-            "  fix: list only ray.io/v1 objects here; apply other objects with their own tool"
+            f"{key}: {path}: kind {kind!r} is not one of {', '.join(KINDS)}; "
+            "list only ray.io/v1 objects here, and apply other objects with their own tool"
         )
     metadata = document.get("metadata") or {}
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
-        raise ConfigError(f"{key}: {path}: {kind} has no metadata.name\n  fix: name it")
+        raise ConfigError(f"{key}: {path}: {kind} has no metadata.name; name it")
     try:
         entry = WorkloadEntry(
             name=name,
@@ -417,15 +433,31 @@ def _from_manifest(
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         where = ".".join(str(step) for step in first["loc"])
-        raise ConfigError(f"{key}: {path}: {kind} {name}: {where}: {first['msg']}") from None
+        raise ConfigError(
+            f"{kind} {name}: {where}: {first['msg']}; fix it in {path} ({key})"
+        ) from None
     namespace = metadata.get("namespace") or default_namespace
-    return _PlannedWorkload(str(kind), namespace, entry, ("manifests", index), secret=False)
-
-
-def _readdressed(error: RayInputError, *key: str | int) -> ConfigError:
-    """A component's error about a config value, re-addressed to the key that holds it."""
-    steps = [step for step in key if step != ""]
-    return ConfigError(
-        f"{config_key(*steps[:-1])}.{steps[-1]}: {error.reason}\n"
-        f"  fix: {error.hint} [{error.code}]\n  ({error.object_ref})"
+    return _PlannedWorkload(
+        str(kind), namespace, entry, ("manifests", index), secret=False, source=path
     )
+
+
+def _readdressed(
+    error: RayInputError, key: tuple[str | int, ...], source: str | None
+) -> ConfigError:
+    """A component's error about a config value: its lines, each followed by where the
+    value is set (the config key, or the manifest file and its key)."""
+    lines = []
+    for line in error.lines:
+        lines.append(line)
+        if source is not None:
+            lines.append(f"  ({source}, {config_key(*key)})")
+        else:
+            path = _line_path(line, error.object_ref)
+            lines.append(f"  ({config_key(*key)}{'.' + path if path else ''})")
+    return ConfigError("\n".join(lines))
+
+
+def _line_path(line: str, object_ref: str) -> str:
+    """The field path of one ``<object>: <path>: ...`` line."""
+    return line.removeprefix(f"{object_ref}: ").split(": ", 1)[0]

@@ -207,7 +207,7 @@ def test_a_component_input_error_is_one_message_and_exit_2(tmp_path: Path) -> No
     assert result.returncode == 2 and result.stdout == ""
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith(f"render: {program}: RayCluster ")
-    assert "minReplicas" in result.stderr and "fix:" in result.stderr
+    assert "minReplicas" in result.stderr and "; set minReplicas <= maxReplicas" in result.stderr
 
 
 def test_any_other_program_error_names_its_line_without_a_traceback(tmp_path: Path) -> None:

@@ -176,7 +176,7 @@ def test_a_broken_rule_fails_before_anything_is_registered() -> None:
     error = caught.value
     assert error.path == "spec.workerGroupSpecs[0].minReplicas"
     assert str(error).startswith("RayCluster team-a/demo: spec.workerGroupSpecs[0].minReplicas: ")
-    assert "fix: set minReplicas <= maxReplicas [RAYCLUSTER_MIN_GT_MAX]" in str(error)
+    assert "; set minReplicas <= maxReplicas [RAYCLUSTER_MIN_GT_MAX]" in str(error)
     # The engine prints a RunError's message alone, without a traceback.
     assert isinstance(error, pulumi.RunError)
     assert isinstance(error, pulumi.InputPropertyError)
@@ -203,7 +203,7 @@ def test_a_broken_rule_fails_before_anything_is_registered() -> None:
             "spec.workerGroupSpecs[0].template.spec.containers[0].resources.limits.cpu",
             "valid string",
         ),
-        (lambda s: s.pop("head_group_spec"), "spec.headGroupSpec", "fix: set it"),
+        (lambda s: s.pop("head_group_spec"), "spec.headGroupSpec", "missing; set it"),
     ],
 )
 def test_parse_errors_name_the_wire_field_path(change: Any, path: str, words: str) -> None:
@@ -237,7 +237,7 @@ def test_unknown_fields_in_embedded_kubernetes_objects_are_refused(
         run(lambda: RayCluster("demo", **spec))
     assert caught.value.path == path
     assert words in str(caught.value)
-    assert "[UNKNOWN_FIELD]" in str(caught.value)
+    assert "[FIELD_UNKNOWN]" in str(caught.value)
 
 
 def test_map_keys_in_embedded_objects_are_not_fields() -> None:
