@@ -49,3 +49,34 @@ def test_template_refuses_an_invalid_manifest_with_its_field_path(
     assert "spec.workerGroupSpecs[0].minReplicas" in message
     assert "RayCluster" in message and "raycluster-minimal" in message
     assert "Traceback" not in message
+
+
+CORPUS = REPO_ROOT / "tests" / "unit" / "api" / "corpus"
+
+
+def _expected(case: Path) -> list[str]:
+    return [
+        line.removeprefix("# expect: ")
+        for line in case.read_text().splitlines()
+        if line.startswith("# expect: ")
+    ]
+
+
+def test_template_reports_corpus_manifests_as_render_does(
+    program_stack: Callable[..., ProgramStack],
+) -> None:
+    """A few cases of the unit corpus (tests/unit/api/corpus), each given to the template
+    as a manifest: the preview fails with every line the validator reports for it, in the
+    same format, plus where it is set; a YAML error names the file, line and column."""
+    program = program_stack(template_config={"operator": {"featureGates": "RayCronJob=true"}})
+    cases = ["several-mistakes.yaml", "raycronjob-job-template-typo.yaml", "yaml-syntax-error.yaml"]
+    for name in cases:
+        case = CORPUS / name
+        program.write_config({"manifests": [str(case)]})
+        with pytest.raises(auto.CommandError) as failed:
+            program.preview()
+        message = str(failed.value) + program.text
+        for line in _expected(case):
+            shown = line.replace(f"{name}:", f"{case}:", 1)
+            assert shown in message, (name, shown, message[-3000:])
+        assert "Traceback" not in message and "errors.pydantic.dev" not in message
