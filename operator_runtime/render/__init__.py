@@ -47,7 +47,11 @@ from operator_runtime.render.names import check_label, check_name, pod_name
 from operator_runtime.render.options import RenderOptions
 from operator_runtime.render.pods import PodParams, RenderError, build_pod
 from operator_runtime.render.quantity import QuantityError, parse_quantity, quantity_value
-from operator_runtime.render.raycronjob import CronRenderParams, render_raycronjob
+from operator_runtime.render.raycronjob import (
+    CronRenderParams,
+    build_cron_rayjob,
+    render_raycronjob,
+)
 from operator_runtime.render.rayjob_cluster import build_rayjob_cluster
 from operator_runtime.render.rayservice import render_rayservice
 from operator_runtime.render.rayservice_cluster import (
@@ -116,6 +120,7 @@ __all__ = [
     "build_autoscaler_role_binding",
     "build_autoscaler_service_account",
     "build_cluster_serve_service",
+    "build_cron_rayjob",
     "build_gateway",
     "build_gcs_storage_pvc",
     "build_head_ingress",

@@ -14,12 +14,12 @@ import copy
 import datetime
 from dataclasses import dataclass
 
-from operator_runtime.api import JSONObject, RayCronJob
+from operator_runtime.api import API_VERSION, JSONObject, RayCronJob
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey
 from operator_runtime.render import schedule as sched
 
-__all__ = ["CronRenderParams", "next_tick", "render_raycronjob"]
+__all__ = ["CronRenderParams", "build_cron_rayjob", "next_tick", "render_raycronjob"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,34 +45,40 @@ def next_tick(*, params: CronRenderParams) -> datetime.datetime:
     return plan.run if plan.run is not None else plan.next
 
 
-def render_raycronjob(*, params: CronRenderParams) -> tuple[JSONObject, ...]:
-    """The RayJob the controller would create next for ``params.cron``."""
-    cron = params.cron
-    tick = next_tick(params=params)
-    name = cron.metadata.name or ""
-    spec = params.document.get("spec")
+def build_cron_rayjob(*, cron: JSONObject, tick: datetime.datetime) -> JSONObject:
+    """The RayJob of ``cron`` (a RayCronJob as stored, or as written) for ``tick``: the
+    template's spec copied as it is, labelled, annotated with the tick, and owned by the
+    cron once it has a uid. The controller creates exactly this."""
+    metadata = cron.get("metadata")
+    meta = metadata if isinstance(metadata, dict) else {}
+    spec = cron.get("spec")
     template = spec.get("jobTemplate") if isinstance(spec, dict) else None
-    metadata: JSONObject = {
+    name = str(meta.get("name") or "")
+    job_metadata: JSONObject = {
         "name": sched.job_name(name, tick),
-        "namespace": cron.metadata.namespace or "default",
+        "namespace": str(meta.get("namespace") or "default"),
         "labels": {LabelKey.CRONJOB_NAME.value: name},
         "annotations": {AnnotationKey.CRONJOB_SCHEDULED_TIMESTAMP.value: sched.format_tick(tick)},
     }
-    if cron.metadata.uid:
-        metadata["ownerReferences"] = [
+    if meta.get("uid"):
+        job_metadata["ownerReferences"] = [
             {
-                "apiVersion": cron.api_version,
-                "kind": cron.kind,
+                "apiVersion": cron.get("apiVersion", API_VERSION),
+                "kind": "RayCronJob",
                 "name": name,
-                "uid": cron.metadata.uid,
+                "uid": meta["uid"],
                 "controller": True,
                 "blockOwnerDeletion": True,
             }
         ]
-    job: JSONObject = {
-        "apiVersion": cron.api_version,
+    return {
+        "apiVersion": API_VERSION,
         "kind": "RayJob",
-        "metadata": metadata,
+        "metadata": job_metadata,
         "spec": copy.deepcopy(template) if isinstance(template, dict) else {},
     }
-    return (job,)
+
+
+def render_raycronjob(*, params: CronRenderParams) -> tuple[JSONObject, ...]:
+    """The RayJob the controller would create next for ``params.cron``."""
+    return (build_cron_rayjob(cron=params.document, tick=next_tick(params=params)),)

@@ -20,25 +20,22 @@ Errors (a failed create or status write) are retried with backoff.
 
 from __future__ import annotations
 
-import copy
 import datetime
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Final
 
 import pydantic
 
 from operator_runtime.api import InvalidObjectError, RayCronJob, validate_raycronjob
-from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.features import FeatureGates
-from operator_runtime.api.labels import LabelKey
 from operator_runtime.api.reasons import Action
 from operator_runtime.controllers.raycluster.gates import describe_parse_error
 from operator_runtime.controllers.raycronjob import schedule as sched
 from operator_runtime.controllers.settings import gates_of
-from operator_runtime.render import Permission
+from operator_runtime.render import Permission, build_cron_rayjob
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.client import KubeClient
@@ -182,32 +179,9 @@ class RayCronJobController:
 
 
 def build_rayjob(cron: Object, tick: datetime.datetime) -> Object:
-    """The RayJob for ``tick``: the template's spec as stored, labelled, owned."""
-    metadata = cron["metadata"]
-    spec: dict[str, Any] = copy.deepcopy(cron["spec"]["jobTemplate"])
-    return {
-        "apiVersion": kinds.RAY_JOB.api_version,
-        "kind": kinds.RAY_JOB.kind,
-        "metadata": {
-            "name": sched.job_name(metadata["name"], tick),
-            "namespace": metadata["namespace"],
-            "labels": {LabelKey.CRONJOB_NAME.value: metadata["name"]},
-            "annotations": {
-                AnnotationKey.CRONJOB_SCHEDULED_TIMESTAMP.value: sched.format_tick(tick)
-            },
-            "ownerReferences": [
-                {
-                    "apiVersion": cron.get("apiVersion", kinds.RAY_CRON_JOB.api_version),
-                    "kind": kinds.RAY_CRON_JOB.kind,
-                    "name": metadata["name"],
-                    "uid": metadata["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": spec,
-    }
+    """The RayJob for ``tick``: the template's spec as stored, labelled, owned (built by
+    ``render``, which shows the same RayJob for ``render FILE``)."""
+    return build_cron_rayjob(cron=cron, tick=tick)
 
 
 def _missed_note(plan: sched.Plan) -> str:
