@@ -198,3 +198,36 @@ def test_a_cluster_that_never_gets_ready_times_out_and_is_deleted(
     assert condition(after[1], "Ready")["reason"] == "InitializingTimeout"
     assert not (after[1].get("activeServiceStatus") or {}).get("rayClusterName")
     assert not (after[1].get("pendingServiceStatus") or {}).get("rayClusterName")
+
+
+def test_a_suspend_cancelled_midway_completes_then_resumes(
+    ray_crds: LocalCluster, kube: KubeClient, namespace: str, serve_head: ServeHead
+) -> None:
+    """Once Suspending is written the suspend runs to its end even if ``suspend`` goes
+    back to false; the pass that reaches Suspended must come back to see the spec, as
+    nothing else wakes the controller (its own status write does not)."""
+    name = "fickle"
+    with ClusterHosts(kube, namespace), operator(ray_crds, namespace) as running:
+        first = start_ready(kube, namespace, rayservice(name, namespace, serve_head), running)
+        kube.patch(RAY_SERVICE, name, namespace, {"spec": {"suspend": True}})
+        wait_for(
+            "Suspending",
+            lambda: (
+                condition(service_status(kube, namespace, name), "Suspending").get("status")
+                == "True"
+            ),
+            timeout=30,
+            interval=0.02,
+        )
+        kube.patch(RAY_SERVICE, name, namespace, {"spec": {"suspend": False}})
+        cancelled = time.monotonic()
+        try:
+            back = wait_for("Ready again", ready(kube, namespace, name), timeout=60)
+        except AssertionError:
+            print(service_status(kube, namespace, name), running.tail(40))
+            raise
+        took = time.monotonic() - cancelled
+    print(f"\nsuspend cancelled midway -> Ready again in {took:.1f} s")
+    assert back["activeServiceStatus"]["rayClusterName"] != first, "the suspend did not complete"
+    assert condition(back, "Suspended")["reason"] == "RayServiceResumed"
+    assert condition(back, "Suspending")["reason"] == "SuspendComplete"
