@@ -56,6 +56,7 @@ from operator_runtime.controllers.rayservice.run import (
     ServiceTools,
     need,
 )
+from operator_runtime.controllers.rayservice.written import OwnWrites
 from operator_runtime.controllers.settings import gates_of
 from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
@@ -129,6 +130,8 @@ class RayServiceController:
                 for field, (kind, selector) in WATCHED.items()
             }
         )
+        self.own_writes = OwnWrites()
+        """Our last status write per RayService, while the cache has not seen it."""
         self.metrics = ServiceMetrics(caches.rayservices)
         if metrics_registry is not None:
             self.metrics.register(metrics_registry)
@@ -156,7 +159,9 @@ class RayServiceController:
         raw = tools.caches.rayservices.get(key.namespace, key.name)
         if raw is None:
             tools.serve_configs.forget(f"{key.namespace}/{key.name}")
+            self.own_writes.forget(key)
             return Result()
+        raw = self.own_writes.fresh(key, raw)
         if (raw.get("spec") or {}).get("managedBy") not in (None, "", MANAGED_BY_KUBERAY):
             log.info("%s: managed by %s; skipped", key, raw["spec"]["managedBy"])
             return Result()
@@ -198,13 +203,10 @@ class RayServiceController:
         if not self._valid(run):
             self._write(run)
             return Result()
-        was_suspended = run.is_true(SUSPENDED)
         suspend.handle_suspend(run)
         self._write(run)
         if suspend.operative(run):
-            # The pass that reaches Suspended comes back (KubeRay's requeue): the spec may
-            # have been unsuspended midway, and this status write wakes nothing.
-            return Result() if was_suspended else again
+            return Result() if run.is_true(SUSPENDED) else again
         if status.timed_out(run):
             return again if dangling else Result()
         self._serve_pass(run)
@@ -271,4 +273,5 @@ class RayServiceController:
             return
         run.status["lastUpdateTime"] = format_time(run.now())
         written = self.tools.client.update_status({**run.raw, "status": copy.deepcopy(run.status)})
+        self.own_writes.wrote(run.key, run.raw, written)
         run.raw = written
