@@ -203,10 +203,13 @@ class RayServiceController:
         if not self._valid(run):
             self._write(run)
             return Result()
+        was_suspended = run.is_true(SUSPENDED)
         suspend.handle_suspend(run)
         self._write(run)
         if suspend.operative(run):
-            return Result() if run.is_true(SUSPENDED) else again
+            # The pass that reaches Suspended comes back (KubeRay's requeue): the spec may
+            # have been unsuspended midway, and this status write wakes nothing.
+            return Result() if was_suspended else again
         if status.timed_out(run):
             return again if dangling else Result()
         self._serve_pass(run)
