@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime
 import threading
 import time
@@ -152,6 +153,17 @@ def gone(kube: KubeClient, namespace: str, cluster: str) -> Any:
     return check
 
 
+def gone_service(kube: KubeClient, namespace: str, name: str) -> Any:
+    def check() -> bool:
+        try:
+            kube.get(RAY_SERVICE, name, namespace)
+        except NotFound:
+            return True
+        return False
+
+    return check
+
+
 def add_head_env(kube: KubeClient, namespace: str, name: str, value: str) -> None:
     """A cluster spec change no in-place update can apply (the head changes)."""
     found = kube.get(RAY_SERVICE, name, namespace)
@@ -211,6 +223,54 @@ def test_a_serve_config_change_is_applied_in_place(
     assert serve_head.answer(cluster_ip) == "bonjour"
 
 
+def test_a_worker_group_added_at_the_end_updates_the_cluster_in_place(
+    ray_crds: LocalCluster, kube: KubeClient, namespace: str, serve_head: ServeHead
+) -> None:
+    """KubeRay's partial hash: the goal cut to the cluster's worker groups matches, so
+    the active cluster is updated in place; no new cluster, no switch."""
+    name = "grow"
+    with (
+        ClusterHosts(kube, namespace),
+        ClusterWatch(kube, namespace) as clusters,
+        operator(ray_crds, namespace) as running,
+    ):
+        active = start_ready(kube, namespace, rayservice(name, namespace, serve_head), running)
+        before = kube.get(RAY_CLUSTER, active, namespace)
+        with Prober(serve_head, kube, namespace, name) as probe:
+            found = kube.get(RAY_SERVICE, name, namespace)
+            groups = found["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+            extra = copy.deepcopy(groups[0])
+            extra.update(groupName="extra", replicas=0, minReplicas=0, maxReplicas=1)
+            groups.append(extra)
+            kube.update(found)
+            changed = time.monotonic()
+            updated = wait_for(
+                "the cluster updated in place",
+                lambda: (
+                    len(kube.get(RAY_CLUSTER, active, namespace)["spec"]["workerGroupSpecs"]) == 2
+                    and kube.get(RAY_CLUSTER, active, namespace)
+                ),
+                timeout=30,
+            )
+            took = time.monotonic() - changed
+            time.sleep(6)  # no new cluster may follow
+            status = service_status(kube, namespace, name)
+            after = kube.get(RAY_CLUSTER, active, namespace)
+    counts = event_counts(kube, namespace, name)
+    print(f"\nworker group added -> active cluster updated in place in {took:.1f} s; {counts}")
+    hash_key = "ray.io/hash-without-replicas-and-workers-to-delete"
+    assert clusters.seen == {active}, clusters.seen
+    assert (
+        updated["metadata"]["annotations"][hash_key] != before["metadata"]["annotations"][hash_key]
+    )
+    assert after["metadata"]["annotations"]["ray.io/num-worker-groups"] == "2"
+    assert after["metadata"]["generation"] == updated["metadata"]["generation"], "updated again"
+    assert counts.get("UpdatedRayCluster") == 1, counts
+    assert status["activeServiceStatus"]["rayClusterName"] == active
+    assert not (status.get("pendingServiceStatus") or {}).get("rayClusterName"), status
+    assert probe.failures == [] and probe.not_ready == [], (probe.failures, probe.not_ready)
+
+
 def test_a_cluster_spec_change_switches_to_a_new_cluster(
     ray_crds: LocalCluster, kube: KubeClient, namespace: str, serve_head: ServeHead
 ) -> None:
@@ -268,13 +328,21 @@ def test_a_cluster_spec_change_switches_to_a_new_cluster(
             wait_for("Ready", ready(kube, namespace, name), timeout=30)
             time.sleep(1)
         status = service_status(kube, namespace, name)
+        # Deleting the RayService deletes its cluster at once (no delay), then the
+        # finalizer goes.
+        kube.delete(RAY_SERVICE, name, namespace)
+        deleting = time.monotonic()
+        wait_for("the RayService gone", gone_service(kube, namespace, name), timeout=30)
+        service_gone_in = time.monotonic() - deleting
+        left = [c["metadata"]["name"] for c in kube.list(RAY_CLUSTER, namespace)["items"]]
     counts = event_counts(kube, namespace, name)
     print(
         f"\ncluster spec changed -> pending {pending} named in {pending_at:.1f} s, "
         f"Services switched in {switched_at:.1f} s, old cluster {old} deleted in "
         f"{deleted_at:.1f} s (delay 3 s, stamped {stamped}); probes {probe.answers}, "
         f"failures {len(probe.failures)}, serve endpoints min {min(probe.endpoints)} "
-        f"max {max(probe.endpoints)}, Ready not True {len(probe.not_ready)}x; events {counts}"
+        f"max {max(probe.endpoints)}, Ready not True {len(probe.not_ready)}x; events {counts}; "
+        f"RayService deleted -> gone in {service_gone_in:.1f} s"
     )
     assert promoted
     assert clusters.seen == {old, pending}, clusters.seen
@@ -286,7 +354,10 @@ def test_a_cluster_spec_change_switches_to_a_new_cluster(
     assert set(probe.answers) == {"hello"}, probe.answers
     assert min(probe.endpoints) >= 1, "the serve Service had no ready endpoint"
     assert probe.not_ready == [], probe.not_ready
-    assert counts.get("CreatedRayCluster") == 2 and counts.get("DeletedRayCluster") == 1, counts
+    # The old cluster after the switch, the new one with the RayService.
+    assert counts.get("CreatedRayCluster") == 2 and counts.get("DeletedRayCluster") == 2, counts
+    assert service_gone_in < 15, service_gone_in
+    assert left == [], left
 
 
 def test_the_deletion_delay_survives_an_operator_restart(
