@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import http.client
 import http.server
+import itertools
 import json
 import socketserver
 import threading
@@ -572,12 +573,12 @@ def _scenario(
         interval=0.2,
     )
     rolled_back_at = time.monotonic()
-    back = pending_weights(gateway.weights(reverted), third)
+    back = _dedupe(pending_weights(gateway.weights(changed), third))
     steps = gateway.steps_since(changed)
     seen = _dedupe([(s.active[1], s.pending[1]) for s in steps if s.pending[0] == third])
     capacities = _dedupe([(s.active[2], s.pending[2]) for s in steps if s.pending[0] == third])
     conditions = _dedupe([dict(s.conditions).get("RollbackInProgress") for s in steps])
-    print(f"rollback: HTTPRoute pending weights after the revert: {_dedupe(back)}")
+    print(f"rollback: HTTPRoute pending weights: {back}")
     print(f"rollback: status (active, pending) trafficRoutedPercent: {seen}")
     print(f"rollback: status (active, pending) targetCapacity: {capacities}")
     timeline = [
@@ -591,8 +592,12 @@ def _scenario(
         f"rollback: serve PUTs head 1 {head_1.dashboard.serve_puts(changed)}, "
         f"head 2 {head_2.dashboard.serve_puts(changed)}"
     )
-    assert _dedupe(back)[-1] == 0
-    assert back == sorted(back, reverse=True), "traffic only flows back during a rollback"
+    # Up by steps until the revert, then back down by steps to 0.
+    peak = back.index(max(back))
+    assert max(back) >= STEP and back[-1] == 0, back
+    assert back[: peak + 1] == sorted(back[: peak + 1]), back
+    assert back[peak:] == sorted(back[peak:], reverse=True), back
+    assert all(abs(a - b) == STEP for a, b in itertools.pairwise(back)), back
     assert "True" in conditions and conditions[-1] is None
     assert done["activeServiceStatus"]["rayClusterName"] == second
     assert done["activeServiceStatus"]["trafficRoutedPercent"] == 100
@@ -605,6 +610,9 @@ def _scenario(
     )
     wait_for("the rolled-back cluster deleted", lambda: _gone(kube, namespace, third), timeout=60)
     assert answer_of(kube, namespace, second, head_2.serve) == "v2"
+    # The pending cluster: its config at capacity 0, one step to 50, back to 0.
+    rollback_puts = head_1.dashboard.serve_puts(changed)
+    assert _dedupe(rollback_puts) == [0, 50, 0] and rollback_puts.count(50) == 1
     assert head_1.dashboard.serve_messages(changed) == {"v3"}
     assert head_2.dashboard.serve_messages(changed) == set(), "no PUT to the active cluster"
     # The Gateway never changed: comparing only what the controller sets, the API
