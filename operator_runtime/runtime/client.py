@@ -15,7 +15,9 @@ raise ``OutcomeUnknown`` for the caller to resolve by looking (a fresh LIST).
 Two hooks serve leader election: ``set_write_gate`` refuses every write (``NotLeading``)
 once the gate says leadership has lapsed, and ``bounded(deadline)`` is a view for the
 Lease's own requests: one attempt, no limiter queue, socket timeouts cut so the request
-ends by the deadline, and no gate.
+ends by the deadline, and no gate. ``with_own_limiter`` is a view with a token bucket of
+its own, for Events: client-go writes them through a client of their own too, so
+diagnostics never take the tokens the controllers' creates wait for.
 """
 
 from __future__ import annotations
@@ -102,6 +104,9 @@ class KubeClient:
         self._sleep = sleep
         self._write_gate: WriteGate | None = None
         self._deadline: float | None = None
+        self._hooks: KubeClient = self
+        """Whose observer and write gate apply (a view follows its parent's, even when
+        they are set after the view was made)."""
 
     def set_observer(self, observe: RequestObserver | None) -> None:
         self._observe = observe
@@ -111,6 +116,13 @@ class KubeClient:
         Lease may have passed to another must not act, even mid-reconcile."""
         self._write_gate = gate
 
+    def with_own_limiter(self) -> KubeClient:
+        """A view sharing this client's connections, observer and write gate, with a
+        token bucket of its own at the same qps and burst."""
+        view = copy.copy(self)
+        view._limiter = TokenBucket(self._limiter.qps, self._limiter.burst, clock=self._clock)
+        return view
+
     def bounded(self, deadline: float) -> KubeClient:
         """A view sharing this client's connections whose requests all end by
         ``deadline`` (this client's monotonic clock): one attempt each, no rate-limiter
@@ -119,6 +131,7 @@ class KubeClient:
         view._retry = RetryPolicy(attempts=1)
         view._limiter = TokenBucket(0, 1)
         view._write_gate = None
+        view._hooks = view
         view._deadline = deadline
         return view
 
@@ -147,7 +160,8 @@ class KubeClient:
         headers = {"Content-Type": content_type} if payload is not None else {}
         attempt = 0
         while True:
-            if method != "GET" and self._write_gate is not None and not self._write_gate():
+            gate = self._hooks._write_gate
+            if method != "GET" and gate is not None and not gate():
                 raise NotLeading(f"{verb} {path}: not the leader (Lease not renewed in time)")
             self._limiter.wait()
             started = self._clock.monotonic()
@@ -178,8 +192,9 @@ class KubeClient:
             attempt += 1
 
     def _record(self, verb: str, code: str, started: float) -> None:
-        if self._observe is not None:
-            self._observe(verb, code, self._clock.monotonic() - started)
+        observe = self._hooks._observe
+        if observe is not None:
+            observe(verb, code, self._clock.monotonic() - started)
 
     def _discover(self, api_version: str) -> list[Object]:
         path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"

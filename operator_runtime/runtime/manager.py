@@ -109,8 +109,12 @@ class Manager:
             client, namespaces=options.namespaces, on_restart=self.metrics.observe_watch_restart,
             inactivity_timeout=options.watch_inactivity_timeout,
         )  # fmt: skip
+        # Events get a token bucket of their own (client-go's event client has one too):
+        # a burst of them must not delay the creates the controllers wait for. (Unit
+        # tests hand in stand-ins for the client; those are used as they are.)
+        events_client = client.with_own_limiter() if isinstance(client, KubeClient) else client
         self._event_sink = AsyncEventSink(
-            ApiEventSink(client, controller="ray.io/ray-operator", instance=self.identity)
+            ApiEventSink(events_client, controller="ray.io/ray-operator", instance=self.identity)
         )
         self._recorders: dict[str, EventRecorder] = {}
         self._runners: list[_Runner] = []

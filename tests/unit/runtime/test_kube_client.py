@@ -173,6 +173,26 @@ def test_a_bounded_view_makes_one_attempt_that_ends_by_the_deadline() -> None:
     assert not caught.value.maybe_sent
 
 
+def test_a_view_with_its_own_limiter_shares_the_parents_observer_and_gate() -> None:
+    clock = FakeClock()
+    slept: list[float] = []
+    transport = ScriptedTransport(ok({}), ok({}), ok({}))
+    client = KubeClient(transport, clock=clock, sleep=slept.append,
+                        limiter=TokenBucket(1, 1, clock=clock, sleep=slept.append))  # fmt: skip
+    events = client.with_own_limiter()
+    observed: list[str] = []
+    client.set_observer(lambda verb, _code, _seconds: observed.append(verb))
+    client.get(POD, "a", "ns")
+    events.create(CREATED)
+    assert slept == [], "the view's bucket is its own: no wait for the parent's next token"
+    client.get(POD, "b", "ns")
+    assert slept == [1.0]
+    assert observed == ["get", "create", "get"], "hooks set after the view was made apply"
+    client.set_write_gate(lambda: False)
+    with pytest.raises(errors.NotLeading):
+        events.create(CREATED)
+
+
 def test_every_request_carries_a_timeout_and_the_limiter_is_consulted() -> None:
     transport = ScriptedTransport(ok({}), ok({}))
     slept: list[float] = []
