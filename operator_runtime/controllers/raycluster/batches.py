@@ -6,7 +6,14 @@ hold a worker for hours while other clusters wait, so a pass creates at most
 ``POD_CREATES_PER_PASS`` pods (``take_budget``) and asks to be looked at again. Within
 the pass, pods are created in batches of 1, 2, 4, ... running concurrently; the first
 batch with a failure is the last, so a template the API server rejects costs one
-request, not a hundred.
+request, not a hundred. A group that already has pods has shown that its template is
+accepted, so its batches start at ``MAX_PARALLEL_CREATES``.
+
+The budget is also one of time: no new batch starts once the pass has been creating
+for ``PASS_CREATE_SECONDS``. With the default single worker, a cluster scaling up by
+hundreds then holds it for a fraction of a second at a time, and a small cluster
+created meanwhile is reconciled between two of its passes (KubeRay's one long pass
+keeps it waiting until every pod is created: ray-project/kuberay#3909).
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ log = logging.getLogger(__name__)
 MAX_PARALLEL_CREATES: Final = 16
 """Requests in flight at once within one batch (the client's rate limiter still
 applies on top)."""
+PASS_CREATE_SECONDS: Final = 0.2
+"""No new batch of creates starts after a pass has been creating this long."""
 
 
 def take_budget(run: Reconciliation, wanted: int, *, pods_each: int = 1) -> int:
@@ -43,14 +52,22 @@ def take_budget(run: Reconciliation, wanted: int, *, pods_each: int = 1) -> int:
     return allowed
 
 
-def slow_start(calls: Iterable[Callable[[], None]]) -> int:
-    """Run ``calls`` in batches of doubling size, each batch concurrently; stop after
-    the first batch in which a call raised, and re-raise the first such error.
-    Returns how many calls succeeded. ``calls`` is consumed lazily."""
+def slow_start(
+    calls: Iterable[Callable[[], None]],
+    *,
+    first: int = 1,
+    stop_after: Callable[[], bool] = lambda: False,
+) -> int:
+    """Run ``calls`` in batches of doubling size from ``first``, each batch
+    concurrently; stop after the first batch in which a call raised, and re-raise the
+    first such error. No batch starts once ``stop_after()`` says so (the first always
+    does). Returns how many calls succeeded. ``calls`` is consumed lazily."""
     pending = iter(calls)
-    done, size = 0, 1
+    done, size = 0, max(1, first)
     with ThreadPoolExecutor(MAX_PARALLEL_CREATES, thread_name_prefix="pod-create") as pool:
         while True:
+            if done and stop_after():
+                return done
             batch = [call for _, call in zip(range(size), pending, strict=False)]
             if not batch:
                 return done

@@ -46,6 +46,7 @@ from operator_runtime.controllers.raycluster.reconciliation import (
 from operator_runtime.controllers.raycluster.status import (
     StatusInputs,
     compute_status,
+    only_counts_changed,
     provisioned_now,
     status_changed,
 )
@@ -248,6 +249,12 @@ class RayClusterController:
                 return False  # the step's error is the one to report
             raise
         if not status_changed(old, new):
+            return False
+        busy = run.more_to_create or run.waiting_on_cache
+        if busy and run.step_error is None and only_counts_changed(old, new):
+            # Mid scale-up the counts change with every pass; KubeRay, creating every pod
+            # in one pass, writes them about once. So do we: the pass that ends the
+            # scale-up (it comes soon, see ``reconcile``) writes them.
             return False
         tools.client.update_status({**raw, "status": new})
         if provisioned_now(old, new) and run.cluster.metadata.creation_timestamp is not None:

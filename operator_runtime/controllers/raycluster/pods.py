@@ -20,7 +20,12 @@ from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers.conditions import is_true
 from operator_runtime.controllers.raycluster import multihost, upgrade
-from operator_runtime.controllers.raycluster.batches import slow_start, take_budget
+from operator_runtime.controllers.raycluster.batches import (
+    MAX_PARALLEL_CREATES,
+    PASS_CREATE_SECONDS,
+    slow_start,
+    take_budget,
+)
 from operator_runtime.controllers.raycluster.podhealth import (
     is_terminating,
     live_pods,
@@ -268,7 +273,22 @@ def _create_workers(
     def create(index: int) -> Callable[[], None]:
         return lambda: create_worker(run, group, replica_index=index)
 
-    slow_start(create(index) for index in free_replica_indexes(remaining, allowed))
+    clock, deadline = run.tools.clock, run.started + PASS_CREATE_SECONDS
+    created = slow_start(
+        (create(index) for index in free_replica_indexes(remaining, allowed)),
+        # Pods of the group exist, so the API server accepts its template.
+        first=MAX_PARALLEL_CREATES if remaining else 1,
+        stop_after=lambda: clock.monotonic() >= deadline,
+    )
+    if created < allowed:
+        run.more_to_create = True
+        log.info(
+            "%s: created %d of %d missing pods of group %s in this pass; the rest follows",
+            run.key,
+            created,
+            count,
+            group.group_name,
+        )
 
 
 def _scale_down(run: Reconciliation, group: str, remaining: list[Object], count: int) -> None:

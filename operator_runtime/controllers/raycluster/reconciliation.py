@@ -91,6 +91,12 @@ class Reconciliation:
     waiting_on_cache: bool = False
     """A group waits for the cache to show its own creates/deletes: look again soon, so
     a lost event costs one expectation timeout, not that plus the periodic resync."""
+    started: float = -1.0
+    """When the pass began (the toolkit clock's monotonic seconds); set on creation."""
+
+    def __post_init__(self) -> None:
+        if self.started < 0:
+            self.started = self.tools.clock.monotonic()
 
     @property
     def namespace(self) -> str:

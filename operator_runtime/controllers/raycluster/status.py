@@ -280,6 +280,12 @@ def status_changed(old: Object, new: Object) -> bool:
     return any(old.get(key) != new.get(key) for key in _COMPARED)
 
 
+def only_counts_changed(old: Object, new: Object) -> bool:
+    """Whether the replica counts are all that differ: a pass that comes back at once
+    to go on scaling may leave writing them to the pass that ends the scale-up."""
+    return all(old.get(key) == new.get(key) for key in _COMPARED if key not in _COUNTS)
+
+
 def provisioned_now(old: Object, new: Object) -> bool:
     """``RayClusterProvisioned`` turned True in this write."""
     return not is_true(old.get("conditions") or [], PROVISIONED) and is_true(
