@@ -30,9 +30,11 @@ from pathlib import Path
 import httpx
 
 from hack import sandbox
-from hack.localcluster.cluster import free_port
+from hack.localcluster.cluster import free_port, free_ports
 
 RAY = Path(sys.executable).with_name("ray")
+WORKER_PORTS = 64
+"""Ray's workers listen on ports from a range of this width."""
 START_TIMEOUT = 180.0
 """Ray's start takes 10-60 s on a 2-core gVisor machine; past this it is broken."""
 
@@ -71,19 +73,16 @@ def start_ray_head(
     ``dashboard_port`` fixes the dashboard's port (default: a free one)."""
     sandbox.require_inside("a Ray head")
     temp_dir = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
-    dashboard_port = dashboard_port or free_port()
-    worker_base = free_port()
-    ports = {
-        "--port": free_port(),
-        "--dashboard-port": dashboard_port,
-        "--dashboard-agent-listen-port": free_port(),
-        "--dashboard-agent-grpc-port": free_port(),
-        "--ray-client-server-port": free_port(),
-        "--node-manager-port": free_port(),
-        "--object-manager-port": free_port(),
-        "--metrics-export-port": free_port(),
-        "--runtime-env-agent-port": free_port(),
-    }
+    flags = (
+        "--port", "--dashboard-agent-listen-port", "--dashboard-agent-grpc-port",
+        "--ray-client-server-port", "--node-manager-port", "--object-manager-port",
+        "--metrics-export-port", "--runtime-env-agent-port",
+    )  # fmt: skip
+    picked = free_ports(len(flags) + 1)
+    spare = picked.pop()
+    dashboard_port = dashboard_port or spare
+    ports = {**dict(zip(flags, picked, strict=True)), "--dashboard-port": dashboard_port}
+    worker_base = _worker_range_base({*picked, dashboard_port})
     command = [
         str(RAY),
         "start",
@@ -96,7 +95,7 @@ def start_ray_head(
         "--num-cpus=1",
         f"--temp-dir={temp_dir}",
         f"--min-worker-port={worker_base}",
-        f"--max-worker-port={worker_base + 64}",
+        f"--max-worker-port={worker_base + WORKER_PORTS}",
         *(f"{flag}={port}" for flag, port in ports.items()),
     ]
     # Entrypoints run `python` and `ray` from PATH: make them this environment's.
@@ -115,6 +114,14 @@ def start_ray_head(
         raise
     head.started_in = time.monotonic() - started
     return head
+
+
+def _worker_range_base(taken: set[int], width: int = WORKER_PORTS) -> int:
+    """The first port of a free range for Ray's workers that holds none of ``taken``."""
+    while True:
+        base = free_port()
+        if base + width < 65536 and not any(base <= port <= base + width for port in taken):
+            return base
 
 
 def _wait_until_ready(head: RayHead, started: float) -> None:

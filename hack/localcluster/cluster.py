@@ -11,6 +11,7 @@ dies with its parent (``die_with_parent``), so a killed pytest leaves nothing be
 from __future__ import annotations
 
 import base64
+import contextlib
 import ctypes
 import json
 import os
@@ -42,10 +43,19 @@ _PR_SET_PDEATHSIG = 1
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports: every probe stays bound until all are picked, so
+    the OS cannot hand the same port out twice (separate ``free_port`` calls can)."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            probe = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            probe.bind(("127.0.0.1", 0))
+            ports.append(int(probe.getsockname()[1]))
+        return ports
 
 
 def _die_with_parent() -> None:
