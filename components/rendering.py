@@ -39,11 +39,12 @@ from components._program import (
 from operator_runtime.api import JSONObject
 from operator_runtime.render import (
     RAY_KINDS,
+    DocumentError,
     ManifestError,
     ManifestRenderParams,
     RenderOptions,
-    flatten_lists,
     is_ray_object,
+    load_documents,
     render_manifest,
 )
 
@@ -103,14 +104,26 @@ def load_sources(path: str, *, stack: str | None = None) -> list[Source]:
         if not (Path(path) / "Pulumi.yaml").is_file():
             raise InputError(f"{path}: a directory without Pulumi.yaml is not a Pulumi program")
         return _program_sources(Path(path), stack)
+    source = "<stdin>" if path == "-" else path
     try:
         if path == "-":
-            documents = list(flatten_lists(yaml.safe_load_all(sys.stdin)))
+            text = sys.stdin.read()
         else:
-            with open(path) as handle:
-                documents = list(flatten_lists(yaml.safe_load_all(handle)))
-    except (OSError, yaml.YAMLError) as error:
-        raise InputError(f"cannot read {path}: {error}") from None
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        documents = load_documents(text, source)
+    except DocumentError as error:
+        raise InputError(str(error)) from None
+    for index, document in enumerate(documents):
+        if not is_ray_object(document):
+            kind = document.get("kind") if isinstance(document, dict) else None
+            raise InputError(
+                f"{source}: document {index}: kind {kind!r} cannot be rendered; give only "
+                f"ray.io/v1 objects ({', '.join(RAY_KINDS)})"
+            )
     return [Source(document) for document in documents if is_ray_object(document)]
 
 

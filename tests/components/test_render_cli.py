@@ -336,3 +336,16 @@ def test_the_wire_protocol_constants_are_pulumis() -> None:
     assert _program.UNKNOWN == rpc.UNKNOWN
     assert rpc._special_sig_key == _program.SIG
     assert rpc._special_secret_sig == _program.SECRET_SIG
+
+
+def test_a_manifest_with_another_kind_or_bad_yaml_is_refused(tmp_path: Path) -> None:
+    mixed = tmp_path / "mixed.yaml"
+    mixed.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\n")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["render", str(mixed)], stdout=out, stderr=err) == 2
+    assert "kind 'ConfigMap' cannot be rendered" in err.getvalue() and out.getvalue() == ""
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: RayCluster\nmetadata:\n  labels: a: b\n")
+    err = io.StringIO()
+    assert main(["render", str(broken)], stdout=out, stderr=err) == 2
+    assert f"{broken}:3:12: mapping values are not allowed here" in err.getvalue()
