@@ -225,7 +225,8 @@ def _violation(model: type[BaseModel], path: str, item: Any) -> Violation:
     if kind.endswith(("_type", "_parsing")):
         hint = _TYPE_HINTS.get(kind.split("_")[0], "give a value of the type the field takes")
         return Violation(ErrorCode.FIELD_WRONG_TYPE, path, detail, hint)
-    return Violation(ErrorCode.FIELD_INVALID_VALUE, path, detail, "change the value")
+    hint = "change it as that says, or leave it out"
+    return Violation(ErrorCode.FIELD_INVALID_VALUE, path, detail, hint)
 
 
 def close_kind(kind: str, kinds: Sequence[str]) -> str:
