@@ -1,5 +1,5 @@
 # The two commands of the README. Each sets itself up, idempotently:
-#   make demo   start a local control plane, install the CRDs, apply a sample RayCluster
+#   make demo   start a local control plane, install the CRDs, run a sample RayCluster and RayJob
 #   make test   lint, then every test tier (unit, components, integration, e2e)
 # Built binaries live in ~/.cache/pulumi-ray (override with PULUMI_RAY_CACHE).
 #
@@ -10,17 +10,19 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 SANDBOX := $(PY) -m hack.sandbox --
 
 .PHONY: test demo bench shell lint venv localcluster pulumi-engine kuberay crds clean
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# pyproject.toml says which versions work (ranges); constraints.txt which ones the tests
+# run with (exact), so every machine tests the same thing.
+$(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 

@@ -24,9 +24,10 @@ class OperatorProcess:
         namespace: str,
         *flags: str,
         env: dict[str, str] | None = None,
+        python: str | os.PathLike[str] = sys.executable,
     ) -> None:
         self.arguments = [
-            sys.executable, "-m", "operator_runtime",
+            os.fspath(python), "-m", "operator_runtime",
             f"--kubeconfig={os.fspath(kubeconfig)}", f"--watch-namespace={namespace}",
             "--enable-leader-election=false", "--metrics-addr=0",
             "--health-probe-bind-address=0", "--log-stdout-encoder=console",
