@@ -22,23 +22,21 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
 import pulumi
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic.fields import FieldInfo
 
 from operator_runtime.api import (
     FeatureGates,
     InvalidObjectError,
-    KubeModel,
     check_object,
     load_object,
 )
 from operator_runtime.api import parse_object as parse_document
+from operator_runtime.api.modeltree import field_of, item_type, model_class, wire_path
 
 __all__ = [
     "SECRET_MARKER",
@@ -55,10 +53,6 @@ SECRET_MARKER: Final = "<secret>"
 """Stands in for a secret value where a value is hashed (see ``redact_secrets``)."""
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-# Loc segments pydantic adds for the members of a union (``str``, ``list[...]``,
-# ``function-after[...]``); they are not fields, so they never appear in a wire path.
-_UNION_TAGS: Final = frozenset({"str", "int", "float", "bool", "none", "dict", "list"})
 
 
 class RayInputError(pulumi.RunError, pulumi.InputPropertyError):
@@ -132,76 +126,6 @@ def has_outputs(value: object) -> bool:
     return False
 
 
-# --- types of the model tree -----------------------------------------------------------
-
-
-def _strip(annotation: object) -> object:
-    """``Annotated[X, ...]`` -> X; ``X | None`` -> X; other unions stay as they are."""
-    while True:
-        origin = typing.get_origin(annotation)
-        if origin is typing.Annotated:
-            annotation = typing.get_args(annotation)[0]
-        elif origin in (typing.Union, types.UnionType):
-            members = [a for a in typing.get_args(annotation) if a is not type(None)]
-            if len(members) != 1:
-                return annotation
-            annotation = members[0]
-        else:
-            return annotation
-
-
-def _model_class(annotation: object) -> type[KubeModel] | None:
-    stripped = _strip(annotation)
-    if isinstance(stripped, type) and issubclass(stripped, KubeModel):
-        return stripped
-    return None
-
-
-def _item_type(annotation: object) -> object | None:
-    """The element type of ``list[X]``, or the value type of ``dict[str, X]``."""
-    stripped = _strip(annotation)
-    origin = typing.get_origin(stripped)
-    arguments = typing.get_args(stripped)
-    if origin is list and arguments:
-        element: object = arguments[0]
-        return element
-    if origin is dict and len(arguments) == 2:
-        value: object = arguments[1]
-        return value
-    return None
-
-
-def _field(model: type[BaseModel], key: str) -> tuple[str, FieldInfo] | None:
-    """The field a key names, in Python or wire spelling, with its wire name."""
-    for name, info in model.model_fields.items():
-        if key in (name, info.alias):
-            return (info.alias or name), info
-    return None
-
-
-def wire_path(model: type[BaseModel], loc: Sequence[int | str]) -> str:
-    """A pydantic error location as a wire path: ``spec.workerGroupSpecs[0].minReplicas``."""
-    path = ""
-    annotation: object = model
-    for step in loc:
-        if isinstance(step, int):
-            path += f"[{step}]"
-            annotation = _item_type(annotation)
-            continue
-        current = _model_class(annotation)
-        found = _field(current, step) if current is not None else None
-        if found is not None:
-            wire_name, info = found
-            path += f".{wire_name}" if path else wire_name
-            annotation = info.annotation
-        elif "[" in step or step in _UNION_TAGS:
-            continue
-        else:
-            path += f".{step}" if path else step
-            annotation = _item_type(annotation)
-    return path
-
-
 # --- parse and validate ----------------------------------------------------------------
 
 
@@ -270,17 +194,17 @@ def to_wire(annotation: object, value: object) -> object:
         return _dump_known(annotation, value)
     if isinstance(value, pulumi.Output):
         return value.apply(lambda resolved: to_wire(annotation, resolved))
-    model = _model_class(annotation)
+    model = model_class(annotation)
     if model is not None and isinstance(value, Mapping):
         wire: dict[str, object] = {}
         for key, item in value.items():
-            found = _field(model, str(key))
+            found = field_of(model, str(key))
             if found is None:
                 wire[str(key)] = item
             else:
                 wire[found[0]] = to_wire(found[1].annotation, item)
         return wire
-    item_annotation = _item_type(annotation)
+    item_annotation = item_type(annotation)
     if isinstance(value, Mapping):
         return {str(k): to_wire(item_annotation, item) for k, item in value.items()}
     if isinstance(value, list | tuple):

@@ -17,19 +17,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
-from pydantic.fields import FieldInfo
 
 from operator_runtime.api._base import K8sSchema
 from operator_runtime.api.errors import ErrorCode, Violation
+from operator_runtime.api.modeltree import field_of, item_type, model_class, wire_path
 from operator_runtime.api.validation._k8sschema import (
     definition_violations,
     key_path,
     unknown_field,
 )
 
-# Loc segments pydantic adds for the members of a union (``str``, ``list[...]``,
-# ``function-after[...]``); they are not fields, so they never appear in a wire path.
-_UNION_TAGS: Final = frozenset({"str", "int", "float", "bool", "none", "dict", "list"})
 _TYPE_HINTS: Final = {
     "int": "give an integer",
     "float": "give a number",
@@ -39,21 +36,6 @@ _TYPE_HINTS: Final = {
     "dict": "give an object",
     "model": "give an object",
 }
-
-
-def _strip(annotation: object) -> object:
-    """``Annotated[X, ...]`` -> X; ``X | None`` -> X; other unions stay as they are."""
-    while True:
-        origin = typing.get_origin(annotation)
-        if origin is typing.Annotated:
-            annotation = typing.get_args(annotation)[0]
-        elif origin in (typing.Union, types.UnionType):
-            members = [a for a in typing.get_args(annotation) if a is not type(None)]
-            if len(members) != 1:
-                return annotation
-            annotation = members[0]
-        else:
-            return annotation
 
 
 def _definition(annotation: object, metadata: Sequence[object] = ()) -> str | None:
@@ -77,35 +59,6 @@ def _definition(annotation: object, metadata: Sequence[object] = ()) -> str | No
             return None
 
 
-def _model_class(annotation: object) -> type[BaseModel] | None:
-    stripped = _strip(annotation)
-    if isinstance(stripped, type) and issubclass(stripped, BaseModel):
-        return stripped
-    return None
-
-
-def _item_type(annotation: object) -> object | None:
-    """The element type of ``list[X]``, or the value type of ``dict[str, X]``."""
-    stripped = _strip(annotation)
-    origin = typing.get_origin(stripped)
-    arguments = typing.get_args(stripped)
-    if origin is list and arguments:
-        element: object = arguments[0]
-        return element
-    if origin is dict and len(arguments) == 2:
-        value: object = arguments[1]
-        return value
-    return None
-
-
-def _field(model: type[BaseModel], key: str) -> tuple[str, FieldInfo] | None:
-    """The field a key names, in Python or wire spelling, with its wire name."""
-    for name, info in model.model_fields.items():
-        if key in (name, info.alias):
-            return (info.alias or name), info
-    return None
-
-
 def _join(path: str, key: str) -> str:
     return key_path(path, key) if path else key
 
@@ -121,7 +74,7 @@ def embedded_violations(
     if not isinstance(document, Mapping):
         return
     for key, value in document.items():
-        found = _field(model, str(key))
+        found = field_of(model, str(key))
         if found is not None:
             wire, info = found
             yield from _value(info.annotation, info.metadata, value, _join(path, wire))
@@ -134,11 +87,11 @@ def _value(
     if definition is not None:
         yield from definition_violations(definition, value, path)
         return
-    model = _model_class(annotation)
+    model = model_class(annotation)
     if model is not None:
         yield from embedded_violations(model, value, path)
         return
-    item = _item_type(annotation)
+    item = item_type(annotation)
     if item is None:
         return
     if isinstance(value, list):
@@ -152,39 +105,16 @@ def _value(
 # --- pydantic's errors, as violations --------------------------------------------------
 
 
-def wire_path(model: type[BaseModel], loc: Sequence[int | str]) -> str:
-    """A pydantic error location as a wire path: ``spec.workerGroupSpecs[0].minReplicas``."""
-    path = ""
-    annotation: object = model
-    for step in loc:
-        if isinstance(step, int):
-            path += f"[{step}]"
-            annotation = _item_type(annotation)
-            continue
-        current = _model_class(annotation)
-        found = _field(current, step) if current is not None else None
-        if found is not None:
-            wire_name, info = found
-            path = _join(path, wire_name)
-            annotation = info.annotation
-        elif "[" in step or step in _UNION_TAGS:
-            continue
-        else:
-            path = _join(path, step)
-            annotation = _item_type(annotation)
-    return path
-
-
 def _known_names(model: type[BaseModel], loc: Sequence[int | str]) -> list[str]:
     parent: object = model
     for step in loc:
         if isinstance(step, int):
-            parent = _item_type(parent)
+            parent = item_type(parent)
         else:
-            current = _model_class(parent)
-            found = _field(current, step) if current is not None else None
+            current = model_class(parent)
+            found = field_of(current, step) if current is not None else None
             parent = found[1].annotation if found else None
-    owner = _model_class(parent)
+    owner = model_class(parent)
     return sorted(info.alias or n for n, info in owner.model_fields.items()) if owner else []
 
 
