@@ -10,7 +10,8 @@ types, required fields, quantities (``resource.Quantity``'s grammar) and the val
 Kubernetes' enum types, which the OpenAPI document does not list (``ENUMS``) and which
 only pod validation would refuse, when the operator creates the Pod.
 
-Like the API server, a ``null`` is treated as absent, and a template's ``metadata`` takes
+Like the API server, a ``null`` is treated as absent (so the ``creationTimestamp: null``
+that client tools write is no error), and a template's ``metadata`` takes
 only the fields an embedded ObjectMeta keeps (labels, annotations, name, namespace,
 finalizers).
 """
@@ -182,6 +183,8 @@ def _object(node: Schema, value: object, path: str, owner: str) -> Iterator[Viol
     properties: Schema = node.get("properties", {})
     extra = node.get("additionalProperties")
     for key, item in value.items():
+        if item is None:
+            continue  # absent, as for the API server (e.g. creationTimestamp: null)
         where = key_path(path, str(key))
         if key in properties:
             allowed = ENUMS.get((owner, key))

@@ -117,3 +117,21 @@ def test_render_prints_the_rayjob_a_raycronjob_creates_next() -> None:
         "ray.io/cronjob-scheduled-timestamp": "2026-11-24T01:30:00Z"
     }
     assert job["spec"] == cron["spec"]["jobTemplate"]
+
+
+def test_the_example_manifests_pass_untouched_and_with_client_tool_artefacts() -> None:
+    """No false alarms: every shipped manifest passes, also with what kubectl and
+    client-go write into templates (``creationTimestamp: null``)."""
+    gates = FeatureGates.parse("RayCronJob=true")
+    manifests = sorted((REPO / "examples" / "manifests").glob("*.yaml"))
+    assert manifests
+    for path in manifests:
+        for document in load_documents(path.read_text(encoding="utf-8"), path.name):
+            assert isinstance(document, dict)
+            if document.get("kind") in ("RayCluster", "RayJob", "RayService", "RayCronJob"):
+                load_object(document, gates)
+    cluster = yaml.safe_load(
+        (REPO / "examples" / "manifests" / "raycluster-minimal.yaml").read_text()
+    )
+    cluster["spec"]["headGroupSpec"]["template"]["metadata"] = {"creationTimestamp": None}
+    load_object(cluster)
