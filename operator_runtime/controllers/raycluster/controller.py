@@ -98,6 +98,9 @@ WATCHED: Final[dict[str, tuple[ResourceKind, str | None]]] = {
     "ingresses": (kinds.INGRESS, CREATED_BY_SELECTOR),
     "pvcs": (kinds.PERSISTENT_VOLUME_CLAIM, CLUSTER_SELECTOR),
 }
+COUNTS_WRITE_INTERVAL: Final = 1.0
+"""A status whose only change is the replica counts is written at most once a second
+per cluster (the next pass, at most ``SHORT_REQUEUE_SECONDS`` later, writes it)."""
 STATUS_NEEDS: Final = (need("ray.io", "rayclusters/status", ("update",), "status"),)
 PERMISSIONS: Final[tuple[Permission, ...]] = (
     *(
@@ -151,6 +154,8 @@ class RayClusterController:
         rng: random.Random | None = None,
     ) -> None:
         self.options = options or options_from(context)
+        self._written_at: dict[ObjectKey, float] = {}
+        """When each cluster's status was last written (the clock's monotonic time)."""
         self._projection = self.options.pod_projection
         caches = Caches(
             **{
@@ -192,6 +197,7 @@ class RayClusterController:
     def reconcile(self, key: ObjectKey) -> Result:
         raw = self.tools.caches.clusters.get(key.namespace, key.name)
         if raw is None:
+            self._written_at.pop(key, None)
             self.tools.expectations.forget_prefix(f"{key.namespace}/{key.name}/")
             self.metrics.forget(key.namespace, key.name)
             return Result()
@@ -228,6 +234,8 @@ class RayClusterController:
         return Result(requeue_after=SHORT_REQUEUE_SECONDS if soon else self.options.requeue_seconds)
 
     def _write_status(self, run: Reconciliation) -> bool:
+        """Write the status if a reader would see a difference; whether to look again
+        soon (a write happened, or one was put off)."""
         tools, raw = self.tools, run.raw
         old: Object = raw.get("status") or {}
         now = tools.clock.now()
@@ -250,13 +258,19 @@ class RayClusterController:
             raise
         if not status_changed(old, new):
             return False
-        busy = run.more_to_create or run.waiting_on_cache
-        if busy and run.step_error is None and only_counts_changed(old, new):
-            # Mid scale-up the counts change with every pass; KubeRay, creating every pod
-            # in one pass, writes them about once. So do we: the pass that ends the
-            # scale-up (it comes soon, see ``reconcile``) writes them.
-            return False
+        moment = tools.clock.monotonic()
+        if run.step_error is None and only_counts_changed(old, new):
+            if run.more_to_create or run.waiting_on_cache:
+                # Mid scale-up the counts change with every pass; KubeRay, creating every
+                # pod in one pass, writes them about once. So do we: the pass that ends
+                # the scale-up (it comes soon, see ``reconcile``) writes them.
+                return False
+            last = self._written_at.get(run.key)
+            if last is not None and moment - last < COUNTS_WRITE_INTERVAL:
+                # Pods turning ready one by one: one write per interval, not per pod.
+                return True  # look again soon; that pass writes them
         tools.client.update_status({**raw, "status": new})
+        self._written_at[run.key] = moment
         if provisioned_now(old, new) and run.cluster.metadata.creation_timestamp is not None:
             elapsed = (now - run.cluster.metadata.creation_timestamp).total_seconds()
             self.metrics.observe_provisioned(run.namespace, run.name, run.uid, elapsed)
