@@ -214,6 +214,13 @@ class KubeClient:
         result: Object = self._call("get", "GET", kind.path(namespace, name))
         return result
 
+    def find(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Object | None:
+        """``get``, with None for an object that does not exist."""
+        try:
+            return self.get(kind, name, namespace)
+        except NotFound:
+            return None
+
     def list(
         self,
         kind: ResourceKind,

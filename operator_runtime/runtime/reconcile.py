@@ -71,6 +71,18 @@ class Controller(Protocol):
     def reconcile(self, key: ObjectKey) -> Result: ...
 
 
+WATCHED_METADATA = ("generation", "labels", "annotations", "deletionTimestamp", "finalizers")
+
+
+def metadata_changed(event: EventType, obj: Object, old: Object | None) -> bool:
+    """Skip updates that changed none of spec (``generation``), labels, annotations,
+    deletion or finalizers: our own status writes, mostly. Creates and deletes pass."""
+    if event != "MODIFIED" or old is None:
+        return True
+    new_meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
+    return any(new_meta.get(k) != old_meta.get(k) for k in WATCHED_METADATA)
+
+
 def generation_changed(event: EventType, obj: Object, old: Object | None) -> bool:
     """Skip updates that did not change ``metadata.generation`` (e.g. our own status
     writes); creates and deletes always pass."""

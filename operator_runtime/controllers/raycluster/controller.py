@@ -56,9 +56,15 @@ from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.context import ControllerContext
 from operator_runtime.runtime.errors import TemporaryError
-from operator_runtime.runtime.informer import EventType
 from operator_runtime.runtime.kinds import Object, ResourceKind
-from operator_runtime.runtime.reconcile import ObjectKey, Result, Watch, own, owned
+from operator_runtime.runtime.reconcile import (
+    ObjectKey,
+    Result,
+    Watch,
+    metadata_changed,
+    own,
+    owned,
+)
 
 log = logging.getLogger(__name__)
 NAME: Final = "raycluster"
@@ -121,15 +127,6 @@ PERMISSIONS: Final[tuple[Permission, ...]] = (
 """Everything the steps use; tests/unit/controllers compares it with render/rbac.py."""
 
 
-def cluster_changed(event: EventType, obj: Object, old: Object | None) -> bool:
-    """Spec (generation), labels, annotations or deletion; not our own status writes."""
-    if event != "MODIFIED" or old is None:
-        return True
-    new_meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
-    watched = ("generation", "labels", "annotations", "deletionTimestamp", "finalizers")
-    return any(new_meta.get(k) != old_meta.get(k) for k in watched)
-
-
 def _new_token() -> str:
     return base64.b64encode(secrets.token_bytes(32)).decode()
 
@@ -186,7 +183,7 @@ class RayClusterController:
 
     def watches(self) -> Sequence[Watch]:
         ray = kinds.RAY_CLUSTER
-        result = [own(ray, predicate=cluster_changed)]
+        result = [own(ray, predicate=metadata_changed)]
         for field, (kind, selector) in WATCHED.items():
             if field == "clusters":
                 continue

@@ -35,10 +35,7 @@ NEEDS: Final = (
 
 def _fresh(run: JobRun, kind: kinds.ResourceKind, name: str) -> Object | None:
     """``name`` from the API server: for a child the cache may not have seen yet."""
-    try:
-        return run.tools.client.get(kind, name, run.namespace)
-    except NotFound:
-        return None
+    return run.tools.client.find(kind, name, run.namespace)
 
 
 def get_or_create_cluster(run: JobRun) -> Object:

@@ -54,8 +54,16 @@ from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.context import ControllerContext
 from operator_runtime.runtime.errors import NotFound
+from operator_runtime.runtime.informer import EventType
 from operator_runtime.runtime.kinds import Object, ResourceKind
-from operator_runtime.runtime.reconcile import ObjectKey, Result, Watch, own, owned
+from operator_runtime.runtime.reconcile import (
+    ObjectKey,
+    Result,
+    Watch,
+    metadata_changed,
+    own,
+    owned,
+)
 
 log = logging.getLogger(__name__)
 NAME: Final = CONTROLLER
@@ -89,18 +97,14 @@ PERMISSIONS: Final[tuple[Permission, ...]] = (
 """Everything the controller uses; tests/unit/controllers compares it with render/rbac.py."""
 
 
-def job_changed(event: str, obj: Object, old: Object | None) -> bool:
+def job_changed(event: EventType, obj: Object, old: Object | None) -> bool:
     """Spec (generation), labels, annotations, deletion, and the status too: KubeRay
     watches RayJobs without a predicate, so its own status write brings the next pass
     at once (a new state, or a deletion rule due at ttl 0, does not wait for the 3 s
     requeue)."""
-    if event != "MODIFIED" or old is None:
+    if metadata_changed(event, obj, old):
         return True
-    new_meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
-    watched = ("generation", "labels", "annotations", "deletionTimestamp", "finalizers")
-    if any(new_meta.get(k) != old_meta.get(k) for k in watched):
-        return True
-    return obj.get("status") != old.get("status")
+    return old is not None and obj.get("status") != old.get("status")
 
 
 class RayJobController:

@@ -133,12 +133,7 @@ def _done(run: JobRun, policy: str) -> bool:
 
 def _current_cluster(run: JobRun) -> Object | None:
     name = str(run.get("rayClusterName") or "")
-    if not name:
-        return None
-    try:
-        return run.tools.client.get(kinds.RAY_CLUSTER, name, run.namespace)
-    except NotFound:
-        return None
+    return run.tools.client.find(kinds.RAY_CLUSTER, name, run.namespace) if name else None
 
 
 def execute(run: JobRun, policy: str) -> None:

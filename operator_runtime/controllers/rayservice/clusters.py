@@ -145,13 +145,7 @@ def _delete(run: ServiceRun, name: str) -> None:
 def _get(run: ServiceRun, name: str) -> Object | None:
     if not name:
         return None
-    found = run.cluster(name)
-    if found is not None:
-        return found
-    try:
-        return run.tools.client.get(kinds.RAY_CLUSTER, name, run.namespace)
-    except NotFound:
-        return None
+    return run.cluster(name) or run.tools.client.find(kinds.RAY_CLUSTER, name, run.namespace)
 
 
 def reconcile_clusters(run: ServiceRun) -> tuple[Object | None, Object | None]:

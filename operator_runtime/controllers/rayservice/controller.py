@@ -62,8 +62,15 @@ from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.clock import format_time
 from operator_runtime.runtime.context import ControllerContext
-from operator_runtime.runtime.kinds import Object, ResourceKind
-from operator_runtime.runtime.reconcile import ObjectKey, Result, Watch, own, owned
+from operator_runtime.runtime.kinds import ResourceKind
+from operator_runtime.runtime.reconcile import (
+    ObjectKey,
+    Result,
+    Watch,
+    metadata_changed,
+    own,
+    owned,
+)
 
 log = logging.getLogger(__name__)
 NAME: Final = CONTROLLER
@@ -97,15 +104,6 @@ PERMISSIONS: Final[tuple[Permission, ...]] = (
     *traffic.NEEDS,
     *dashboards.needs(CONTROLLER),
 )
-
-
-def service_changed(event: str, obj: Object, old: Object | None) -> bool:
-    """Spec (generation), labels, annotations, deletion; not our own status writes."""
-    if event != "MODIFIED" or old is None:
-        return True
-    new_meta, old_meta = obj.get("metadata") or {}, old.get("metadata") or {}
-    watched = ("generation", "labels", "annotations", "deletionTimestamp", "finalizers")
-    return any(new_meta.get(k) != old_meta.get(k) for k in watched)
 
 
 class RayServiceController:
@@ -149,7 +147,7 @@ class RayServiceController:
     def watches(self) -> Sequence[Watch]:
         owner = kinds.RAY_SERVICE
         return [
-            own(owner, predicate=service_changed),
+            own(owner, predicate=metadata_changed),
             owned(kinds.RAY_CLUSTER, owner),
             owned(kinds.SERVICE, owner),
         ]

@@ -35,7 +35,7 @@ from operator_runtime.render import (
     httproute_ready,
 )
 from operator_runtime.runtime import kinds
-from operator_runtime.runtime.errors import AlreadyExists, ApiError, NotFound
+from operator_runtime.runtime.errors import AlreadyExists, ApiError
 from operator_runtime.runtime.kinds import Object
 
 log = logging.getLogger(__name__)
@@ -69,10 +69,7 @@ def max_surge(run: ServiceRun) -> int:
 
 
 def _get(run: ServiceRun, kind: kinds.ResourceKind, name: str) -> Object | None:
-    try:
-        return run.tools.client.get(kind, name, run.namespace)
-    except NotFound:
-        return None
+    return run.tools.client.find(kind, name, run.namespace)
 
 
 def gateway_name(run: ServiceRun) -> str:

@@ -8,13 +8,13 @@ from pathlib import Path
 import yaml
 from prometheus_client import CollectorRegistry
 
-from operator_runtime.controllers.raycluster.controller import cluster_changed
 from operator_runtime.controllers.raycluster.gcsft import deletion_timeout, job_outcome
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
 from operator_runtime.controllers.raycluster.options import RayClusterOptions
 from operator_runtime.controllers.rendercli import main as render_main
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.kinds import RAY_CLUSTER
+from operator_runtime.runtime.reconcile import metadata_changed
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -57,7 +57,7 @@ def test_cluster_metrics_are_computed_from_the_cache_on_scrape() -> None:
 def test_only_spec_metadata_and_deletion_changes_wake_the_controller() -> None:
     old = {"metadata": {"generation": 1, "labels": {"a": "1"}, "resourceVersion": "1"}}
     status_write = {"metadata": {**old["metadata"], "resourceVersion": "2"}, "status": {"x": 1}}
-    assert not cluster_changed("MODIFIED", status_write, old)
+    assert not metadata_changed("MODIFIED", status_write, old)
     for change in (
         {"generation": 2},
         {"labels": {"a": "2"}},
@@ -65,8 +65,8 @@ def test_only_spec_metadata_and_deletion_changes_wake_the_controller() -> None:
         {"deletionTimestamp": "2026-01-01T00:00:00Z"},
         {"finalizers": ["f"]},
     ):
-        assert cluster_changed("MODIFIED", {"metadata": {**old["metadata"], **change}}, old)
-    assert cluster_changed("ADDED", old, None) and cluster_changed("DELETED", old, old)
+        assert metadata_changed("MODIFIED", {"metadata": {**old["metadata"], **change}}, old)
+    assert metadata_changed("ADDED", old, None) and metadata_changed("DELETED", old, old)
 
 
 def test_gcs_ft_deletion_timeout_and_job_outcome() -> None:
