@@ -1,5 +1,28 @@
-"""The tests' real Ray head: ``hack/rayhead.py`` (``make demo`` starts one too)."""
+"""The tests' real Ray head (``hack/rayhead.py``; ``make demo`` starts one too) and the
+module-scoped fixture the tiers that need one import into their conftest:
+
+    from tests.rayhead import ray_head  # noqa: F401 (fixture)
+
+One head per module, not per session: an idle head's processes would take CPU from the
+tiers that run after it on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
 
 from hack.rayhead import RayHead, start_ray_head
 
-__all__ = ["RayHead", "start_ray_head"]
+__all__ = ["RayHead", "ray_head", "start_ray_head"]
+
+
+@pytest.fixture(scope="module")
+def ray_head() -> Iterator[RayHead]:
+    head = start_ray_head()
+    print(f"\nRay head: dashboard answered {head.started_in:.1f} s after `ray start`")
+    try:
+        yield head
+    finally:
+        head.stop()

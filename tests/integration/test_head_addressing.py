@@ -14,28 +14,19 @@ from __future__ import annotations
 import json
 import ssl
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from hack.localcluster import LocalCluster
-from hack.rayhead import RayHead, start_ray_head
+from hack.rayhead import RayHead
 from operator_runtime.clients.dashboard import Addressing, DashboardPool, dashboard_endpoint
+from tests import rayhead
 from tests.headaccess import apiserver_tls, mapped_host
 
+ray_head = rayhead.ray_head  # the shared module-scoped fixture
 RAY_VERSION_KEYS = {"ray_version", "version"}
-
-
-@pytest.fixture(scope="module")
-def ray_head() -> Iterator[RayHead]:
-    head = start_ray_head()
-    print(f"\nRay head: dashboard answered {head.started_in:.1f} s after `ray start`")
-    try:
-        yield head
-    finally:
-        head.stop()
 
 
 def _apply(cluster: LocalCluster, namespace: str, manifest: dict[str, Any]) -> None:

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from hack import sandbox
 from hack.localcluster import LocalCluster
-from hack.rayhead import RayHead, start_ray_head
+from hack.rayhead import RayHead
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import RAY_CLUSTER, RAY_JOB, Object
 from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
@@ -37,6 +36,7 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     wait_for,
 )
 from tests.operatorprocess import OperatorProcess
+from tests.rayhead import ray_head  # noqa: F401 (fixture)
 
 DOMAIN = "svc.cluster.local"
 
@@ -44,16 +44,6 @@ DOMAIN = "svc.cluster.local"
 @pytest.fixture
 def kube(ray_crds: LocalCluster) -> KubeClient:  # noqa: F811
     return make_client(ray_crds)
-
-
-@pytest.fixture(scope="module")
-def ray_head() -> Iterator[RayHead]:
-    head = start_ray_head()
-    print(f"\nRay head: dashboard answered {head.started_in:.1f} s after `ray start`")
-    try:
-        yield head
-    finally:
-        head.stop()
 
 
 class ClusterHosts:
