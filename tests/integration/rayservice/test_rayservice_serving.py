@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+
+import pytest
 
 from hack.localcluster import LocalCluster
 from operator_runtime.runtime.client import KubeClient
@@ -16,11 +19,24 @@ from tests.integration.rayservice.conftest import (
     wait_for,
 )
 
+ADDRESSING = {"direct": (), "kubernetes-proxy": ("--use-kubernetes-proxy",)}
 
+
+@pytest.mark.parametrize("addressing", sorted(ADDRESSING))
 def test_rayservice_becomes_ready_and_answers(
-    ray_crds: LocalCluster, kube: KubeClient, namespace: str, serve_head: ServeHead
+    ray_crds: LocalCluster,
+    kube: KubeClient,
+    namespace: str,
+    serve_head: ServeHead,
+    addressing: str,
 ) -> None:
-    with ClusterHosts(kube, namespace), operator(ray_crds, namespace) as running:
+    """Directly, the dashboard by the head Service's name and the serve proxy by the
+    head pod's IP; with --use-kubernetes-proxy both through the API server (services/
+    and pods/ proxy), which dials the kwok pod's IP and so the real head."""
+    flags = ADDRESSING[addressing]
+    # Through the API server no name needs resolving here: no hosts mapping then.
+    hosts = ClusterHosts(kube, namespace) if not flags else contextlib.nullcontext()
+    with hosts, operator(ray_crds, namespace, *flags) as running:
         started = time.monotonic()
         kube.create(rayservice("greeter", namespace, serve_head))
         try:
@@ -28,7 +44,7 @@ def test_rayservice_becomes_ready_and_answers(
         except AssertionError:
             print(running.tail(80))
             raise
-        print(f"\nRayService created -> Ready in {time.monotonic() - started:.1f} s")
+        print(f"\nRayService ({addressing}) created -> Ready in {time.monotonic() - started:.1f} s")
         assert status["serviceStatus"] == "Running"
         assert status["numServeEndpoints"] >= 1
         active = status["activeServiceStatus"]
