@@ -1,5 +1,6 @@
 """The engine's pins agree everywhere they are written: versions.py, the wrapper go.mod
-files, and the PyPI pins in pyproject.toml (the Python SDKs must match engine and provider).
+files, and the Python SDKs the tests install (constraints.txt), which must match engine
+and provider and lie inside the ranges pyproject.toml declares.
 """
 
 from __future__ import annotations
@@ -7,6 +8,9 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from hack.pulumi import versions
 from hack.pulumi.build import GOMOD_DIR
@@ -34,6 +38,15 @@ def test_wrapper_modules_pin_the_versions() -> None:
 
 def test_pypi_pins_match_the_engine() -> None:
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
-    dependencies: list[str] = project["project"]["dependencies"]
+    ranges = {
+        canonicalize_name(r.name): r for r in map(Requirement, project["project"]["dependencies"])
+    }
+    lines = (REPO_ROOT / "constraints.txt").read_text().splitlines()
+    pinned = {
+        canonicalize_name(r.name): r
+        for r in map(Requirement, (line for line in lines if line and not line.startswith("#")))
+    }
     for name, version in versions.PYPI_PINS.items():
-        assert f"{name}=={version}" in dependencies, (name, version, dependencies)
+        key = canonicalize_name(name)
+        assert str(pinned[key].specifier) == f"=={version}", (name, pinned[key], version)
+        assert ranges[key].specifier.contains(version), (name, ranges[key], version)
