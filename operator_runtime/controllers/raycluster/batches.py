@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Final
@@ -64,30 +65,62 @@ def slow_start(
     does). Returns how many calls succeeded. ``calls`` is consumed lazily."""
     pending = iter(calls)
     done, size = 0, max(1, first)
-    with ThreadPoolExecutor(MAX_PARALLEL_CREATES, thread_name_prefix="pod-create") as pool:
-        while True:
-            if done and stop_after():
-                return done
-            batch = [call for _, call in zip(range(size), pending, strict=False)]
-            if not batch:
-                return done
-            if len(batch) == 1:
-                batch[0]()  # the first probe runs inline: most passes create one pod
-                done += 1
-            else:
-                futures = [_submit(pool, call) for call in batch]
-                errors = [f.exception() for f in futures]
-                failed = [e for e in errors if e is not None]
-                done += len(batch) - len(failed)
-                if failed:
-                    if len(failed) > 1:
-                        log.info("%d more pod creations failed in the same batch", len(failed) - 1)
-                    raise failed[0]
-            size *= 2
+    pool = _pool()
+    while True:
+        if done and stop_after():
+            return done
+        batch = [call for _, call in zip(range(size), pending, strict=False)]
+        if not batch:
+            return done
+        if len(batch) == 1:
+            batch[0]()  # the first probe runs inline: most passes create one pod
+            done += 1
+        else:
+            slots = threading.BoundedSemaphore(MAX_PARALLEL_CREATES)
+            futures = [_submit(pool, slots, call) for call in batch]
+            errors = [f.exception() for f in futures]
+            failed = [e for e in errors if e is not None]
+            done += len(batch) - len(failed)
+            if failed:
+                if len(failed) > 1:
+                    log.info("%d more pod creations failed in the same batch", len(failed) - 1)
+                raise failed[0]
+        size *= 2
 
 
-def _submit(pool: ThreadPoolExecutor, call: Callable[[], None]) -> Future[None]:
+_POOL_THREADS: Final = 4 * MAX_PARALLEL_CREATES
+_pool_lock = threading.Lock()
+_shared: list[ThreadPoolExecutor] = []
+
+
+def _pool() -> ThreadPoolExecutor:
+    """One pool for every pass in the process, made on first use (a pool per pass
+    started up to 16 threads every time, which cost seconds of a busy scale-up). Room
+    for a few workers' passes at once; each pass keeps to ``MAX_PARALLEL_CREATES``."""
+    with _pool_lock:
+        if not _shared:
+            _shared.append(ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="pod-create"))
+        return _shared[0]
+
+
+def _submit(
+    pool: ThreadPoolExecutor, slots: threading.BoundedSemaphore, call: Callable[[], None]
+) -> Future[None]:
+    """Start ``call`` once one of the batch's ``slots`` is free (at most
+    ``MAX_PARALLEL_CREATES`` in flight, the next starting as soon as one ends)."""
+    slots.acquire()
+
+    def run() -> None:
+        try:
+            call()
+        finally:
+            slots.release()
+
     # Each call runs in a copy of this thread's context, so its log lines carry the
     # reconcile's key and ID like the rest of the pass.
     context = contextvars.copy_context()
-    return pool.submit(context.run, call)
+    try:
+        return pool.submit(context.run, run)
+    except BaseException:
+        slots.release()
+        raise

@@ -4,12 +4,14 @@ for the pass that ends a scale-up."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterator
 from itertools import pairwise
 
 import pytest
 
-from operator_runtime.controllers.raycluster.batches import slow_start
+from operator_runtime.controllers.raycluster.batches import MAX_PARALLEL_CREATES, slow_start
 from operator_runtime.controllers.raycluster.status import only_counts_changed
 
 
@@ -76,3 +78,18 @@ def test_mid_scale_up_only_a_change_of_counts_may_wait_for_the_next_pass() -> No
     assert not only_counts_changed(old, {**old, "readyWorkerReplicas": 9, "state": "ready"})
     head_ready = [{"type": "HeadPodReady", "status": "True"}]
     assert not only_counts_changed(old, {**old, "conditions": head_ready})
+
+
+def test_a_batch_keeps_at_most_sixteen_creates_in_flight() -> None:
+    lock, running, peak = threading.Lock(), [0], [0]
+
+    def call() -> None:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.01)
+        with lock:
+            running[0] -= 1
+
+    assert slow_start((call for _ in range(100)), first=64) == 100
+    assert peak[0] == MAX_PARALLEL_CREATES
