@@ -440,11 +440,14 @@ def scale_up_and_delete(
             range(settings.clusters),
         ))  # fmt: skip
     all_created: float | None = None
+    all_running: float | None = None
     while True:
         elapsed = time.monotonic() - started
         pods, ready = bench.pod_count(), len(bench.ready_clusters())
         if all_created is None and pods >= settings.pods:
             all_created = elapsed
+        if all_created is not None and all_running is None and not bench.pods_not_running():
+            all_running = elapsed
         progress.show(f"{elapsed:6.1f}s  pods {pods:,}/{settings.pods:,}  "
                       f"ready {ready}/{settings.clusters}")  # fmt: skip
         if ready == settings.clusters:
@@ -476,6 +479,7 @@ def scale_up_and_delete(
         "ready_seconds": round(to_ready, 1),
         "pods_per_second": round(settings.pods / (all_created or to_ready), 1),
         "all_pods_created_seconds": round(all_created or to_ready, 1),
+        "all_pods_running_seconds": round(all_running or to_ready, 1),
         "api_requests": up_requests,
         "api_requests_total": sum(up_requests.values()),
         "operator_requests": own_requests,
@@ -583,6 +587,7 @@ def run_ceiling(state: Path, settings: Settings) -> dict[str, Any]:
     return {
         "ready_seconds": round(running, 1),
         "all_pods_created_seconds": round(created, 1),
+        "all_pods_running_seconds": round(running, 1),
         "pods_per_second": round(settings.pods / created, 1),
         "api_requests": requests,
         "api_requests_total": sum(requests.values()),
@@ -628,6 +633,7 @@ def table(results: dict[str, dict[str, Any]], settings: Settings) -> str:
 
     row("time to all ready, s", "ready_seconds", vs_ceiling="time")
     row("all pods created, s", "all_pods_created_seconds", vs_ceiling="time")
+    row("all pods Running (kwok), s", "all_pods_running_seconds", vs_ceiling="time")
     row("pods created / s", "pods_per_second", vs_ceiling="rate")
     row("API requests (API server, all clients)", "api_requests_total")
     for verb in SHOWN_VERBS:
@@ -640,11 +646,12 @@ def table(results: dict[str, dict[str, Any]], settings: Settings) -> str:
     row("operator CPU s, delete", "cpu_seconds_delete")
     row("operator peak RSS, MiB", "peak_rss_bytes", scale=MIB)
     row("time to delete all, s", "delete_seconds")
-    row("1-worker cluster, idle operator, s", "small_idle_seconds", digits=2)
-    row(f"1-worker cluster during 0->{settings.fairness_workers}, s", "small_busy_seconds",
-        digits=2)  # fmt: skip
-    row("  during / idle", "small_busy_over_idle", digits=2)
-    row(f"0->{settings.fairness_workers} cluster ready, s", "big_seconds")
+    if settings.fairness_workers:
+        row("1-worker cluster, idle operator, s", "small_idle_seconds", digits=2)
+        row(f"1-worker cluster during 0->{settings.fairness_workers}, s", "small_busy_seconds",
+            digits=2)  # fmt: skip
+        row("  during / idle", "small_busy_over_idle", digits=2)
+        row(f"0->{settings.fairness_workers} cluster ready, s", "big_seconds")
     widths = [max(len(line[i]) for line in rows) for i in range(len(rows[0]))]
     out = [
         " | ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
