@@ -9,12 +9,14 @@ nodes; the operators get the same ``--qps``, ``--burst`` and ``--reconcile-concu
   number of pods (rendered as our operator renders a worker), 32 requests at a time:
   what the API server and kwok manage on this machine.
 
-For each operator it records the time until every RayCluster's ``status.state`` is
-``ready``, pods created per second, the API requests the API server counted
-(``apiserver_request_total``, all clients, minus the benchmark's own polling), the
-operator's own request count, CPU seconds and peak RSS of its process tree, and the time
-to delete every RayCluster until no pod is left. Then fairness: a 1-worker cluster's time
-to ``ready`` on the idle operator, and again while another cluster scales 0 -> 500.
+For each operator, first fairness: a 1-worker cluster's time to ``ready`` on the idle
+operator (median of 3), and again while another cluster scales 0 -> 500; those clusters
+are deleted before the scale-up. Then the time until every RayCluster's
+``status.state`` is ``ready`` (and until kwok has every pod Running), pods created per
+second, the API requests the API server counted (``apiserver_request_total``, all
+clients, minus the benchmark's own polling), the operator's own request count, CPU
+seconds and peak RSS of its process tree, and the time to delete every RayCluster until
+no pod is left.
 
     .venv/bin/python -m benchmarks.scale [--clusters 100 --workers 100] [--qps 100 --burst 200]
         [--concurrency 1] [--fairness-workers 500] [--only ours,kuberay,ceiling] [--json PATH]
@@ -30,6 +32,7 @@ import platform
 import re
 import signal
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -213,8 +216,8 @@ def status_kib(pid: int, field_name: str) -> int:
 
 
 class Sampler:
-    """Samples the operator's process tree every 0.25 s: peak RSS (the sum over the tree,
-    and the root's own high-water mark) and CPU seconds."""
+    """Samples the operator's process tree every 0.25 s: peak RSS (the sum over the
+    tree, since the last ``peak_rss = 0``) and CPU seconds."""
 
     def __init__(self, root: int) -> None:
         self.root = root
@@ -231,7 +234,7 @@ class Sampler:
                 self._pids = process_tree(self.root)
             ticks += 1
             rss = sum(status_kib(pid, "VmRSS") for pid in self._pids) * 1024
-            self.peak_rss = max(self.peak_rss, rss, status_kib(self.root, "VmHWM") * 1024)
+            self.peak_rss = max(self.peak_rss, rss)
 
     def cpu(self) -> float:
         return cpu_seconds(process_tree(self.root))
@@ -432,6 +435,7 @@ def scale_up_and_delete(
     progress = Progress(operator.key)
     names = [f"bench-{index:03}" for index in range(settings.clusters)]
     before, cpu_before = bench.snapshot(), sampler.cpu()
+    sampler.peak_rss = 0
     started = time.monotonic()
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(
@@ -504,8 +508,12 @@ def fairness(bench: Bench, operator: Operator, settings: Settings) -> dict[str, 
     cluster scales 0 -> ``fairness_workers``."""
     progress = Progress(f"{operator.key} fairness")
     node = f"kwok-node-{settings.node_count - 1}"
-    idle = time_to_ready(bench, raycluster("small-idle", 1, node), settings.timeout)
-    progress.show(f"1-worker cluster on an idle operator: ready in {idle:.2f}s", final=True)
+    idle = statistics.median(
+        time_to_ready(bench, raycluster(f"small-idle-{n}", 1, node), settings.timeout)
+        for n in range(3)
+    )
+    progress.show(f"1-worker cluster on an idle operator: ready in {idle:.2f}s (median of 3)",
+                  final=True)  # fmt: skip
     big = raycluster("big", 0, "kwok-node-0", max_workers=settings.fairness_workers)
     bench.client.create(big)
     wait_until("big (0 workers) ready", lambda: bench.cluster_ready("big"), settings.timeout)
@@ -522,6 +530,9 @@ def fairness(bench: Bench, operator: Operator, settings: Settings) -> dict[str, 
     big_seconds = time.monotonic() - started
     progress.show(f"big cluster 0 -> {settings.fairness_workers} ready in {big_seconds:.1f}s",
                   final=True)  # fmt: skip
+    for item in bench.client.list(RAY_CLUSTER, NAMESPACE)["items"]:
+        bench.client.delete(RAY_CLUSTER, item["metadata"]["name"], NAMESPACE)
+    wait_until("fairness clusters gone", lambda: bench.pod_count() == 0, settings.timeout)
     return {
         "small_idle_seconds": round(idle, 2),
         "small_busy_seconds": round(busy, 2),
@@ -547,9 +558,10 @@ def run_operator(
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
         try:
-            values = scale_up_and_delete(bench, operator, sampler, settings)
-            if fair:
-                values.update(fairness(bench, operator, settings))
+            # Fairness first, on a quiet control plane; its clusters are gone before the
+            # scale-up starts.
+            values = fairness(bench, operator, settings) if fair else {}
+            values.update(scale_up_and_delete(bench, operator, sampler, settings))
         finally:
             sampler.stop()
             if profiler is not None:
