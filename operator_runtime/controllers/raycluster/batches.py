@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 MAX_PARALLEL_CREATES: Final = 16
 """Requests in flight at once within one batch (the client's rate limiter still
 applies on top)."""
-PASS_CREATE_SECONDS: Final = 0.2
+PASS_CREATE_SECONDS: Final = 0.1
 """No new batch of creates starts after a pass has been creating this long."""
 
 
