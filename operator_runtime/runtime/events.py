@@ -6,7 +6,11 @@
 - repeats within ``series_window`` (6 min, as client-go) only bump a counter, written
   as ``series.count`` (core/v1: ``count``) at most once per ``flush_interval`` (30 s);
 - distinct new events per object are rate limited (burst 25, then one per 5 min, the
-  budget of client-go's spam filter); what is refused is counted, not sent.
+  budget of client-go's spam filter); what is refused is counted, not sent;
+- as client-go's aggregator does, from the 10th distinct note of one (object, type,
+  reason) on (until 10 min pass without one), the notes become one Event, "(combined from similar
+  events): <note>", whose count goes up: 100 "Created worker Pod <name>" make 10
+  Events, not 25 and a drop count.
 
 Writes go through an ``EventSink``. ``AsyncEventSink`` moves them off the reconcile
 thread onto one background thread with a bounded queue (dropping when full), because
@@ -35,6 +39,12 @@ from operator_runtime.runtime.ratelimit import TokenBucket
 
 EventType = Literal["Normal", "Warning"]
 log = logging.getLogger(__name__)
+SIMILAR_LIMIT = 10
+"""client-go's ``maxEvents``: the 10th distinct note of one kind of event is combined."""
+SIMILAR_WINDOW = 600.0
+"""client-go's ``maxIntervalInSeconds``: the count of distinct notes starts over after
+10 minutes without any."""
+COMBINED_PREFIX = "(combined from similar events): "
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,12 @@ class EventData:
 class EventSink(Protocol):
     def create(self, event: EventData) -> None: ...
     def update_count(self, event: EventData) -> None: ...
+
+
+@dataclass
+class _Similar:
+    last_seen: float
+    notes: set[str]
 
 
 @dataclass
@@ -91,6 +107,7 @@ class EventRecorder:
         self._on_dropped = on_dropped
         self._lock = threading.Lock()
         self._series: OrderedDict[tuple[str, str, str, str], _Series] = OrderedDict()
+        self._similar: OrderedDict[tuple[str, str, str], _Similar] = OrderedDict()
         self._budgets: OrderedDict[str, TokenBucket] = OrderedDict()
         self._names = itertools.count()
         self.dropped = 0
@@ -105,6 +122,9 @@ class EventRecorder:
         now = self._clock.monotonic()
         wall = self._clock.now()
         with self._lock:
+            if self._similar_seen(identity, type, reason, note, now) >= SIMILAR_LIMIT:
+                key = (identity, type, reason, COMBINED_PREFIX)
+                note = COMBINED_PREFIX + note
             series = self._series.get(key)
             if series is not None and now - series.last_seen < self.series_window:
                 self._series.move_to_end(key)
@@ -141,6 +161,22 @@ class EventRecorder:
             events = [s.event for s in todo]
         for event in events:
             self._sink.update_count(event)
+
+    def _similar_seen(self, identity: str, type: str, reason: str, note: str, now: float) -> int:
+        """How many distinct notes of (object, type, reason) were seen in the window,
+        counting ``note``."""
+        group = (identity, type, reason)
+        similar = self._similar.get(group)
+        if similar is None or now - similar.last_seen > SIMILAR_WINDOW:
+            similar = _Similar(now, set())
+            self._similar[group] = similar
+        similar.last_seen = now
+        self._similar.move_to_end(group)
+        if len(similar.notes) < SIMILAR_LIMIT:
+            similar.notes.add(note)  # past the limit only the count matters
+        while len(self._similar) > self._max_tracked:
+            self._similar.popitem(last=False)
+        return len(similar.notes)
 
     def _budget(self, identity: str) -> TokenBucket:
         budget = self._budgets.get(identity)

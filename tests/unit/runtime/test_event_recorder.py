@@ -50,8 +50,8 @@ def test_distinct_messages_for_one_object_are_capped_by_its_budget() -> None:
     sink = RecordingSink()
     drops: list[int] = []
     recorder = EventRecorder(sink, clock=clock, on_dropped=lambda: drops.append(1))
-    for index in range(100):
-        recorder.record(POD, "Warning", "Failed", f"attempt {index}")
+    for index in range(100):  # distinct reasons: nothing to combine
+        recorder.record(POD, "Warning", f"Failed{index}", f"attempt {index}")
     assert len(sink.created) == 25
     assert recorder.dropped == 75 == len(drops)
     other = {**POD, "metadata": {**POD["metadata"], "uid": "u-2", "name": "worker"}}
@@ -77,5 +77,24 @@ def test_memory_is_bounded_by_max_tracked() -> None:
     sink = RecordingSink()
     recorder = EventRecorder(sink, clock=FakeClock(), max_tracked=10, burst=1000)
     for index in range(100):
-        recorder.record(POD, "Normal", "R", f"m{index}")
+        recorder.record(POD, "Normal", f"R{index}", f"m{index}")
     assert len(recorder._series) == 10
+    assert len(recorder._similar) == 10
+
+
+def test_the_tenth_distinct_note_of_a_reason_and_later_ones_are_combined() -> None:
+    clock = FakeClock()
+    sink = RecordingSink()
+    recorder = EventRecorder(sink, clock=clock)
+    for index in range(100):
+        recorder.record(POD, "Normal", "CreatedWorkerPod", f"Created worker Pod w-{index}")
+    assert [e.note for e in sink.created[:9]] == [f"Created worker Pod w-{i}" for i in range(9)]
+    [combined] = sink.created[9:]
+    assert combined.note == "(combined from similar events): Created worker Pod w-9"
+    recorder.flush()
+    assert sink.updated[-1].count == 91, "the rest counted on the combined Event"
+    recorder.record(POD, "Normal", "DeletedWorkerPod", "Deleted worker Pod w-1")
+    assert sink.created[-1].note == "Deleted worker Pod w-1", "another reason, its own count"
+    clock.advance(601)
+    recorder.record(POD, "Normal", "CreatedWorkerPod", "Created worker Pod w-100")
+    assert sink.created[-1].note == "Created worker Pod w-100", "10 quiet minutes start over"
