@@ -104,9 +104,10 @@ WATCHED: Final[dict[str, tuple[ResourceKind, str | None]]] = {
     "ingresses": (kinds.INGRESS, CREATED_BY_SELECTOR),
     "pvcs": (kinds.PERSISTENT_VOLUME_CLAIM, CLUSTER_SELECTOR),
 }
-COUNTS_WRITE_INTERVAL: Final = 1.0
-"""A status whose only change is the replica counts is written at most once a second
-per cluster (the next pass, at most ``SHORT_REQUEUE_SECONDS`` later, writes it)."""
+COUNTS_WRITE_INTERVAL: Final = SHORT_REQUEUE_SECONDS
+"""A status whose only change is the replica counts is written at most every 2 s per
+cluster, KubeRay's requeue period (the next pass, at most ``SHORT_REQUEUE_SECONDS``
+later, writes it)."""
 STATUS_NEEDS: Final = (need("ray.io", "rayclusters/status", ("update",), "status"),)
 PERMISSIONS: Final[tuple[Permission, ...]] = (
     *(
