@@ -435,6 +435,7 @@ def scale_up_and_delete(
     progress = Progress(operator.key)
     names = [f"bench-{index:03}" for index in range(settings.clusters)]
     before, cpu_before = bench.snapshot(), sampler.cpu()
+    own_before = operator_requests(operator.metrics_port)
     sampler.peak_rss = 0
     started = time.monotonic()
     with ThreadPoolExecutor(8) as pool:
@@ -462,7 +463,8 @@ def scale_up_and_delete(
     to_ready = time.monotonic() - started
     progress.show(f"all {settings.clusters} ready in {to_ready:.1f}s", final=True)
     up_requests = bench.requests_since(before)
-    own_requests = operator_requests(operator.metrics_port)
+    own_after = operator_requests(operator.metrics_port)
+    own_requests = None if own_after is None else own_after - (own_before or 0)
     cpu_ready = sampler.cpu()
     peak = sampler.peak_rss
 
@@ -547,7 +549,12 @@ def fairness(bench: Bench, operator: Operator, settings: Settings) -> dict[str, 
                   final=True)  # fmt: skip
     for item in bench.client.list(RAY_CLUSTER, NAMESPACE)["items"]:
         bench.client.delete(RAY_CLUSTER, item["metadata"]["name"], NAMESPACE)
-    wait_until("fairness clusters gone", lambda: bench.pod_count() == 0, settings.timeout)
+    wait_until(
+        "fairness clusters gone",
+        lambda: bench.pod_count() == 0 and not bench.client.list(RAY_CLUSTER, NAMESPACE)["items"],
+        settings.timeout,
+    )
+    time.sleep(2)  # the garbage collector's last deletes (services) land before the scale-up
     return {
         "small_idle_seconds": round(idle, 2),
         "small_busy_seconds": round(busy, 2),
