@@ -28,9 +28,11 @@ from typing import Final
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
 
 log = logging.getLogger(__name__)
-MAX_PARALLEL_CREATES: Final = 16
+MAX_PARALLEL_CREATES: Final = 4
 """Requests in flight at once within one batch (the client's rate limiter still
-applies on top)."""
+applies on top). Four keep up with the default 100 requests/s at up to 40 ms a create;
+with 16, the bursts of pod events made the API server drop kwok's watch for being
+slow (benchmarks/README.md), where KubeRay creates one pod at a time."""
 PASS_CREATE_SECONDS: Final = 0.1
 """No new batch of creates starts after a pass has been creating this long."""
 

@@ -80,7 +80,7 @@ def test_mid_scale_up_only_a_change_of_counts_may_wait_for_the_next_pass() -> No
     assert not only_counts_changed(old, {**old, "conditions": head_ready})
 
 
-def test_a_batch_keeps_at_most_sixteen_creates_in_flight() -> None:
+def test_a_batch_keeps_at_most_max_parallel_creates_in_flight() -> None:
     lock, running, peak = threading.Lock(), [0], [0]
 
     def call() -> None:
