@@ -103,6 +103,13 @@ def own(
     return Watch(kind, lambda obj: (ObjectKey.of(obj),), label_selector, projection, predicate)
 
 
+def controlled_by(obj: Object, uid: str) -> bool:
+    """Whether the object with ``uid`` is ``obj``'s controller owner: the one test of
+    "ours" that a label (anyone can set one) cannot fake."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return any(ref.get("controller") and ref.get("uid") == uid for ref in refs)
+
+
 def owned(
     kind: ResourceKind,
     owner: ResourceKind,

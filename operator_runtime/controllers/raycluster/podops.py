@@ -133,15 +133,7 @@ def list_group(run: Reconciliation, group: str) -> list[tuple[str, str]]:
         labels[LabelKey.NODE_TYPE.value] = NodeType.HEAD
     selector = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
     items, _ = run.tools.client.list_all(POD, run.namespace, label_selector=selector)
-    uid = run.raw["metadata"].get("uid")
-    return [
-        (run.namespace, str(pod["metadata"]["name"]))
-        for pod in items
-        if any(
-            ref.get("controller") and ref.get("uid") == uid
-            for ref in pod["metadata"].get("ownerReferences") or ()
-        )
-    ]
+    return [(run.namespace, str(pod["metadata"]["name"])) for pod in items if run.controls(pod)]
 
 
 def create_pod(run: Reconciliation, pod: JSONObject, *, group: str, head: bool) -> str:

@@ -26,7 +26,7 @@ from operator_runtime.runtime.clock import Clock
 from operator_runtime.runtime.events import EventRecorder, EventType
 from operator_runtime.runtime.expectations import Expectations
 from operator_runtime.runtime.kinds import Object
-from operator_runtime.runtime.reconcile import ObjectKey, Result
+from operator_runtime.runtime.reconcile import ObjectKey, Result, controlled_by
 
 CONTROLLER: Final = "raycluster"
 """The controller's name in the permission table (render/rbac.py)."""
@@ -148,8 +148,7 @@ class Reconciliation:
 
     def controls(self, obj: Object) -> bool:
         """Whether this cluster is ``obj``'s controller owner."""
-        refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
-        return any(ref.get("controller") and ref.get("uid") == self.uid for ref in refs)
+        return controlled_by(obj, self.uid)
 
 
 def _label(obj: Object, key: str) -> str:

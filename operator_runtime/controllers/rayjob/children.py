@@ -20,6 +20,7 @@ from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import BY_OWNER_UID
 from operator_runtime.runtime.errors import AlreadyExists, ApiError, NotFound, TemporaryError
 from operator_runtime.runtime.kinds import Object
+from operator_runtime.runtime.reconcile import controlled_by
 
 log = logging.getLogger(__name__)
 CLUSTER_SELECTOR_KEY: Final = "ray.io/cluster"
@@ -121,11 +122,6 @@ def submitter_job(run: JobRun) -> Object:
     if found is None:
         raise TemporaryError(f"submitter Job {run.namespace}/{run.name} does not exist")
     return found
-
-
-def controlled_by(obj: Object, uid: str) -> bool:
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
-    return any(ref.get("controller") and ref.get("uid") == uid for ref in refs)
 
 
 def reconcile_head_service(run: JobRun, cluster: Object) -> None:

@@ -38,9 +38,11 @@ from operator_runtime.render import (
     partial_hash_matches,
 )
 from operator_runtime.runtime import kinds
+from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.clock import format_time
 from operator_runtime.runtime.errors import AlreadyExists, ApiError, NotFound, TemporaryError
 from operator_runtime.runtime.kinds import Object
+from operator_runtime.runtime.reconcile import controlled_by
 
 log = logging.getLogger(__name__)
 CRD_VALUE: Final = "RayService"
@@ -55,21 +57,25 @@ NEEDS: Final = (
 )
 
 
-def owned_clusters(run: ServiceRun) -> list[Object]:
-    """This RayService's clusters, from the cache."""
+def owned(run: ServiceRun, cache: Cache) -> list[Object]:
+    """The objects of ``cache`` this RayService made: its association labels and it as
+    their controller owner."""
     uid = str(run.raw["metadata"].get("uid") or "")
     found = []
-    for cluster in run.tools.caches.clusters.list(run.namespace):
-        metadata = cluster.get("metadata") or {}
-        labels = metadata.get("labels") or {}
-        if labels.get(LabelKey.ORIGINATED_FROM_CR_NAME) != run.name:
-            continue
-        if labels.get(LabelKey.ORIGINATED_FROM_CRD) != CRD_VALUE:
-            continue
-        refs = metadata.get("ownerReferences") or ()
-        if any(ref.get("controller") and ref.get("uid") == uid for ref in refs):
-            found.append(cluster)
+    for item in cache.list(run.namespace):
+        labels = (item.get("metadata") or {}).get("labels") or {}
+        if (
+            labels.get(LabelKey.ORIGINATED_FROM_CR_NAME) == run.name
+            and labels.get(LabelKey.ORIGINATED_FROM_CRD) == CRD_VALUE
+            and controlled_by(item, uid)
+        ):
+            found.append(item)
     return found
+
+
+def owned_clusters(run: ServiceRun) -> list[Object]:
+    """This RayService's clusters, from the cache."""
+    return owned(run, run.tools.caches.clusters)
 
 
 def clean_up_dangling(run: ServiceRun) -> bool:

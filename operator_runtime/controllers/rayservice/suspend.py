@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from operator_runtime.api.labels import LabelKey
 from operator_runtime.api.reasons import Action
 from operator_runtime.controllers.rayservice import clusters, traffic
 from operator_runtime.controllers.rayservice.run import (
@@ -98,7 +97,7 @@ def _delete_owned(run: ServiceRun) -> bool:
     for cluster in clusters.owned_clusters(run):
         remaining = True
         _delete(run, kinds.RAY_CLUSTER, "RayCluster", cluster)
-    for service in _owned_services(run):
+    for service in clusters.owned(run, run.tools.caches.services):
         remaining = True
         _delete(run, kinds.SERVICE, "Service", service)
     if run.incremental:
@@ -113,22 +112,6 @@ def _delete_owned(run: ServiceRun) -> bool:
             remaining = True
             _delete(run, kind, what, found)
     return not remaining
-
-
-def _owned_services(run: ServiceRun) -> list[Object]:
-    uid = str(run.raw["metadata"].get("uid") or "")
-    found = []
-    for service in run.tools.caches.services.list(run.namespace):
-        metadata = service.get("metadata") or {}
-        labels = metadata.get("labels") or {}
-        if labels.get(LabelKey.ORIGINATED_FROM_CR_NAME) != run.name:
-            continue
-        if labels.get(LabelKey.ORIGINATED_FROM_CRD) != clusters.CRD_VALUE:
-            continue
-        refs = metadata.get("ownerReferences") or ()
-        if any(ref.get("controller") and ref.get("uid") == uid for ref in refs):
-            found.append(service)
-    return found
 
 
 def _delete(run: ServiceRun, kind: ResourceKind, what: str, obj: Object) -> None:
