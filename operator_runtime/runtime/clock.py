@@ -63,6 +63,15 @@ def format_micro_time(moment: datetime.datetime) -> str:
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def parse_time(value: object) -> datetime.datetime | None:
+    """A time the API server wrote (RFC 3339, ``Z`` or an offset) as an aware datetime;
+    None for an unset one. Raises ``ValueError`` for text that is not a time."""
+    if not isinstance(value, str) or not value:
+        return None
+    moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
+
+
 def format_time(moment: datetime.datetime) -> str:
     """RFC 3339 to the second, the ``Time`` format of core/v1 Event timestamps."""
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Final
 
 from operator_runtime.api.rayjob import DeletionRule
@@ -61,10 +62,16 @@ def on_finished(run: JobRun) -> Result:
             policy = chosen.policy if chosen is not None else None
             if policy in (None, "DeleteNone"):
                 return Result()
-            plan = plan_at(policy, ended + _secs(spec.ttl_seconds_after_finished), run.now())
+            plan = plan_at(
+                policy,
+                ended + timedelta(seconds=spec.ttl_seconds_after_finished),
+                run.now(),
+            )
     elif spec.shutdown_after_job_finishes:
         policy = "DeleteSelf" if run.tools.options.delete_rayjob_after_finish else "DeleteCluster"
-        plan = plan_at(policy, ended + _secs(spec.ttl_seconds_after_finished), run.now())
+        plan = plan_at(
+            policy, ended + timedelta(seconds=spec.ttl_seconds_after_finished), run.now()
+        )
     else:
         return Result()
     if plan.policy is not None:
@@ -106,7 +113,7 @@ def plan_rules(
             matches = condition.job_deployment_status == status.get("jobDeploymentStatus")
         if not matches:
             continue
-        at = ended + _secs(condition.ttl_seconds)
+        at = ended + timedelta(seconds=condition.ttl_seconds)
         if now < at:
             ahead = at if ahead is None or at < ahead else ahead
             continue
@@ -148,7 +155,3 @@ def execute(run: JobRun, policy: str) -> None:
             return
         note = f"Deleted RayJob {run.namespace}/{run.name} ({policy})"
         run.event("Normal", JobReason.DELETED_RAYJOB, note, Action.DELETE)
-
-
-def _secs(seconds: float) -> datetime.timedelta:
-    return datetime.timedelta(seconds=seconds)

@@ -25,7 +25,7 @@ from operator_runtime.controllers.rayjob.options import RayJobOptions
 from operator_runtime.render import Permission
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.client import KubeClient
-from operator_runtime.runtime.clock import Clock, format_time
+from operator_runtime.runtime.clock import Clock, format_time, parse_time
 from operator_runtime.runtime.events import EventRecorder, EventType
 from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import ObjectKey
@@ -138,13 +138,6 @@ class JobRun:
     def cached_cluster(self) -> Object | None:
         name = self.get("rayClusterName")
         return self.tools.caches.clusters.get(self.namespace, str(name)) if name else None
-
-
-def parse_time(value: object) -> datetime.datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.UTC)
 
 
 def epoch_ms(value: int | None) -> str | None:

@@ -11,6 +11,7 @@ import datetime
 import json
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, Final
 
 import yaml
@@ -26,8 +27,9 @@ from operator_runtime.clients import (
 )
 from operator_runtime.controllers.rayjob import children, finished
 from operator_runtime.controllers.rayjob.options import SUBMITTER_FINISHED_TIMEOUT
-from operator_runtime.controllers.rayjob.run import JobRun, epoch_ms, parse_time
+from operator_runtime.controllers.rayjob.run import JobRun, epoch_ms
 from operator_runtime.render.jobs import SIDECAR_RESTART_GATE, SUBMITTER_BACKOFF_LIMIT
+from operator_runtime.runtime.clock import parse_time
 from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import Result
 
@@ -56,7 +58,11 @@ def suspend_requested(run: JobRun) -> bool:
 
 def _deadline_passed(run: JobRun, seconds: int | None) -> bool:
     start = run.time("startTime")
-    return seconds is not None and start is not None and run.now() >= start + _secs(seconds)
+    return (
+        seconds is not None
+        and start is not None
+        and run.now() >= start + timedelta(seconds=seconds)
+    )
 
 
 def active_deadline_passed(run: JobRun) -> bool:
@@ -85,7 +91,7 @@ def grace_period_passed(run: JobRun) -> bool:
         return False
     ended = parse_time((run.get("rayJobInfo") or {}).get("endTime"))
     grace = run.tools.options.transition_grace_seconds
-    if ended is None or run.now() < ended + _secs(grace):
+    if ended is None or run.now() < ended + timedelta(seconds=grace):
         return False
     state = "Failed" if run.get("jobStatus") == "FAILED" else "Complete"
     run.fail("JobDeploymentStatusTransitionGracePeriodExceeded", "JobDeploymentStatus does "
@@ -97,7 +103,7 @@ def grace_period_passed(run: JobRun) -> bool:
 def status_check_timed_out(run: JobRun) -> bool:
     since = run.time("jobStatusCheckFailureStartTime")
     timeout = run.tools.options.status_check_timeout_seconds
-    if since is None or run.now() < since + _secs(timeout):
+    if since is None or run.now() < since + timedelta(seconds=timeout):
         return False
     run.fail("JobStatusCheckTimeoutExceeded", f"Job status checks have been failing since "
              f"{_go_datetime(since)}; exceeded timeout of {int(timeout)}s")  # fmt: skip
@@ -318,7 +324,9 @@ def _submitter_failed(run: JobRun, message: str) -> None:
 
 
 def _submitter_finished_long_ago(run: JobRun, finished_at: datetime.datetime | None) -> bool:
-    if finished_at is None or run.now() < finished_at + _secs(SUBMITTER_FINISHED_TIMEOUT):
+    if finished_at is None or run.now() < finished_at + datetime.timedelta(
+        seconds=SUBMITTER_FINISHED_TIMEOUT
+    ):
         return False
     run.set("jobStatus", "FAILED")
     run.fail("JobDeploymentStatusTransitionGracePeriodExceeded", "The RayJob submitter "
@@ -375,10 +383,6 @@ STATES: Final[dict[str, Handler]] = {
 
 def _true(condition: Object, type_: str) -> bool:
     return condition.get("type") == type_ and condition.get("status") == "True"
-
-
-def _secs(seconds: float) -> datetime.timedelta:
-    return datetime.timedelta(seconds=seconds)
 
 
 def _go_datetime(moment: datetime.datetime) -> str:

@@ -39,7 +39,7 @@ from operator_runtime.render import (
 )
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import Cache
-from operator_runtime.runtime.clock import format_time
+from operator_runtime.runtime.clock import format_time, parse_time
 from operator_runtime.runtime.errors import AlreadyExists, ApiError, NotFound, TemporaryError
 from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import controlled_by
@@ -107,7 +107,7 @@ def _due(cluster: Object) -> datetime.datetime | None:
     if not value:
         return None
     try:
-        return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        return parse_time(str(value))
     except ValueError:
         return None  # not ours to trust: stamp it again
 

@@ -23,6 +23,7 @@ from operator_runtime.controllers.rayservice.run import (
 )
 from operator_runtime.render import build_rayservice_head_service, build_rayservice_serve_service
 from operator_runtime.runtime import kinds
+from operator_runtime.runtime.clock import parse_time
 from operator_runtime.runtime.errors import AlreadyExists, ApiError, NotFound
 from operator_runtime.runtime.kinds import Object
 
@@ -320,7 +321,9 @@ def _initializing_timeout(run: ServiceRun) -> None:
         return
     if found.get("status") != "False" or found.get("reason") != INITIALIZING:
         return
-    since = traffic._parse(str(found.get("lastTransitionTime")))
+    since = parse_time(found.get("lastTransitionTime"))
+    if since is None:
+        return
     spent = (run.now() - since).total_seconds()
     if spent < timeout:
         return

@@ -35,6 +35,7 @@ from operator_runtime.render import (
     httproute_ready,
 )
 from operator_runtime.runtime import kinds
+from operator_runtime.runtime.clock import parse_time
 from operator_runtime.runtime.errors import AlreadyExists, ApiError
 from operator_runtime.runtime.kinds import Object
 
@@ -198,7 +199,8 @@ def traffic_weights(run: ServiceRun, pending_ready: bool) -> tuple[int, int]:
         return active_weight, pending_weight
     last = (active if rolling_back else pending).get("lastTrafficMigratedTime")
     interval = datetime.timedelta(seconds=int(options.interval_seconds))
-    due = last is None or run.now() - _parse(str(last)) >= interval
+    moved = parse_time(last)
+    due = moved is None or run.now() - moved >= interval
     if not due:
         return active_weight, pending_weight
     step = int(options.step_size_percent)
@@ -290,7 +292,3 @@ def upgrade_complete(run: ServiceRun, pending: Object | None) -> bool:
 
 def in_progress(run: ServiceRun) -> bool:
     return run.incremental and run.is_true(UPGRADE_IN_PROGRESS)
-
-
-def _parse(value: str) -> datetime.datetime:
-    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
