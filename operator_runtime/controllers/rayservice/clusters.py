@@ -16,7 +16,6 @@ import datetime
 import logging
 from typing import Final
 
-from operator_runtime.api import RayCluster
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey
 from operator_runtime.api.reasons import Action
@@ -34,7 +33,6 @@ from operator_runtime.controllers.rayservice.run import (
 )
 from operator_runtime.render import (
     build_rayservice_cluster,
-    cluster_spec_hash,
     partial_hash_matches,
 )
 from operator_runtime.runtime import kinds
@@ -251,10 +249,6 @@ def _should_update(run: ServiceRun, cluster: Object, *, is_active: bool) -> bool
     return hash_equal(run, cluster, partial=True)
 
 
-def goal_hash(run: ServiceRun) -> str:
-    return cluster_spec_hash(run.service.spec.ray_cluster_config)
-
-
 def cluster_hash(cluster: Object) -> str:
     annotations = (cluster.get("metadata") or {}).get("annotations") or {}
     return str(annotations.get(AnnotationKey.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE, ""))
@@ -264,10 +258,8 @@ def hash_equal(run: ServiceRun, cluster: Object, *, partial: bool = False) -> bo
     """The cluster runs the goal spec (``partial``: the goal with worker groups only
     added at the end, which an in-place update can apply)."""
     if not partial:
-        return cluster_hash(cluster) == goal_hash(run)
-    return partial_hash_matches(
-        RayCluster.model_validate(cluster), run.service.spec.ray_cluster_config
-    )
+        return cluster_hash(cluster) == run.goal_hash
+    return partial_hash_matches(run.cluster_model(cluster), run.service.spec.ray_cluster_config)
 
 
 def should_prepare_new_cluster(

@@ -17,13 +17,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from operator_runtime.api import RayService
+from operator_runtime.api import RayCluster, RayService
 from operator_runtime.api.reasons import Action
 from operator_runtime.controllers import conditions
 from operator_runtime.controllers.dashboards import Dashboards
 from operator_runtime.controllers.rayservice.metrics import ServiceMetrics
 from operator_runtime.controllers.rayservice.options import RayServiceOptions
-from operator_runtime.render import Permission, incremental_upgrade_enabled
+from operator_runtime.render import Permission, cluster_spec_hash, incremental_upgrade_enabled
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import Clock, format_time
@@ -120,6 +120,8 @@ class ServiceRun:
     raw: Object
     service: RayService
     status: dict[str, Any]
+    _goal_hash: str = ""
+    _models: dict[tuple[str, str], RayCluster] = field(default_factory=dict)
 
     @classmethod
     def start(
@@ -184,6 +186,24 @@ class ServiceRun:
 
     def event(self, type_: EventType, reason: str, note: str, action: Action) -> None:
         self.tools.events.record(self.raw, type_, reason, note, action.value)
+
+    @property
+    def goal_hash(self) -> str:
+        """The hash of ``rayClusterConfig`` (one JSON dump and SHA-1, asked for several
+        times a pass: computed once)."""
+        if not self._goal_hash:
+            self._goal_hash = cluster_spec_hash(self.service.spec.ray_cluster_config)
+        return self._goal_hash
+
+    def cluster_model(self, cluster: Object) -> RayCluster:
+        """``cluster`` parsed once per pass and resourceVersion (the serve port, the
+        partial hash and the Services each need the model)."""
+        metadata = cluster.get("metadata") or {}
+        key = (str(metadata.get("name")), str(metadata.get("resourceVersion")))
+        model = self._models.get(key)
+        if model is None:
+            model = self._models[key] = RayCluster.model_validate(cluster)
+        return model
 
     def cluster(self, name: str) -> Object | None:
         return self.tools.caches.clusters.get(self.namespace, name) if name else None

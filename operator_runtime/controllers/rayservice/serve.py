@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
-from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action
 from operator_runtime.clients import DashboardClient, DashboardError, DashboardUnavailable
@@ -52,10 +51,10 @@ def head_pod(run: ServiceRun, cluster: Object) -> Object | None:
     return None
 
 
-def serve_port(cluster: Object) -> int:
+def serve_port(run: ServiceRun, cluster: Object) -> int:
     """The head container's port named "serve", else 8000 (from the cluster's spec: the
     pod cache keeps no ports)."""
-    return cluster_serve_port(RayCluster.model_validate(cluster))
+    return cluster_serve_port(run.cluster_model(cluster))
 
 
 def update_head_serve_label(run: ServiceRun, cluster: Object | None) -> None:
@@ -70,7 +69,9 @@ def update_head_serve_label(run: ServiceRun, cluster: Object | None) -> None:
     new = "false"
     if not run.service.spec.exclude_head_pod_from_serve_svc:
         try:
-            new = str(run.tools.dashboards.serve_proxy(pod, serve_port(cluster)).healthy()).lower()
+            new = str(
+                run.tools.dashboards.serve_proxy(pod, serve_port(run, cluster)).healthy()
+            ).lower()
         except DashboardUnavailable:
             new = "false"
     labels = (pod.get("metadata") or {}).get("labels") or {}

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
-from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import LabelKey
 from operator_runtime.api.reasons import Action
 from operator_runtime.api.validation._syntax import parse_go_duration, parse_go_int
@@ -54,7 +53,7 @@ NEEDS: Final = (
 
 def switch_services(run: ServiceRun, cluster: Object) -> tuple[Object, Object]:
     """Point ``<s>-head-svc`` and ``<s>-serve-svc`` at ``cluster`` (clusterIP kept)."""
-    model = RayCluster.model_validate(cluster)
+    model = run.cluster_model(cluster)
     options = run.tools.options.render
     head = _reconcile_service(
         run,

@@ -15,7 +15,6 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
-from operator_runtime.api import RayCluster
 from operator_runtime.api.reasons import Action
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
@@ -97,7 +96,7 @@ def reconcile_cluster_serve_service(run: ServiceRun, cluster: Object | None) -> 
     desired: dict[str, Any] = dict(
         build_cluster_serve_service(
             service=run.service,
-            cluster=RayCluster.model_validate(cluster),
+            cluster=run.cluster_model(cluster),
             options=run.tools.options.render,
         )
     )
@@ -125,10 +124,10 @@ def reconcile_httproute(run: ServiceRun, pending_ready: bool) -> Object | None:
     from operator_runtime.controllers.rayservice.serve import serve_port
 
     active_weight, pending_weight = traffic_weights(run, pending_ready)
-    backends = [(f"{active_name}-serve-svc", active_weight, serve_port(active))]
+    backends = [(f"{active_name}-serve-svc", active_weight, serve_port(run, active))]
     pending = run.cluster(pending_name)
     if pending is not None:
-        backends.append((f"{pending_name}-serve-svc", pending_weight, serve_port(pending)))
+        backends.append((f"{pending_name}-serve-svc", pending_weight, serve_port(run, pending)))
     desired: dict[str, Any] = dict(build_httproute(service=run.service, backends=backends))
     existing = _get(run, kinds.HTTP_ROUTE, httproute_name(run))
     return _create_or_update(run, kinds.HTTP_ROUTE, "HTTPRoute", desired, existing, httproute_equal)
@@ -236,9 +235,9 @@ def weights_of(route: Object | None, run: ServiceRun) -> tuple[int, int]:
 def reconcile_rollback_state(run: ServiceRun, active: Object, pending: Object) -> None:
     """Goal hash back to the active cluster's: roll back; to the pending one's: go on;
     anything else mid-upgrade: roll back to the active cluster first."""
-    from operator_runtime.controllers.rayservice.clusters import cluster_hash, goal_hash
+    from operator_runtime.controllers.rayservice.clusters import cluster_hash
 
-    target = goal_hash(run)
+    target = run.goal_hash
     rolling_back = run.is_true(ROLLBACK_IN_PROGRESS)
     if target == cluster_hash(active):
         if not rolling_back:
