@@ -20,6 +20,11 @@ has no name to wait for, so ``expect_unknown`` blocks the whole group until the 
 has looked with a fresh LIST (``resolve_unknown``, which turns what it found into
 named create expectations) or the timeout passes.
 
+A create handed to a queue in this process (``expect_queued``) has no name yet either;
+it blocks its group until the queue settles it (``settle_queued``), after the create
+recorded its outcome. It never lapses: no event can be lost on the way, and a long
+queue must not look like a finished one.
+
 This mirrors KubeRay's ``scale_expectations.go`` (named items, checked against the
 cache) rather than client-go's add/delete counters, because names make a missed or
 duplicated event harmless.
@@ -27,6 +32,7 @@ duplicated event harmless.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -56,6 +62,8 @@ class Action(Enum):
     DELETE = "delete"
     UNKNOWN = "unknown"
     """A create that may or may not have happened; satisfied only by a look or time."""
+    QUEUED = "queued"
+    """A create waiting in (or running from) a queue of this process; settled by it."""
 
 
 _UNKNOWN_KEY: Final = ("", "")
@@ -77,6 +85,7 @@ class Expectations:
         self.timeout = timeout
         self._lock = threading.Lock()
         self._groups: dict[str, dict[tuple[str, str], _Item]] = {}
+        self._tickets = itertools.count()
 
     def expect_create(self, group: str, namespace: str, name: str) -> None:
         self._record(group, namespace, name, Action.CREATE)
@@ -88,6 +97,19 @@ class Expectations:
         """A create in ``group`` may have happened: block the group until
         ``resolve_unknown`` (after a fresh LIST) or the timeout."""
         self._record(group, "", "", Action.UNKNOWN)
+
+    def expect_queued(self, group: str) -> tuple[str, str]:
+        """A create of ``group`` is queued: block the group until ``settle_queued``
+        with the returned ticket (which the create's own outcome must precede)."""
+        ticket = ("", f"queued-{next(self._tickets)}")
+        self._record(group, *ticket, Action.QUEUED)
+        return ticket
+
+    def settle_queued(self, group: str, ticket: tuple[str, str]) -> None:
+        with self._lock:
+            items = self._groups.get(group)
+            if items is not None and items.pop(ticket, None) is not None and not items:
+                del self._groups[group]
 
     def has_unknown(self, group: str) -> bool:
         with self._lock:
@@ -134,6 +156,8 @@ class Expectations:
             return True
 
     def _item_satisfied(self, item: _Item, exists: ExistsInCache, now: float) -> bool:
+        if item.action is Action.QUEUED:
+            return False
         if now - item.recorded_at >= self.timeout:
             return True
         if item.action is Action.UNKNOWN:

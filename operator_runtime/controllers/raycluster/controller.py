@@ -27,8 +27,10 @@ import pydantic
 from prometheus_client import CollectorRegistry
 
 from operator_runtime.api import RayCluster
+from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers.raycluster import children, gates, gcsft, pods, storage
+from operator_runtime.controllers.raycluster.creates import CreateQueue
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
 from operator_runtime.controllers.raycluster.options import (
     SHORT_REQUEUE_SECONDS,
@@ -56,6 +58,7 @@ from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.context import ControllerContext
 from operator_runtime.runtime.errors import TemporaryError
+from operator_runtime.runtime.informer import EventType
 from operator_runtime.runtime.kinds import Object, ResourceKind
 from operator_runtime.runtime.reconcile import (
     ObjectKey,
@@ -164,13 +167,15 @@ class RayClusterController:
         self.metrics = ClusterMetrics(caches.clusters)
         if metrics_registry is not None:
             self.metrics.register(metrics_registry)
+        # The context picks the timeout: its informers' stall detection plus a relist,
+        # so a create event held up by a stalled watch arrives before it lapses.
+        expectations = context.expectations()
         self.tools = Toolkit(
             client=context.client,
             caches=caches,
             events=context.events(EVENT_SOURCE),
-            # The context picks the timeout: its informers' stall detection plus a relist,
-            # so a create event held up by a stalled watch arrives before it lapses.
-            expectations=context.expectations(),
+            expectations=expectations,
+            creates=CreateQueue(expectations),
             clock=context.clock,
             options=self.options,
             metrics=self.metrics,
@@ -188,9 +193,39 @@ class RayClusterController:
         for field, (kind, selector) in WATCHED.items():
             if field == "clusters":
                 continue
-            projection = self._projection if kind == kinds.POD else None
-            result.append(owned(kind, ray, label_selector=selector, projection=projection))
+            if kind == kinds.POD:
+                result.append(
+                    owned(
+                        kind,
+                        ray,
+                        label_selector=selector,
+                        projection=self._projection,
+                        predicate=self._pod_event_matters,
+                    )
+                )
+            else:
+                result.append(owned(kind, ray, label_selector=selector))
         return result
+
+    def _pod_event_matters(self, event: EventType, pod: Object, _old: Object | None) -> bool:
+        """A worker's create or update does not need a pass while its group still has
+        creates queued: the group waits for them anyway (its expectations), and its
+        last creates' own events come after. Without this, a scale-up of N pods made
+        about 2N passes, one per event, where the worker had gathered them before.
+        Deletions always pass."""
+        if event == "DELETED":
+            return True
+        metadata = pod.get("metadata") or {}
+        labels = metadata.get("labels") or {}
+        group = labels.get(LabelKey.GROUP.value)
+        if labels.get(LabelKey.NODE_TYPE.value) != NodeType.WORKER or not group:
+            return True
+        cluster = labels.get(LabelKey.CLUSTER.value)
+        key = f"{metadata.get('namespace') or ''}/{cluster}/{group}"
+        return not self.tools.creates.queued(key)
+
+    def close(self) -> None:
+        self.tools.creates.close()
 
     def reconcile(self, key: ObjectKey) -> Result:
         raw = self.tools.caches.clusters.get(key.namespace, key.name)

@@ -9,7 +9,7 @@ from typing import Final
 
 from operator_runtime.api import WorkerGroupSpec
 from operator_runtime.api.labels import LabelKey
-from operator_runtime.controllers.raycluster.batches import take_budget
+from operator_runtime.controllers.raycluster.creates import take_budget
 from operator_runtime.controllers.raycluster.podhealth import (
     live_pods,
     running_and_ready,

@@ -29,10 +29,10 @@ HEAD_TERMINATION_REQUEUE_SECONDS: Final = 10.0
 DEFAULT_GCS_FT_DELETION_TIMEOUT: Final = 300.0
 """Seconds after the deletion request when the Redis cleanup finalizer is forced off."""
 POD_CREATES_PER_PASS: Final = 100
-"""At most this many pods are created in one pass over a cluster; the rest waits for
-the next pass (the cache shows the new pods, then the key comes round again). One
-cluster asking for millions of replicas then holds a worker for a fraction of a
-second at a time, and clusters queued behind it still get their turn."""
+"""At most this many pods are queued for creation by one pass over a cluster; the rest
+waits for the next pass (the cache shows the new pods, then the key comes round again).
+One cluster asking for millions of replicas then never holds millions of queued creates,
+and clusters behind it still get their turn (``creates.py``)."""
 
 
 _POD_FIELDS_READ = keep_paths(

@@ -11,8 +11,8 @@ A group whose expectations are not yet met by the cache is skipped entirely.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable
 
 from operator_runtime.api import WorkerGroupSpec
 from operator_runtime.api.annotations import AnnotationKey
@@ -20,12 +20,7 @@ from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers.conditions import is_true
 from operator_runtime.controllers.raycluster import multihost, upgrade
-from operator_runtime.controllers.raycluster.batches import (
-    MAX_PARALLEL_CREATES,
-    PASS_CREATE_SECONDS,
-    slow_start,
-    take_budget,
-)
+from operator_runtime.controllers.raycluster.creates import take_budget
 from operator_runtime.controllers.raycluster.podhealth import (
     is_terminating,
     live_pods,
@@ -200,6 +195,11 @@ def _terminating_head_blocks(run: Reconciliation) -> str:
 
 def _reconcile_group(run: Reconciliation, group: WorkerGroupSpec) -> None:
     name = group.group_name
+    creates = run.tools.creates
+    failed = creates.take_failure(run.group_key(name))
+    if failed is not None:
+        raise failed  # a queued create of an earlier pass failed: this pass reports it
+    creates.prune(run.group_key(name))
     if not satisfied(run, name):
         return
     pods = run.group_pods(name)
@@ -268,27 +268,34 @@ def _delete_requested(run: Reconciliation, group: WorkerGroupSpec, pods: list[Ob
 def _create_workers(
     run: Reconciliation, group: WorkerGroupSpec, remaining: list[Object], count: int
 ) -> None:
+    """Create the missing pods through the create queue (``creates.py``): the pass goes
+    on at once, and the group waits for them through its expectations."""
     allowed = take_budget(run, count)
+    indexes = free_replica_indexes(remaining, allowed)
+    key, creates = run.group_key(group.group_name), run.tools.creates
+    if allowed and (not remaining or creates.suspect(key)):
+        # The API server has not been seen to accept this template yet (a new group, or
+        # its last create failed): one create here, so a rejection fails this pass.
+        create_worker(run, group, replica_index=next(indexes))
+        creates.accepted(key)
+    calls = [functools.partial(create_worker, run, group, replica_index=i) for i in indexes]
+    if creates.submit(key, calls, wanted=functools.partial(_still_current, run)):
+        run.waiting_on_cache = True
 
-    def create(index: int) -> Callable[[], None]:
-        return lambda: create_worker(run, group, replica_index=index)
 
-    clock, deadline = run.tools.clock, run.started + PASS_CREATE_SECONDS
-    created = slow_start(
-        (create(index) for index in free_replica_indexes(remaining, allowed)),
-        # Pods of the group exist, so the API server accepts its template.
-        first=MAX_PARALLEL_CREATES if remaining else 1,
-        stop_after=lambda: clock.monotonic() >= deadline,
+def _still_current(run: Reconciliation) -> bool:
+    """Whether what ``run`` decided still holds: the cache shows the same cluster at the
+    same generation, neither being deleted nor suspended."""
+    now = run.tools.caches.clusters.get(run.namespace, run.name)
+    if now is None:
+        return False
+    metadata, then = now["metadata"], run.raw["metadata"]
+    return (
+        metadata.get("uid") == then.get("uid")
+        and metadata.get("generation") == then.get("generation")
+        and not metadata.get("deletionTimestamp")
+        and not (now.get("spec") or {}).get("suspend")
     )
-    if created < allowed:
-        run.more_to_create = True
-        log.info(
-            "%s: created %d of %d missing pods of group %s in this pass; the rest follows",
-            run.key,
-            created,
-            count,
-            group.group_name,
-        )
 
 
 def _scale_down(run: Reconciliation, group: str, remaining: list[Object], count: int) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final, cast
+from typing import TYPE_CHECKING, Final, cast
 
 from operator_runtime.api import JSONObject, RayCluster
 from operator_runtime.api.labels import LabelKey, NodeType
@@ -27,6 +27,9 @@ from operator_runtime.runtime.events import EventRecorder, EventType
 from operator_runtime.runtime.expectations import Expectations
 from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import ObjectKey, Result, controlled_by
+
+if TYPE_CHECKING:
+    from operator_runtime.controllers.raycluster.creates import CreateQueue
 
 CONTROLLER: Final = "raycluster"
 """The controller's name in the permission table (render/rbac.py)."""
@@ -63,6 +66,8 @@ class Toolkit:
     caches: Caches
     events: EventRecorder
     expectations: Expectations
+    creates: CreateQueue
+    """Worker pod creates, run after the pass that asked for them (``creates.py``)."""
     clock: Clock
     options: RayClusterOptions
     metrics: ClusterMetrics

@@ -16,6 +16,7 @@ import pytest
 
 from operator_runtime.api import RayCluster
 from operator_runtime.controllers.raycluster import gates
+from operator_runtime.controllers.raycluster.creates import CreateQueue
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
 from operator_runtime.controllers.raycluster.options import RayClusterOptions
 from operator_runtime.controllers.raycluster.reconciliation import Caches, Reconciliation, Toolkit
@@ -134,11 +135,13 @@ def reconciliation(raw: Object, sink: ListSink) -> Reconciliation:
             )
         },
     )
+    expectations = Expectations(clock=clock, timeout=90.0)
     tools = Toolkit(
         client=None,  # type: ignore[arg-type]  # the gate never writes
         caches=caches,
         events=EventRecorder(sink, clock=clock),
-        expectations=Expectations(clock=clock, timeout=90.0),
+        expectations=expectations,
+        creates=CreateQueue(expectations),
         clock=clock,
         options=RayClusterOptions(),
         metrics=ClusterMetrics(clusters),

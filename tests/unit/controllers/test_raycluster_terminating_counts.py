@@ -12,15 +12,12 @@ from typing import Any
 
 import pytest
 
-from operator_runtime.api import FeatureGates, RayCluster
+from operator_runtime.api import FeatureGates
 from operator_runtime.controllers.raycluster.multihost import ReplicasReplaced
 from operator_runtime.controllers.raycluster.options import RayClusterOptions
 from operator_runtime.controllers.raycluster.podhealth import live_pods
-from operator_runtime.controllers.raycluster.pods import reconcile_pods
-from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
 from operator_runtime.render import RenderOptions
 from operator_runtime.runtime.kinds import Object
-from operator_runtime.runtime.reconcile import ObjectKey
 from tests.unit.controllers.test_raycluster_pod_expectations import World, pod, raw_cluster
 
 GONE = "2026-01-01T00:00:00Z"
@@ -55,9 +52,7 @@ class Cluster(World):
         self.raw = raw_cluster(1)
 
     def run(self) -> None:
-        raw = self.raw
-        run = Reconciliation(self.tools, ObjectKey("ns", "c"), raw, RayCluster.model_validate(raw))
-        reconcile_pods(run)
+        self.pass_over(self.raw)
 
     def created(self, node_type: str) -> list[Object]:
         return [

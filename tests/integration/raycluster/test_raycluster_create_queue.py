@@ -1,0 +1,95 @@
+"""Worker creates run from a queue after the pass that asked for them
+(``controllers/raycluster/creates.py``). What a pass that created the pods itself
+guaranteed must still hold: a rejected template is reported on the cluster and costs
+one request, and a spec changed while creates are queued is what the pods end up
+following."""
+
+from __future__ import annotations
+
+from operator_runtime.runtime.client import KubeClient
+from operator_runtime.runtime.kinds import RAY_CLUSTER
+from tests.integration.raycluster.conftest import (
+    RunningOperator,
+    condition,
+    events,
+    get_cluster,
+    live_pods,
+    raycluster,
+    set_replicas,
+    settle,
+    wait_for,
+)
+
+
+def _total(operator: RunningOperator, name: str, **labels: str) -> float:
+    """The sum of a counter's samples whose labels include ``labels``."""
+    return sum(
+        sample.value
+        for metric in operator.registry.collect()
+        for sample in metric.samples
+        if sample.name == name and labels.items() <= sample.labels.items()
+    )
+
+
+def test_a_worker_template_the_api_server_rejects_is_reported_and_tried_once_per_pass(
+    operator: RunningOperator, client: KubeClient, namespace: str
+) -> None:
+    manifest = raycluster("rejected", namespace, workers=20)
+    worker = manifest["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]
+    worker["resources"]["requests"]["cpu"] = "2"  # more than its limit of 1: a 422
+    client.create(manifest)
+
+    def reported() -> bool:
+        found = condition(get_cluster(client, namespace, "rejected"), "ReplicaFailure")
+        return found is not None and found["status"] == "True"
+
+    wait_for("ReplicaFailure=True", reported, timeout=30)
+    found = condition(get_cluster(client, namespace, "rejected"), "ReplicaFailure")
+    assert found is not None and found["reason"] == "FailedCreateWorkerPod"
+    assert "must be less than or equal to cpu limit" in found["message"]
+    assert events(client, namespace, "FailedToCreateWorkerPod", "rejected")
+    assert len(live_pods(client, namespace, "rejected", "head")) == 1
+    assert live_pods(client, namespace, "rejected", "worker") == []
+    settle(2)
+    # A group without pods sends one create per pass (a probe; the pass then backs off),
+    # never the twenty it is missing; the queue stops at a failure. No other request of
+    # the operator is refused in this test.
+    rejected = _total(operator, "rest_client_requests_total", verb="create", code="422")
+    passes = _total(operator, "controller_runtime_reconcile_total", controller="raycluster")
+    assert 1 <= rejected <= passes, (rejected, passes)
+
+    cluster = get_cluster(client, namespace, "rejected")
+    group = cluster["spec"]["workerGroupSpecs"][0]
+    group["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+    client.update(cluster)
+    wait_for(
+        "20 workers once the template is fixed",
+        lambda: len(live_pods(client, namespace, "rejected", "worker")) == 20,
+        timeout=60,
+    )
+
+    def cleared() -> bool:
+        found = condition(get_cluster(client, namespace, "rejected"), "ReplicaFailure")
+        return found is None or found["status"] == "False"
+
+    wait_for("ReplicaFailure cleared", cleared, timeout=30)
+
+
+def test_a_scale_down_while_creates_are_queued_ends_at_the_new_count(
+    operator: RunningOperator, client: KubeClient, namespace: str
+) -> None:
+    client.create(raycluster("shrink", namespace, workers=80))
+    wait_for(
+        "the first workers",
+        lambda: len(live_pods(client, namespace, "shrink", "worker")) >= 2,
+        timeout=30,
+    )
+    set_replicas(client, namespace, "shrink", 2)
+    wait_for(
+        "2 workers",
+        lambda: len(live_pods(client, namespace, "shrink", "worker")) == 2,
+        timeout=90,
+    )
+    settle(3)  # nothing queued under the old spec may still come out
+    assert len(live_pods(client, namespace, "shrink", "worker")) == 2
+    client.delete(RAY_CLUSTER, "shrink", namespace)

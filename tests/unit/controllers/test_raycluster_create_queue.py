@@ -1,0 +1,175 @@
+"""The create queue: groups served in turn, a bound on creates in flight, a failure
+that stops its group and waits for the next pass, creates dropped once their pass's
+view is stale, and expectations held until each create has run; which status changes
+may wait for the pass that ends a scale-up.
+
+The calls are plain functions: the subject is the queue's own logic (the real creates
+against a real API server are in tests/integration/raycluster)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from operator_runtime.controllers.raycluster.creates import MAX_IN_FLIGHT, CreateQueue
+from operator_runtime.controllers.raycluster.status import only_counts_changed
+from operator_runtime.runtime.expectations import Expectations
+
+
+def always() -> bool:
+    return True
+
+
+class Recorder:
+    """Calls that append (group, index) when they run; ``failing`` ones raise."""
+
+    def __init__(self) -> None:
+        self.made: list[tuple[str, int]] = []
+        self._lock = threading.Lock()
+
+    def calls(
+        self, group: str, count: int, *, failing: frozenset[int] = frozenset(), hold: float = 0.0
+    ) -> list[Callable[[], None]]:
+        def call(index: int) -> Callable[[], None]:
+            def run() -> None:
+                time.sleep(hold)
+                if index in failing:
+                    raise RuntimeError(f"{group} create {index} refused")
+                with self._lock:
+                    self.made.append((group, index))
+
+            return run
+
+        return [call(index) for index in range(count)]
+
+
+def test_groups_take_turns_so_a_small_group_is_not_queued_behind_a_big_one() -> None:
+    expectations = Expectations()
+    queue, recorder = CreateQueue(expectations, in_flight=1), Recorder()
+    gate = threading.Event()
+    queue.submit("ns/gate/g", [gate.wait], wanted=always)  # holds the only thread
+    queue.submit("ns/big/g", recorder.calls("big", 50), wanted=always)
+    queue.submit("ns/small/g", recorder.calls("small", 1), wanted=always)
+    gate.set()
+    assert queue.wait_idle(10)
+    order = [group for group, _ in recorder.made]
+    assert order.index("small") == 1, f"small waited behind big: {order[:5]}"
+    assert [index for group, index in recorder.made if group == "big"] == list(range(50))
+
+
+def test_at_most_in_flight_creates_run_at_once() -> None:
+    lock, running, peak = threading.Lock(), [0], [0]
+
+    def call() -> None:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.01)
+        with lock:
+            running[0] -= 1
+
+    queue = CreateQueue(Expectations())
+    for group in range(10):
+        queue.submit(f"ns/c{group}/g", [call] * 10, wanted=always)
+    assert queue.wait_idle(10)
+    assert peak[0] == MAX_IN_FLIGHT
+
+
+def test_a_group_waits_for_its_queued_creates_however_long_they_take() -> None:
+    expectations = Expectations(timeout=0.0)  # named expectations lapse at once
+    queue, gate = CreateQueue(expectations, in_flight=1), threading.Event()
+    queue.submit("ns/c/g", [gate.wait, lambda: None], wanted=always)
+    assert expectations.pending("ns/c/g") == 2
+    assert not expectations.is_satisfied("ns/c/g", lambda *_: True), "queued ones never lapse"
+    gate.set()
+    assert queue.wait_idle(10)
+    assert expectations.is_satisfied("ns/c/g", lambda *_: True)
+
+
+def test_the_first_failure_stops_the_group_and_waits_for_its_next_pass() -> None:
+    expectations = Expectations()
+    queue, recorder = CreateQueue(expectations, in_flight=1), Recorder()
+    queue.submit("ns/bad/g", recorder.calls("bad", 20, failing=frozenset({2})), wanted=always)
+    queue.submit("ns/good/g", recorder.calls("good", 20), wanted=always)
+    assert queue.wait_idle(10)
+    assert [i for g, i in recorder.made if g == "bad"] == [0, 1], "nothing after the failure"
+    assert len([g for g, _ in recorder.made if g == "good"]) == 20, "other groups go on"
+    failure = queue.take_failure("ns/bad/g")
+    assert isinstance(failure, RuntimeError) and "create 2 refused" in str(failure)
+    assert queue.take_failure("ns/bad/g") is None, "reported once"
+    assert expectations.pending("ns/bad/g") == 0, "the dropped creates no longer hold it"
+    assert queue.suspect("ns/bad/g") and not queue.suspect("ns/good/g")
+    queue.accepted("ns/bad/g")  # a probe in a pass succeeded
+    assert not queue.suspect("ns/bad/g")
+
+
+def test_creates_whose_pass_is_stale_are_dropped_not_run() -> None:
+    expectations = Expectations()
+    queue, recorder = CreateQueue(expectations, in_flight=1), Recorder()
+    current, gate = [True], threading.Event()
+    queue.submit("ns/gate/g", [gate.wait], wanted=always)
+    queue.submit("ns/c/g", recorder.calls("c", 30), wanted=lambda: current[0])
+    assert queue.queued("ns/c/g") == 30
+    current[0] = False  # e.g. the spec changed: a new generation
+    queue.prune("ns/c/g")  # the next pass looks at the group
+    assert queue.queued("ns/c/g") == 0 and expectations.pending("ns/c/g") == 0
+    gate.set()
+    assert queue.wait_idle(10)
+    assert recorder.made == []
+
+
+def test_a_stale_create_found_by_the_queue_drops_the_rest_of_its_group() -> None:
+    expectations = Expectations()
+    queue, recorder = CreateQueue(expectations, in_flight=1), Recorder()
+    wanted = [True]
+
+    def first_then_stale() -> None:
+        wanted[0] = False  # the cluster is deleted while its creates run
+
+    queue.submit("ns/c/g", [first_then_stale, *recorder.calls("c", 10)], wanted=lambda: wanted[0])
+    assert queue.wait_idle(10)
+    assert recorder.made == [] and expectations.pending("ns/c/g") == 0
+
+
+def test_an_idle_queue_holds_no_threads() -> None:
+    before = threading.active_count()
+    queue = CreateQueue(Expectations())
+    queue.submit("ns/c/g", Recorder().calls("c", 20, hold=0.001), wanted=always)
+    assert queue.wait_idle(10)
+    deadline = time.monotonic() + 5
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() == before
+
+
+def test_closing_drops_what_is_queued_and_waits_for_what_runs() -> None:
+    expectations = Expectations()
+    queue, recorder = CreateQueue(expectations, in_flight=1), Recorder()
+    started = threading.Event()
+
+    def slow() -> None:
+        started.set()
+        time.sleep(0.2)
+
+    queue.submit("ns/c/g", [slow, *recorder.calls("c", 10)], wanted=always)
+    assert started.wait(5)
+    queue.close()
+    assert queue.wait_idle(0), "close returns once the running create ended"
+    assert recorder.made == [] and expectations.pending("ns/c/g") == 0
+
+
+def test_nothing_to_submit_queues_nothing() -> None:
+    expectations = Expectations()
+    queue = CreateQueue(expectations)
+    assert queue.submit("ns/c/g", [], wanted=always) == 0
+    assert queue.wait_idle(0.1) and expectations.pending("ns/c/g") == 0
+
+
+def test_mid_scale_up_only_a_change_of_counts_may_wait_for_the_next_pass() -> None:
+    old = {"state": "", "readyWorkerReplicas": 3, "desiredWorkerReplicas": 50,
+           "conditions": [{"type": "HeadPodReady", "status": "False"}]}  # fmt: skip
+    assert only_counts_changed(old, {**old, "readyWorkerReplicas": 9})
+    assert not only_counts_changed(old, {**old, "readyWorkerReplicas": 9, "state": "ready"})
+    head_ready = [{"type": "HeadPodReady", "status": "True"}]
+    assert not only_counts_changed(old, {**old, "conditions": head_ready})
