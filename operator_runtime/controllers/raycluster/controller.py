@@ -56,10 +56,12 @@ from operator_runtime.controllers.settings import gates_of
 from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import Cache
+from operator_runtime.runtime.clock import Clock
 from operator_runtime.runtime.context import ControllerContext
 from operator_runtime.runtime.errors import TemporaryError
 from operator_runtime.runtime.informer import EventType
 from operator_runtime.runtime.kinds import Object, ResourceKind
+from operator_runtime.runtime.ratelimit import TokenBucket
 from operator_runtime.runtime.reconcile import (
     ObjectKey,
     Result,
@@ -111,6 +113,13 @@ COUNTS_WRITE_INTERVAL: Final = SHORT_REQUEUE_SECONDS
 """A status whose only change is the replica counts is written at most every 2 s per
 cluster, KubeRay's requeue period (the next pass, at most ``SHORT_REQUEUE_SECONDS``
 later, writes it)."""
+COUNT_WRITES_PER_SECOND: Final = 5.0
+"""Status writes whose only change is the replica counts, for all clusters together
+(burst ``COUNT_WRITES_BURST``). Per cluster, every 2 s is little; for a hundred clusters
+whose pods turn ready together it was 50 writes/s, half the default request budget,
+taken from the creates still to make (benchmarks/README.md). KubeRay's long passes wrote
+about 4/s in the same run."""
+COUNT_WRITES_BURST: Final = 10
 STATUS_NEEDS: Final = (need("ray.io", "rayclusters/status", ("update",), "status"),)
 PERMISSIONS: Final[tuple[Permission, ...]] = (
     *(
@@ -141,6 +150,31 @@ def options_from(context: ControllerContext) -> RayClusterOptions:
     )
 
 
+class CountWrites:
+    """When a status whose only change is the replica counts may be written: pods
+    turning ready one by one make one write per ``COUNTS_WRITE_INTERVAL`` per cluster,
+    and at most ``COUNT_WRITES_PER_SECOND`` for all clusters together."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._bucket = TokenBucket(COUNT_WRITES_PER_SECOND, COUNT_WRITES_BURST, clock=clock)
+        self._written_at: dict[ObjectKey, float] = {}
+        """When each cluster's status was last written (the clock's monotonic time)."""
+
+    def may_write(self, key: ObjectKey) -> bool:
+        last = self._written_at.get(key)
+        if last is not None and self._clock.monotonic() - last < COUNTS_WRITE_INTERVAL:
+            return False
+        return self._bucket.try_take()
+
+    def written(self, key: ObjectKey) -> None:
+        """Any status write of ``key`` (counts or not) starts its interval again."""
+        self._written_at[key] = self._clock.monotonic()
+
+    def forget(self, key: ObjectKey) -> None:
+        self._written_at.pop(key, None)
+
+
 class RayClusterController:
     """``Controller`` for ``ray.io/v1`` RayClusters."""
 
@@ -155,8 +189,7 @@ class RayClusterController:
         rng: random.Random | None = None,
     ) -> None:
         self.options = options or options_from(context)
-        self._written_at: dict[ObjectKey, float] = {}
-        """When each cluster's status was last written (the clock's monotonic time)."""
+        self._count_writes = CountWrites(context.clock)
         self._projection = self.options.pod_projection
         caches = Caches(
             **{
@@ -230,7 +263,7 @@ class RayClusterController:
     def reconcile(self, key: ObjectKey) -> Result:
         raw = self.tools.caches.clusters.get(key.namespace, key.name)
         if raw is None:
-            self._written_at.pop(key, None)
+            self._count_writes.forget(key)
             self.tools.expectations.forget_prefix(f"{key.namespace}/{key.name}/")
             self.metrics.forget(key.namespace, key.name)
             return Result()
@@ -291,19 +324,16 @@ class RayClusterController:
             raise
         if not status_changed(old, new):
             return False
-        moment = tools.clock.monotonic()
         if run.step_error is None and only_counts_changed(old, new):
             if run.more_to_create or run.waiting_on_cache:
                 # Mid scale-up the counts change with every pass; KubeRay, creating every
                 # pod in one pass, writes them about once. So do we: the pass that ends
                 # the scale-up (it comes soon, see ``reconcile``) writes them.
                 return False
-            last = self._written_at.get(run.key)
-            if last is not None and moment - last < COUNTS_WRITE_INTERVAL:
-                # Pods turning ready one by one: one write per interval, not per pod.
-                return True  # look again soon; that pass writes them
+            if not self._count_writes.may_write(run.key):
+                return True  # look again soon; a later pass writes them
         tools.client.update_status({**raw, "status": new})
-        self._written_at[run.key] = moment
+        self._count_writes.written(run.key)
         if provisioned_now(old, new) and run.cluster.metadata.creation_timestamp is not None:
             elapsed = (now - run.cluster.metadata.creation_timestamp).total_seconds()
             self.metrics.observe_provisioned(run.namespace, run.name, run.uid, elapsed)

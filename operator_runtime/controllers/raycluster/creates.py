@@ -3,10 +3,10 @@ that takes turns between groups.
 
 A spec may ask for 2**31 - 1 replicas, so a pass hands at most ``POD_CREATES_PER_PASS``
 creates to the queue (``take_budget``); the next pass hands over more once the cache
-shows those pods. A group whose template the API server has not yet been seen to
-accept (it has no pods, or its last create failed) first creates one pod in the pass
-itself (a probe): a rejection then fails the pass, whose retries back off, and costs one
-request, not a hundred.
+shows those pods. A group without pods has not shown that the API server accepts its
+template, so it queues one create (a probe) and the rest follows it; a group whose last
+create failed makes its next create in the pass itself, so another rejection fails the
+pass and its retries back off.
 
 The pass does not wait for its creates (``CreateQueue``). KubeRay's pass creates every
 missing pod before it lets go of the worker, so with its default single worker a

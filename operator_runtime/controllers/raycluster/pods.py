@@ -270,12 +270,16 @@ def _create_workers(
 ) -> None:
     """Create the missing pods through the create queue (``creates.py``): the pass goes
     on at once, and the group waits for them through its expectations."""
-    allowed = take_budget(run, count)
+    # Without pods, the group has not shown that the API server accepts its template:
+    # one create (a probe) first, the rest once the cache shows it.
+    allowed = take_budget(run, count if remaining else 1)
+    if allowed < count:
+        run.more_to_create = True
     indexes = free_replica_indexes(remaining, allowed)
     key, creates = run.group_key(group.group_name), run.tools.creates
-    if allowed and (not remaining or creates.suspect(key)):
-        # The API server has not been seen to accept this template yet (a new group, or
-        # its last create failed): one create here, so a rejection fails this pass.
+    if allowed and creates.suspect(key):
+        # The group's last create failed: this one runs here, so another rejection
+        # fails this pass and the retries back off.
         create_worker(run, group, replica_index=next(indexes))
         creates.accepted(key)
     calls = [functools.partial(create_worker, run, group, replica_index=i) for i in indexes]

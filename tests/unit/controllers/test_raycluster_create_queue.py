@@ -1,7 +1,7 @@
 """The create queue: groups served in turn, a bound on creates in flight, a failure
 that stops its group and waits for the next pass, creates dropped once their pass's
 view is stale, and expectations held until each create has run; which status changes
-may wait for the pass that ends a scale-up.
+may wait for the pass that ends a scale-up, and how often counts alone are written.
 
 The calls are plain functions: the subject is the queue's own logic (the real creates
 against a real API server are in tests/integration/raycluster)."""
@@ -12,9 +12,17 @@ import threading
 import time
 from collections.abc import Callable
 
+from operator_runtime.controllers.raycluster.controller import (
+    COUNT_WRITES_BURST,
+    COUNT_WRITES_PER_SECOND,
+    COUNTS_WRITE_INTERVAL,
+    CountWrites,
+)
 from operator_runtime.controllers.raycluster.creates import MAX_IN_FLIGHT, CreateQueue
 from operator_runtime.controllers.raycluster.status import only_counts_changed
+from operator_runtime.runtime.clock import FakeClock
 from operator_runtime.runtime.expectations import Expectations
+from operator_runtime.runtime.reconcile import ObjectKey
 
 
 def always() -> bool:
@@ -173,3 +181,25 @@ def test_mid_scale_up_only_a_change_of_counts_may_wait_for_the_next_pass() -> No
     assert not only_counts_changed(old, {**old, "readyWorkerReplicas": 9, "state": "ready"})
     head_ready = [{"type": "HeadPodReady", "status": "True"}]
     assert not only_counts_changed(old, {**old, "conditions": head_ready})
+
+
+def test_count_only_status_writes_are_spaced_per_cluster_and_bounded_for_all() -> None:
+    clock = FakeClock()
+    writes = CountWrites(clock)
+    keys = [ObjectKey("ns", f"c{n}") for n in range(3 * COUNT_WRITES_BURST)]
+    allowed = [key for key in keys if writes.may_write(key)]
+    assert len(allowed) == COUNT_WRITES_BURST, "a burst, then the shared budget is spent"
+    for key in allowed:
+        writes.written(key)
+    clock.advance(1.0)
+    # The ones just written wait out their interval (taking nothing from the budget);
+    # the others share what one second refilled.
+    assert not any(writes.may_write(key) for key in allowed)
+    assert sum(writes.may_write(key) for key in keys) == COUNT_WRITES_PER_SECOND
+
+    lone, key = CountWrites(clock), ObjectKey("ns", "lone")
+    assert lone.may_write(key)
+    lone.written(key)
+    assert not lone.may_write(key), "the same cluster waits its interval"
+    clock.advance(COUNTS_WRITE_INTERVAL)
+    assert lone.may_write(key)
