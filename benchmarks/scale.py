@@ -10,7 +10,8 @@ nodes; the operators get the same ``--qps``, ``--burst`` and ``--reconcile-concu
   what the API server and kwok manage on this machine.
 
 For each operator, first fairness: a 1-worker cluster's time to ``ready`` on the idle
-operator, and again while another cluster scales 0 -> 500 (each the median of 3); those
+operator, while a plain client creates 500 pods (the control plane's own share), and
+while another cluster scales 0 -> 500 (each the median of 3, timed from watches); those
 clusters are deleted before the scale-up. Then the time until every RayCluster's
 ``status.state`` is ``ready`` (and until kwok has every pod Running), pods created per
 second, the API requests the API server counted (``apiserver_request_total``, all
@@ -588,8 +589,15 @@ def fairness(bench: Bench, operator: Operator, settings: Settings) -> dict[str, 
     progress.show(f"1-worker cluster during the 0 -> {settings.fairness_workers} scale-up: "
                   f"ready in {busy:.2f}s (median of {FAIRNESS_RUNS}: "
                   f"{', '.join(f'{run[0]:.2f}' for run in busy_runs)})", final=True)  # fmt: skip
+    platform_runs = [_during_plain_creates(bench, settings, node, n) for n in range(FAIRNESS_RUNS)]
+    platform = statistics.median(platform_runs)
+    progress.show(f"1-worker cluster while a plain client creates {settings.fairness_workers} "
+                  f"pods: ready in {platform:.2f}s (median of {FAIRNESS_RUNS})",
+                  final=True)  # fmt: skip
     return {
         "small_idle_seconds": round(idle, 2),
+        "small_platform_seconds": round(platform, 2),
+        "small_platform_over_idle": round(platform / idle, 2) if idle else None,
         "small_busy_seconds": round(busy, 2),
         "small_busy_over_idle": round(busy / idle, 2) if idle else None,
         "small_idle_pods_seconds": round(idle_pods, 2),
@@ -597,6 +605,27 @@ def fairness(bench: Bench, operator: Operator, settings: Settings) -> dict[str, 
         "small_busy_runs": [round(run[0], 2) for run in busy_runs],
         "big_seconds": round(statistics.median(run[2] for run in busy_runs), 1),
     }
+
+
+def _during_plain_creates(bench: Bench, settings: Settings, node: str, n: int) -> float:
+    """A 1-worker cluster's time to ready while a plain client (not the operator)
+    creates ``fairness_workers`` pods the way the operator's create queue does (4 in
+    flight, the same qps): what the control plane and kwok alone make of a scale-up."""
+    pod = worker_pod("kwok-node-0")
+    with ThreadPoolExecutor(4) as pool:
+        creates = [pool.submit(bench.limited.create, pod) for _ in range(settings.fairness_workers)]
+        busy, _ = time_to_ready(bench, raycluster(f"small-platform-{n}", 1, node), settings.timeout)
+        for create in creates:
+            create.result()
+    for item in bench.client.list(RAY_CLUSTER, NAMESPACE)["items"]:
+        bench.client.delete(RAY_CLUSTER, item["metadata"]["name"], NAMESPACE)
+    plain = "ray.io/cluster=ceiling"
+    with ThreadPoolExecutor(8) as pool:
+        items = bench.client.list(POD, NAMESPACE, label_selector=plain)["items"]
+        list(pool.map(lambda p: bench.client.delete(POD, p["metadata"]["name"], NAMESPACE), items))
+    wait_until("plain pods gone", lambda: bench.pod_count() == 0, settings.timeout)
+    time.sleep(2)
+    return busy
 
 
 def _during_scale_up(
@@ -749,6 +778,9 @@ def table(results: dict[str, dict[str, Any]], settings: Settings) -> str:
     row("time to delete all, s", "delete_seconds")
     if settings.fairness_workers:
         row("1-worker cluster, idle operator, s", "small_idle_seconds", digits=2)
+        row(f"1-worker cluster, plain client creating {settings.fairness_workers}, s",
+            "small_platform_seconds", digits=2)  # fmt: skip
+        row("  that / idle", "small_platform_over_idle", digits=2)
         row(f"1-worker cluster during 0->{settings.fairness_workers}, s", "small_busy_seconds",
             digits=2)  # fmt: skip
         row("  during / idle", "small_busy_over_idle", digits=2)
