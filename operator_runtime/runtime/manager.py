@@ -352,16 +352,16 @@ class Manager:
             self._drain()
         if self.lost_leadership:
             log.error("lost the leader Lease: stopping at once, without draining")
+        else:
+            for recorder in self._recorders.values():
+                recorder.flush()
+            self._event_sink.close(timeout=2.0)
         for runner in self._runners:
             # Optional: a controller with work of its own beside its reconciles (queued
             # pod creates, pooled connections) ends it here.
             close = getattr(runner.controller, "close", None)
             if callable(close):
                 close()
-        else:
-            for recorder in self._recorders.values():
-                recorder.flush()
-            self._event_sink.close(timeout=2.0)
         self._release.set()
         if holder is not None:
             holder.join()
