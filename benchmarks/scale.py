@@ -617,14 +617,11 @@ def _during_plain_creates(bench: Bench, settings: Settings, node: str, n: int) -
         busy, _ = time_to_ready(bench, raycluster(f"small-platform-{n}", 1, node), settings.timeout)
         for create in creates:
             create.result()
-    for item in bench.client.list(RAY_CLUSTER, NAMESPACE)["items"]:
-        bench.client.delete(RAY_CLUSTER, item["metadata"]["name"], NAMESPACE)
     plain = "ray.io/cluster=ceiling"
     with ThreadPoolExecutor(8) as pool:
         items = bench.client.list(POD, NAMESPACE, label_selector=plain)["items"]
         list(pool.map(lambda p: bench.client.delete(POD, p["metadata"]["name"], NAMESPACE), items))
-    wait_until("plain pods gone", lambda: bench.pod_count() == 0, settings.timeout)
-    time.sleep(2)
+    _clear(bench, settings)
     return busy
 
 
@@ -647,6 +644,12 @@ def _during_scale_up(
     wait_until("big ready", lambda: bench.ready_workers("big") >= settings.fairness_workers,
                settings.timeout)  # fmt: skip
     big_seconds = time.monotonic() - started
+    _clear(bench, settings)
+    return busy, busy_pods, big_seconds
+
+
+def _clear(bench: Bench, settings: Settings) -> None:
+    """Delete every RayCluster and wait until neither they nor any pod is left."""
     for item in bench.client.list(RAY_CLUSTER, NAMESPACE)["items"]:
         bench.client.delete(RAY_CLUSTER, item["metadata"]["name"], NAMESPACE)
     wait_until(
@@ -655,7 +658,6 @@ def _during_scale_up(
         settings.timeout,
     )
     time.sleep(2)  # the garbage collector's last deletes (services) land before what follows
-    return busy, busy_pods, big_seconds
 
 
 def run_operator(

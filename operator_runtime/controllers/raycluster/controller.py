@@ -43,6 +43,7 @@ from operator_runtime.controllers.raycluster.reconciliation import (
     ResourceStep,
     Step,
     Toolkit,
+    group_key,
     need,
 )
 from operator_runtime.controllers.raycluster.status import (
@@ -253,8 +254,8 @@ class RayClusterController:
         group = labels.get(LabelKey.GROUP.value)
         if labels.get(LabelKey.NODE_TYPE.value) != NodeType.WORKER or not group:
             return True
-        cluster = labels.get(LabelKey.CLUSTER.value)
-        key = f"{metadata.get('namespace') or ''}/{cluster}/{group}"
+        cluster = str(labels.get(LabelKey.CLUSTER.value) or "")
+        key = group_key(str(metadata.get("namespace") or ""), cluster, str(group))
         return not self.tools.creates.queued(key)
 
     def close(self) -> None:

@@ -195,11 +195,11 @@ def _terminating_head_blocks(run: Reconciliation) -> str:
 
 def _reconcile_group(run: Reconciliation, group: WorkerGroupSpec) -> None:
     name = group.group_name
-    creates = run.tools.creates
-    failed = creates.take_failure(run.group_key(name))
+    key, creates = run.group_key(name), run.tools.creates
+    failed = creates.take_failure(key)
     if failed is not None:
         raise failed  # a queued create of an earlier pass failed: this pass reports it
-    creates.prune(run.group_key(name))
+    creates.prune(key)
     if not satisfied(run, name):
         return
     pods = run.group_pods(name)

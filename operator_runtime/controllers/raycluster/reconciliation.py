@@ -35,6 +35,12 @@ CONTROLLER: Final = "raycluster"
 """The controller's name in the permission table (render/rbac.py)."""
 
 
+def group_key(namespace: str, cluster: str, group: str) -> str:
+    """The key of a cluster's pod group in the expectations and the create queue:
+    ``ns/cluster/group``; the head group is ``""``."""
+    return f"{namespace}/{cluster}/{group}"
+
+
 def loose(value: JSONObject) -> Object:
     """A rendered object as the plain dict the client and caches use."""
     return cast(Object, value)
@@ -116,8 +122,7 @@ class Reconciliation:
         return str(self.raw["metadata"].get("uid") or "")
 
     def group_key(self, group: str) -> str:
-        """Expectations key ``ns/cluster/group``; the head group is ``""``."""
-        return f"{self.namespace}/{self.name}/{group}"
+        return group_key(self.namespace, self.name, group)
 
     def event(self, type_: EventType, reason: Reason, note: str, action: Action) -> None:
         self.tools.events.record(self.raw, type_, reason.value, note, action.value)
