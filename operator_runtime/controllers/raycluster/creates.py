@@ -108,7 +108,8 @@ class CreateQueue:
             return 0
         with self._cond:
             self._queues.setdefault(group, deque()).extend(creates)
-            while self._threads < self._in_flight and self._threads < self._queued():
+            queued = sum(len(queue) for queue in self._queues.values())
+            for _ in range(min(self._in_flight, queued) - self._threads):
                 self._threads += 1
                 threading.Thread(target=self._work, name="pod-create", daemon=True).start()
         return len(creates)
@@ -151,10 +152,7 @@ class CreateQueue:
         with self._cond:
             for group in list(self._queues):
                 self._drop(group)
-            self._cond.wait_for(lambda: self._threads == 0, timeout)
-
-    def _queued(self) -> int:
-        return sum(len(queue) for queue in self._queues.values())
+        self.wait_idle(timeout)
 
     def _next(self) -> tuple[str, _Create] | None:
         if not self._queues:
