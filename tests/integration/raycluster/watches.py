@@ -59,6 +59,10 @@ class _Watcher:
                         break
             except (TransportError, ApiError):
                 continue
+            except ValueError:
+                if self.stop.is_set():
+                    return  # the stream was closed under the reader: not an event
+                raise
 
     def close(self) -> None:
         self.stop.set()
