@@ -100,7 +100,12 @@ def update_head_serve_label(run: ServiceRun, cluster: Object | None) -> None:
 
 def reconcile_serve(run: ServiceRun, cluster: Object) -> tuple[bool, dict[str, Any] | None]:
     """Whether every application on ``cluster`` is RUNNING, and their statuses; PUTs
-    the serve config first when the cluster does not run it."""
+    the serve config when the cluster does not run it.
+
+    The statuses are read before the PUT, as KubeRay reads them. A pass that PUTs
+    never answers ready: what it read describes the config the cluster ran before
+    (a head that already serves an application of the same name, an operator
+    restarted with an empty cache), and KubeRay would promote a cluster on it."""
     conditions = (cluster.get("status") or {}).get("conditions") or ()
     if not is_true(conditions, HEAD_POD_READY):
         return False, None
@@ -119,6 +124,7 @@ def reconcile_serve(run: ServiceRun, cluster: Object) -> tuple[bool, dict[str, A
     goal = run.service.spec.serve_config_v2 or ""
     if (not cached or not applications or cached != goal) and not skip_put:
         _put_config(run, dashboard, name, target_capacity=_side_capacity(run, name))
+        ready = False
     if upgrading:
         step_target_capacity(run, dashboard, name)
     return ready, applications

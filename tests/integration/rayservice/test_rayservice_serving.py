@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import time
 
+import httpx
 import pytest
+import yaml
 
 from hack.localcluster import LocalCluster
 from operator_runtime.runtime.client import KubeClient
@@ -16,6 +18,7 @@ from tests.integration.rayservice.conftest import (
     operator,
     rayservice,
     ready,
+    serve_config,
     wait_for,
 )
 
@@ -53,3 +56,40 @@ def test_rayservice_becomes_ready_and_answers(
         assert serve_svc["spec"]["selector"]["ray.io/cluster"] == active["rayClusterName"]
         cluster_ip = serve_svc["spec"]["clusterIP"]
         assert serve_head.answer(cluster_ip) == "hello"
+
+
+def test_a_head_serving_an_older_config_is_not_ready_until_it_runs_the_new_one(
+    ray_crds: LocalCluster,
+    kube: KubeClient,
+    namespace: str,
+    serve_head: ServeHead,
+) -> None:
+    """The operator reads Serve's statuses, then PUTs the config when its cache lacks
+    it. On a head that already runs an application of the same name, that read is of
+    the old config: it must not make the RayService Ready. The old config here has its
+    own runtime_env, so the new one rebuilds the application: seconds in which the old
+    one still answers."""
+    stale = yaml.safe_load(serve_config(serve_head, message="stale"))
+    stale["applications"][0]["runtime_env"] = {"env_vars": {"GREETER_GENERATION": "stale"}}
+    dashboard = f"http://127.0.0.1:{serve_head.dashboard_port}"
+    httpx.put(f"{dashboard}/api/serve/applications/", json=stale, timeout=30).raise_for_status()
+    wait_for("the stale config to answer", lambda: _answers(serve_head, "stale"), timeout=120)
+
+    with ClusterHosts(kube, namespace), operator(ray_crds, namespace) as running:
+        kube.create(rayservice("greeter", namespace, serve_head))
+        try:
+            status = wait_for("Ready", ready(kube, namespace, "greeter"), timeout=180)
+        except AssertionError:
+            print(running.tail(80))
+            raise
+        active = status["activeServiceStatus"]
+        assert active["applicationStatuses"]["greeter"]["status"] == "RUNNING"
+        cluster_ip = kube.get(SERVICE, "greeter-serve-svc", namespace)["spec"]["clusterIP"]
+        assert serve_head.answer(cluster_ip) == "hello"
+
+
+def _answers(head: ServeHead, text: str) -> bool:
+    try:
+        return head.answer() == text
+    except httpx.HTTPError:
+        return False
