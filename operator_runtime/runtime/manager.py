@@ -352,16 +352,17 @@ class Manager:
             self._drain()
         if self.lost_leadership:
             log.error("lost the leader Lease: stopping at once, without draining")
-        else:
-            for recorder in self._recorders.values():
-                recorder.flush()
-            self._event_sink.close(timeout=2.0)
         for runner in self._runners:
             # Optional: a controller with work of its own beside its reconciles (queued
-            # pod creates, pooled connections) ends it here.
+            # pod creates, pooled connections) ends it here, before the events are
+            # flushed: the creates it lets finish record theirs.
             close = getattr(runner.controller, "close", None)
             if callable(close):
                 close()
+        if not self.lost_leadership:
+            for recorder in self._recorders.values():
+                recorder.flush()
+            self._event_sink.close(timeout=2.0)
         self._release.set()
         if holder is not None:
             holder.join()
