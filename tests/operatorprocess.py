@@ -3,7 +3,8 @@ with the flags and environment a test chooses, nothing patched or hooked in.
 
     with OperatorProcess(kubeconfig, namespace, "--use-kubernetes-proxy") as operator:
         ...
-    # leaving the block sends SIGTERM and requires a clean drain (exit 0)
+    # leaving the block sends SIGTERM and requires a clean drain (exit 0); a failure
+    # inside it prints the operator's last 80 lines
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ class OperatorProcess:
         self.stop()
         if kind is None:
             assert self.exit_code == 0, f"the operator exited {self.exit_code}:\n{self.tail()}"
+        else:
+            # The test failed inside the block: what the operator was doing then.
+            print(f"\nthe operator's last lines:\n{self.tail(80)}")
 
     def stop(self) -> None:
         process = self.process

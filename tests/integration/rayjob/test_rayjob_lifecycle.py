@@ -127,13 +127,9 @@ def running(
     with (
         ClusterHosts(kube, namespace),
         ClusterWatch(kube, namespace) as clusters,
-        operator(ray_crds, namespace, *flags) as process,
+        operator(ray_crds, namespace, *flags),
     ):
-        try:
-            yield clusters
-        except BaseException:
-            print(f"\noperator log:\n{process.tail(80)}")
-            raise
+        yield clusters
 
 
 def job_running_on_head(kube: KubeClient, namespace: str, name: str) -> Any:

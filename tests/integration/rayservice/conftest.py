@@ -173,3 +173,17 @@ def ready(kube: KubeClient, namespace: str, name: str) -> Any:
         return status if condition(status, "Ready").get("status") == "True" else None
 
     return check
+
+
+def create_ready(kube: KubeClient, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Create the RayService, wait for Ready; the status that said so."""
+    kube.create(manifest)
+    status: dict[str, Any] = wait_for(
+        "Ready", ready(kube, namespace, manifest["metadata"]["name"]), timeout=180
+    )
+    return status
+
+
+def start_ready(kube: KubeClient, namespace: str, manifest: dict[str, Any]) -> str:
+    """Create the RayService, wait for Ready; the active cluster's name."""
+    return str(create_ready(kube, namespace, manifest)["activeServiceStatus"]["rayClusterName"])

@@ -24,9 +24,10 @@ from tests.integration.rayservice.conftest import (
     rayservice,
     ready,
     service_status,
+    start_ready,
     wait_for,
 )
-from tests.integration.rayservice.test_rayservice_upgrades import add_head_env, start_ready
+from tests.integration.rayservice.test_rayservice_upgrades import add_head_env
 
 
 def owned_services(kube: KubeClient, namespace: str, name: str) -> list[str]:
@@ -53,11 +54,9 @@ def test_suspend_deletes_everything_and_resume_serves_again(
     port = free_port()
     with (
         ClusterHosts(kube, namespace),
-        operator(
-            ray_crds, namespace, "--enable-metrics", f"--metrics-addr=127.0.0.1:{port}"
-        ) as running,
+        operator(ray_crds, namespace, "--enable-metrics", f"--metrics-addr=127.0.0.1:{port}"),
     ):
-        first = start_ready(kube, namespace, rayservice(name, namespace, serve_head), running)
+        first = start_ready(kube, namespace, rayservice(name, namespace, serve_head))
         info = samples(port, "kuberay_service_info")
         ready_series = samples(port, "kuberay_service_condition_ready")
         kube.patch(RAY_SERVICE, name, namespace, {"spec": {"suspend": True}})
@@ -73,11 +72,7 @@ def test_suspend_deletes_everything_and_resume_serves_again(
                     seen.append(step)
             return status if condition(status, "Suspended").get("status") == "True" else None
 
-        try:
-            status = wait_for("Suspended", suspended, timeout=60, interval=0.05)
-        except AssertionError:
-            print(running.tail(80))
-            raise
+        status = wait_for("Suspended", suspended, timeout=60, interval=0.05)
         took = time.monotonic() - suspended_at
         left = cluster_names(kube, namespace), owned_services(kube, namespace, name)
         suspended_series = samples(port, "kuberay_service_condition_ready")
@@ -128,14 +123,14 @@ def test_no_upgrade_when_the_strategy_is_none_or_zero_downtime_is_off(
     none = rayservice("none", namespace, serve_head, upgradeStrategy={"type": "None"})
     plain = rayservice("plain", namespace, serve_head)
     with ClusterHosts(kube, namespace):
-        with operator(ray_crds, namespace) as running:
-            cluster = start_ready(kube, namespace, none, running)
+        with operator(ray_crds, namespace):
+            cluster = start_ready(kube, namespace, none)
             generation = kube.get(RAY_CLUSTER, cluster, namespace)["metadata"]["generation"]
             add_head_env(kube, namespace, "none", "1")
             after_none = unchanged(kube, namespace, "none", cluster)
             status_none = service_status(kube, namespace, "none")
-        with operator(ray_crds, namespace, env={"ENABLE_ZERO_DOWNTIME": "false"}) as running:
-            other = start_ready(kube, namespace, plain, running)
+        with operator(ray_crds, namespace, env={"ENABLE_ZERO_DOWNTIME": "false"}):
+            other = start_ready(kube, namespace, plain)
             other_generation = kube.get(RAY_CLUSTER, other, namespace)["metadata"]["generation"]
             add_head_env(kube, namespace, "plain", "1")
             after_plain = unchanged(kube, namespace, "plain", other)
@@ -161,7 +156,7 @@ def test_a_cluster_that_never_gets_ready_times_out_and_is_deleted(
     manifest["metadata"]["annotations"] = {"ray.io/initializing-timeout": "5s"}
     head = manifest["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]
     head["nodeSelector"] = {"pulumi-ray.io/no-such-node": "true"}
-    with operator(ray_crds, namespace) as running:
+    with operator(ray_crds, namespace):
         kube.create(manifest)
         created = time.monotonic()
         cluster = wait_for("a cluster", lambda: cluster_names(kube, namespace), timeout=30)
@@ -174,11 +169,7 @@ def test_a_cluster_that_never_gets_ready_times_out_and_is_deleted(
                 else None
             )
 
-        try:
-            status = wait_for("InitializingTimeout", timed_out, timeout=60)
-        except AssertionError:
-            print(running.tail(80))
-            raise
+        status = wait_for("InitializingTimeout", timed_out, timeout=60)
         took = time.monotonic() - created
         warned = wait_for(
             "the Warning", lambda: events(kube, namespace, "RayServiceInitializingTimeout", name)
@@ -208,7 +199,7 @@ def test_a_suspend_cancelled_midway_completes_then_resumes(
     nothing else wakes the controller (its own status write does not)."""
     name = "fickle"
     with ClusterHosts(kube, namespace), operator(ray_crds, namespace) as running:
-        first = start_ready(kube, namespace, rayservice(name, namespace, serve_head), running)
+        first = start_ready(kube, namespace, rayservice(name, namespace, serve_head))
         kube.patch(RAY_SERVICE, name, namespace, {"spec": {"suspend": True}})
         wait_for(
             "Suspending",

@@ -15,9 +15,9 @@ from operator_runtime.runtime.kinds import SERVICE
 from tests.integration.rayservice.conftest import (
     ClusterHosts,
     ServeHead,
+    create_ready,
     operator,
     rayservice,
-    ready,
     serve_config,
     wait_for,
 )
@@ -39,14 +39,9 @@ def test_rayservice_becomes_ready_and_answers(
     flags = ADDRESSING[addressing]
     # Through the API server no name needs resolving here: no hosts mapping then.
     hosts = ClusterHosts(kube, namespace) if not flags else contextlib.nullcontext()
-    with hosts, operator(ray_crds, namespace, *flags) as running:
+    with hosts, operator(ray_crds, namespace, *flags):
         started = time.monotonic()
-        kube.create(rayservice("greeter", namespace, serve_head))
-        try:
-            status = wait_for("Ready", ready(kube, namespace, "greeter"), timeout=180)
-        except AssertionError:
-            print(running.tail(80))
-            raise
+        status = create_ready(kube, namespace, rayservice("greeter", namespace, serve_head))
         print(f"\nRayService ({addressing}) created -> Ready in {time.monotonic() - started:.1f} s")
         assert status["serviceStatus"] == "Running"
         assert status["numServeEndpoints"] >= 1
@@ -75,13 +70,8 @@ def test_a_head_serving_an_older_config_is_not_ready_until_it_runs_the_new_one(
     httpx.put(f"{dashboard}/api/serve/applications/", json=stale, timeout=30).raise_for_status()
     wait_for("the stale config to answer", lambda: _answers(serve_head, "stale"), timeout=120)
 
-    with ClusterHosts(kube, namespace), operator(ray_crds, namespace) as running:
-        kube.create(rayservice("greeter", namespace, serve_head))
-        try:
-            status = wait_for("Ready", ready(kube, namespace, "greeter"), timeout=180)
-        except AssertionError:
-            print(running.tail(80))
-            raise
+    with ClusterHosts(kube, namespace), operator(ray_crds, namespace):
+        status = create_ready(kube, namespace, rayservice("greeter", namespace, serve_head))
         active = status["activeServiceStatus"]
         assert active["applicationStatuses"]["greeter"]["status"] == "RUNNING"
         cluster_ip = kube.get(SERVICE, "greeter-serve-svc", namespace)["spec"]["clusterIP"]

@@ -31,6 +31,7 @@ from tests.integration.rayservice.conftest import (
     ready,
     serve_config,
     service_status,
+    start_ready,
     wait_for,
 )
 
@@ -172,18 +173,6 @@ def add_head_env(kube: KubeClient, namespace: str, name: str, value: str) -> Non
     kube.update(found)
 
 
-def start_ready(kube: KubeClient, namespace: str, manifest: dict[str, Any], running: Any) -> str:
-    """Create the RayService, wait for Ready; the active cluster's name."""
-    name = manifest["metadata"]["name"]
-    kube.create(manifest)
-    try:
-        status = wait_for("Ready", ready(kube, namespace, name), timeout=180)
-    except AssertionError:
-        print(running.tail(80))
-        raise
-    return str(status["activeServiceStatus"]["rayClusterName"])
-
-
 def test_a_serve_config_change_is_applied_in_place(
     ray_crds: LocalCluster, kube: KubeClient, namespace: str, serve_head: ServeHead
 ) -> None:
@@ -191,9 +180,9 @@ def test_a_serve_config_change_is_applied_in_place(
     with (
         ClusterHosts(kube, namespace),
         ClusterWatch(kube, namespace) as clusters,
-        operator(ray_crds, namespace) as running,
+        operator(ray_crds, namespace),
     ):
-        active = start_ready(kube, namespace, rayservice(name, namespace, serve_head), running)
+        active = start_ready(kube, namespace, rayservice(name, namespace, serve_head))
         cluster_ip = serve_service(kube, namespace, name)["spec"]["clusterIP"]
         assert serve_head.answer(cluster_ip) == "hello"
         kube.patch(
@@ -232,9 +221,9 @@ def test_a_worker_group_added_at_the_end_updates_the_cluster_in_place(
     with (
         ClusterHosts(kube, namespace),
         ClusterWatch(kube, namespace) as clusters,
-        operator(ray_crds, namespace) as running,
+        operator(ray_crds, namespace),
     ):
-        active = start_ready(kube, namespace, rayservice(name, namespace, serve_head), running)
+        active = start_ready(kube, namespace, rayservice(name, namespace, serve_head))
         before = kube.get(RAY_CLUSTER, active, namespace)
         with Prober(serve_head, kube, namespace, name) as probe:
             found = kube.get(RAY_SERVICE, name, namespace)
@@ -279,9 +268,9 @@ def test_a_cluster_spec_change_switches_to_a_new_cluster(
     with (
         ClusterHosts(kube, namespace),
         ClusterWatch(kube, namespace) as clusters,
-        operator(ray_crds, namespace) as running,
+        operator(ray_crds, namespace),
     ):
-        old = start_ready(kube, namespace, manifest, running)
+        old = start_ready(kube, namespace, manifest)
         with Prober(serve_head, kube, namespace, name) as probe:
             add_head_env(kube, namespace, name, "1")
             changed = time.monotonic()
@@ -293,19 +282,15 @@ def test_a_cluster_spec_change_switches_to_a_new_cluster(
                 timeout=30,
             )
             pending_at = time.monotonic() - changed
-            try:
-                wait_for(
-                    "the Services on the new cluster",
-                    lambda: (
-                        selected(kube, namespace, f"{name}-serve-svc") == pending
-                        and selected(kube, namespace, f"{name}-head-svc") == pending
-                    ),
-                    timeout=120,
-                    interval=0.05,
-                )
-            except AssertionError:
-                print(running.tail(80))
-                raise
+            wait_for(
+                "the Services on the new cluster",
+                lambda: (
+                    selected(kube, namespace, f"{name}-serve-svc") == pending
+                    and selected(kube, namespace, f"{name}-head-svc") == pending
+                ),
+                timeout=120,
+                interval=0.05,
+            )
             switched_at = time.monotonic() - changed
             promoted = wait_for(
                 "promotion",
@@ -371,28 +356,24 @@ def test_the_deletion_delay_survives_an_operator_restart(
     delay = 20
     manifest = rayservice(name, namespace, serve_head, rayClusterDeletionDelaySeconds=delay)
     with ClusterHosts(kube, namespace):
-        with operator(ray_crds, namespace) as first:
-            old = start_ready(kube, namespace, manifest, first)
+        with operator(ray_crds, namespace):
+            old = start_ready(kube, namespace, manifest)
             add_head_env(kube, namespace, name, "1")
-            try:
-                new = wait_for(
-                    "promotion",
-                    lambda: (
-                        (
-                            service_status(kube, namespace, name)["activeServiceStatus"][
-                                "rayClusterName"
-                            ]
-                            != old
-                        )
-                        and service_status(kube, namespace, name)["activeServiceStatus"][
+            new = wait_for(
+                "promotion",
+                lambda: (
+                    (
+                        service_status(kube, namespace, name)["activeServiceStatus"][
                             "rayClusterName"
                         ]
-                    ),
-                    timeout=120,
-                )
-            except AssertionError:
-                print(first.tail(80))
-                raise
+                        != old
+                    )
+                    and service_status(kube, namespace, name)["activeServiceStatus"][
+                        "rayClusterName"
+                    ]
+                ),
+                timeout=120,
+            )
             switched = datetime.datetime.now(datetime.UTC)
             stamped = wait_for(
                 "the old cluster stamped",
@@ -408,13 +389,9 @@ def test_the_deletion_delay_survives_an_operator_restart(
         wait = (due - datetime.datetime.now(datetime.UTC)).total_seconds() + 1
         time.sleep(max(0.0, wait))
         assert not gone(kube, namespace, old)(), "deleted with no operator running"
-        with operator(ray_crds, namespace) as second:
+        with operator(ray_crds, namespace):
             restarted = time.monotonic()
-            try:
-                wait_for("the old cluster deleted", gone(kube, namespace, old), timeout=delay)
-            except AssertionError:
-                print(second.tail(80))
-                raise
+            wait_for("the old cluster deleted", gone(kube, namespace, old), timeout=delay)
             after_restart = time.monotonic() - restarted
             status = service_status(kube, namespace, name)
     print(

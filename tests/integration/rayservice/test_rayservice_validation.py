@@ -170,14 +170,10 @@ def test_the_controller_refuses_an_invalid_rayservice(
 
             return check
 
-        try:
-            refused = {
-                name: wait_for(f"{name} ValidationFailed", failed(name), timeout=30)
-                for name in REFUSED_BY_THE_CONTROLLER
-            }
-        except AssertionError:
-            print(running.tail(80))
-            raise
+        refused = {
+            name: wait_for(f"{name} ValidationFailed", failed(name), timeout=30)
+            for name in REFUSED_BY_THE_CONTROLLER
+        }
         warned = {
             name: wait_for(
                 f"{reason} for {name}",
