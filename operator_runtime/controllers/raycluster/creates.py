@@ -51,11 +51,16 @@ with 16, the bursts of pod events made the API server drop kwok's watch for bein
 (benchmarks/README.md), where KubeRay creates one pod at a time."""
 
 
-def take_budget(run: Reconciliation, wanted: int, *, pods_each: int = 1) -> int:
+def take_budget(
+    run: Reconciliation, wanted: int, *, pods_each: int = 1, at_most: int | None = None
+) -> int:
     """How many of ``wanted`` creations (of ``pods_each`` pods: a multi-host replica is
-    created whole) this pass may do. A fresh budget always admits one, however large;
-    when some must wait, the pass is marked for a quick requeue."""
+    created whole; never more than ``at_most``) this pass may do. A fresh budget always
+    admits one, however large; when some must wait, the pass is marked for a quick
+    requeue."""
     fits = max(1, run.create_budget // pods_each) if run.create_budget > 0 else 0
+    if at_most is not None:
+        fits = min(fits, at_most)
     allowed = max(0, min(wanted, fits))
     run.create_budget -= allowed * pods_each
     if allowed < wanted:

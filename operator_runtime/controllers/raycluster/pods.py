@@ -272,9 +272,7 @@ def _create_workers(
     on at once, and the group waits for them through its expectations."""
     # Without pods, the group has not shown that the API server accepts its template:
     # one create (a probe) first, the rest once the cache shows it.
-    allowed = take_budget(run, count if remaining else 1)
-    if allowed < count:
-        run.more_to_create = True
+    allowed = take_budget(run, count, at_most=None if remaining else 1)
     indexes = free_replica_indexes(remaining, allowed)
     key, creates = run.group_key(group.group_name), run.tools.creates
     if allowed and creates.suspect(key):
