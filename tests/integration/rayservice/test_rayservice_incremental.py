@@ -186,6 +186,23 @@ class Step:
     pending: tuple[str, Any, Any]
     conditions: tuple[tuple[str, str], ...]
 
+    @classmethod
+    def of(cls, status: dict[str, Any]) -> Step:
+        return cls(
+            time.monotonic(),
+            _side(status, "activeServiceStatus"),
+            _side(status, "pendingServiceStatus"),
+            tuple(
+                (str(c["type"]), str(c["status"]))
+                for c in status.get("conditions") or ()
+                if c["type"] in ("UpgradeInProgress", "RollbackInProgress")
+            ),
+        )
+
+    def shows(self) -> tuple[Any, ...]:
+        """What the step shows, without the time it was seen."""
+        return (self.active, self.pending, self.conditions)
+
 
 @dataclass
 class FakeGatewayController:
@@ -271,24 +288,14 @@ class FakeGatewayController:
                 }
                 self.kube.update_status(route)
                 self.status_writes += 1
-        status = service_status(self.kube, self.namespace, NAME)
-        step = Step(
-            time.monotonic(),
-            _side(status, "activeServiceStatus"),
-            _side(status, "pendingServiceStatus"),
-            tuple(
-                (str(c["type"]), str(c["status"]))
-                for c in status.get("conditions") or ()
-                if c["type"] in ("UpgradeInProgress", "RollbackInProgress")
-            ),
-        )
-        last = self.steps[-1] if self.steps else None
-        if last is None or (last.active, last.pending, last.conditions) != (
-            step.active,
-            step.pending,
-            step.conditions,
-        ):
+        step = Step.of(service_status(self.kube, self.namespace, NAME))
+        if not self.steps or self.steps[-1].shows() != step.shows():
             self.steps.append(step)
+
+    def recorded(self, status: dict[str, Any]) -> bool:
+        """Whether the last step recorded shows ``status``. A test that saw a status
+        first waits for this before it reads the steps: this thread polls on its own."""
+        return bool(self.steps) and self.steps[-1].shows() == Step.of(status).shows()
 
     def weights(self, since: float) -> list[tuple[tuple[str, int], ...]]:
         return [backends for t, backends in self.routes if t >= since]
@@ -478,6 +485,7 @@ def _scenario(
         interval=0.2,
     )
     promoted_at = time.monotonic()
+    wait_for("the promotion among the steps", lambda: gateway.recorded(promoted), timeout=10)
     full = next(
         t
         for t, backends in gateway.routes
@@ -573,6 +581,7 @@ def _scenario(
         interval=0.2,
     )
     rolled_back_at = time.monotonic()
+    wait_for("the rollback's end among the steps", lambda: gateway.recorded(done), timeout=10)
     back = _dedupe(pending_weights(gateway.weights(changed), third))
     steps = gateway.steps_since(changed)
     seen = _dedupe([(s.active[1], s.pending[1]) for s in steps if s.pending[0] == third])
