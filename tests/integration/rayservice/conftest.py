@@ -160,6 +160,12 @@ def service_status(kube: KubeClient, namespace: str, name: str) -> dict[str, Any
     return status
 
 
+def active_cluster(kube: KubeClient, namespace: str, name: str) -> str:
+    """The RayService's active cluster ("" while it has none)."""
+    active = service_status(kube, namespace, name).get("activeServiceStatus") or {}
+    return str(active.get("rayClusterName") or "")
+
+
 def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
     for item in status.get("conditions") or ():
         if item.get("type") == type_:
@@ -187,3 +193,11 @@ def create_ready(kube: KubeClient, namespace: str, manifest: dict[str, Any]) -> 
 def start_ready(kube: KubeClient, namespace: str, manifest: dict[str, Any]) -> str:
     """Create the RayService, wait for Ready; the active cluster's name."""
     return str(create_ready(kube, namespace, manifest)["activeServiceStatus"]["rayClusterName"])
+
+
+def add_head_env(kube: KubeClient, namespace: str, name: str, value: str) -> None:
+    """A cluster spec change no in-place update can apply (the head changes)."""
+    found = kube.get(RAY_SERVICE, name, namespace)
+    head = found["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]
+    head["containers"][0].setdefault("env", []).append({"name": "UPGRADE", "value": value})
+    kube.update(found)

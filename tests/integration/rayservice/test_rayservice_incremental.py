@@ -420,14 +420,9 @@ def test_rayservice_incremental_upgrade_and_rollback(
         CountingProxy(second_head.dashboard_port) as proxy_2,
         ClusterHosts(kube, namespace),
         FakeGatewayController(kube, namespace) as gateway,
-        operator(gateway_crds, namespace) as running,
+        operator(gateway_crds, namespace),
     ):
-        head_1, head_2 = Head(serve_head, proxy_1), Head(second_head, proxy_2)
-        try:
-            _scenario(kube, namespace, head_1, head_2, gateway)
-        except BaseException:
-            print(running.tail(120))
-            raise
+        _scenario(kube, namespace, Head(serve_head, proxy_1), Head(second_head, proxy_2), gateway)
 
 
 def _scenario(

@@ -25,6 +25,8 @@ from operator_runtime.runtime.kinds import ENDPOINT_SLICE, EVENT, RAY_CLUSTER, R
 from tests.integration.rayservice.conftest import (
     ClusterHosts,
     ServeHead,
+    active_cluster,
+    add_head_env,
     condition,
     operator,
     rayservice,
@@ -165,14 +167,6 @@ def gone_service(kube: KubeClient, namespace: str, name: str) -> Any:
     return check
 
 
-def add_head_env(kube: KubeClient, namespace: str, name: str, value: str) -> None:
-    """A cluster spec change no in-place update can apply (the head changes)."""
-    found = kube.get(RAY_SERVICE, name, namespace)
-    head = found["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]
-    head["containers"][0].setdefault("env", []).append({"name": "UPGRADE", "value": value})
-    kube.update(found)
-
-
 def test_a_serve_config_change_is_applied_in_place(
     ray_crds: LocalCluster, kube: KubeClient, namespace: str, serve_head: ServeHead
 ) -> None:
@@ -294,10 +288,7 @@ def test_a_cluster_spec_change_switches_to_a_new_cluster(
             switched_at = time.monotonic() - changed
             promoted = wait_for(
                 "promotion",
-                lambda: (
-                    service_status(kube, namespace, name)["activeServiceStatus"]["rayClusterName"]
-                    == pending
-                ),
+                lambda: active_cluster(kube, namespace, name) == pending,
                 timeout=30,
             )
             stamped = wait_for(
@@ -361,17 +352,7 @@ def test_the_deletion_delay_survives_an_operator_restart(
             add_head_env(kube, namespace, name, "1")
             new = wait_for(
                 "promotion",
-                lambda: (
-                    (
-                        service_status(kube, namespace, name)["activeServiceStatus"][
-                            "rayClusterName"
-                        ]
-                        != old
-                    )
-                    and service_status(kube, namespace, name)["activeServiceStatus"][
-                        "rayClusterName"
-                    ]
-                ),
+                lambda: (active := active_cluster(kube, namespace, name)) != old and active,
                 timeout=120,
             )
             switched = datetime.datetime.now(datetime.UTC)
