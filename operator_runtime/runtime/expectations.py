@@ -5,9 +5,12 @@ the watch event arrives. Acting on that stale view again would create duplicate 
 or re-create pods it just deleted (KubeRay's 5 -> 4 scale-down bug). So each create or
 delete is recorded under a group key (e.g. ``ns/cluster/group``) and
 ``is_satisfied(group)`` stays false until the cache reflects every recorded item:
-a created object is present, a deleted one is gone. An item also counts as satisfied
-after ``timeout`` seconds, so a lost event or a create the API server rejected later
-cannot block the group forever.
+a created object has been seen (it is in the cache, even if already on its way out,
+or its deletion has been observed), a deleted one is gone or carries a deletion
+timestamp (as the ReplicaSet controller takes it: a pod stuck Terminating on a lost
+node must not hold its group). An item also counts as satisfied after ``timeout``
+seconds, so a lost event or a create the API server rejected later cannot block the
+group forever.
 
 The timeout must outlast the slowest way an event can arrive: a watch that stalls
 silently is only noticed after the informer's inactivity timeout (70 s), and then a
@@ -41,6 +44,7 @@ from typing import Final
 
 from operator_runtime.runtime.clock import Clock, SystemClock
 from operator_runtime.runtime.informer import WATCH_INACTIVITY_TIMEOUT
+from operator_runtime.runtime.kinds import Object, being_deleted
 
 RELIST_ALLOWANCE: Final = 30.0
 """Seconds a relist after a stalled watch may take before its events are in the cache."""
@@ -53,8 +57,8 @@ def timeout_for(watch_inactivity_timeout: float) -> float:
 
 DEFAULT_TIMEOUT: Final = timeout_for(WATCH_INACTIVITY_TIMEOUT)
 
-ExistsInCache = Callable[[str, str], bool]
-"""(namespace, name) -> whether the cache currently holds that object."""
+Lookup = Callable[[str, str], Object | None]
+"""(namespace, name) -> the object as the cache holds it now, or None."""
 
 
 class Action(Enum):
@@ -116,7 +120,7 @@ class Expectations:
             return _UNKNOWN_KEY in self._groups.get(group, {})
 
     def resolve_unknown(
-        self, group: str, listed: Iterable[tuple[str, str]], exists: ExistsInCache
+        self, group: str, listed: Iterable[tuple[str, str]], lookup: Lookup
     ) -> None:
         """A fresh LIST returned ``listed`` (namespace, name) for the group: every one
         the cache does not show yet becomes a create expectation, and the unknown goes."""
@@ -125,7 +129,7 @@ class Expectations:
             items = self._groups.setdefault(group, {})
             items.pop(_UNKNOWN_KEY, None)
             for namespace, name in listed:
-                if not exists(namespace, name):
+                if lookup(namespace, name) is None:
                     items[(namespace, name)] = _Item(namespace, name, Action.CREATE, now)
             if not items:
                 del self._groups[group]
@@ -135,7 +139,18 @@ class Expectations:
         with self._lock:
             self._groups.setdefault(group, {})[(namespace, name)] = item
 
-    def is_satisfied(self, group: str, exists: ExistsInCache) -> bool:
+    def observe_gone(self, namespace: str, name: str) -> None:
+        """The cache saw ``namespace/name`` deleted, so a create of it is reflected even
+        if no check ever found it present (created and deleted between two passes)."""
+        with self._lock:
+            for group in [g for g, items in self._groups.items() if (namespace, name) in items]:
+                items = self._groups[group]
+                if items[(namespace, name)].action is Action.CREATE:
+                    del items[(namespace, name)]
+                    if not items:
+                        del self._groups[group]
+
+    def is_satisfied(self, group: str, lookup: Lookup) -> bool:
         """True when every item of ``group`` is reflected in the cache or timed out.
 
         Satisfied items are forgotten; the rest are kept for the next check.
@@ -147,7 +162,7 @@ class Expectations:
                 return True
             pending = {
                 key: item for key, item in items.items()
-                if not self._item_satisfied(item, exists, now)
+                if not self._item_satisfied(item, lookup, now)
             }  # fmt: skip
             if pending:
                 self._groups[group] = pending
@@ -155,15 +170,17 @@ class Expectations:
             del self._groups[group]
             return True
 
-    def _item_satisfied(self, item: _Item, exists: ExistsInCache, now: float) -> bool:
+    def _item_satisfied(self, item: _Item, lookup: Lookup, now: float) -> bool:
         if item.action is Action.QUEUED:
             return False
         if now - item.recorded_at >= self.timeout:
             return True
         if item.action is Action.UNKNOWN:
             return False
-        present = exists(item.namespace, item.name)
-        return present if item.action is Action.CREATE else not present
+        cached = lookup(item.namespace, item.name)
+        if item.action is Action.CREATE:
+            return cached is not None
+        return cached is None or being_deleted(cached)
 
     def pending(self, group: str) -> int:
         with self._lock:

@@ -16,6 +16,11 @@ Object = dict[str, Any]
 """A Kubernetes object as decoded JSON."""
 
 
+def being_deleted(obj: Object) -> bool:
+    """Whether ``obj`` carries a deletion timestamp (Terminating, for a pod)."""
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
 @dataclass(frozen=True)
 class ResourceKind:
     """One served resource: ``apps/v1`` + ``Deployment`` is ``deployments``, namespaced."""

@@ -56,11 +56,10 @@ from operator_runtime.controllers.raycluster.status import (
 from operator_runtime.controllers.settings import gates_of
 from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
-from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.clock import Clock
 from operator_runtime.runtime.context import ControllerContext
 from operator_runtime.runtime.errors import TemporaryError
-from operator_runtime.runtime.informer import EventType
+from operator_runtime.runtime.informer import EventType, Informer
 from operator_runtime.runtime.kinds import Object, ResourceKind
 from operator_runtime.runtime.ratelimit import TokenBucket
 from operator_runtime.runtime.reconcile import (
@@ -192,12 +191,11 @@ class RayClusterController:
         self.options = options or options_from(context)
         self._count_writes = CountWrites(context.clock)
         self._projection = self.options.pod_projection
-        caches = Caches(
-            **{
-                field: self._cache(context, kind, selector)
-                for field, (kind, selector) in WATCHED.items()
-            }
-        )
+        informers = {
+            field: self._informer(context, kind, selector)
+            for field, (kind, selector) in WATCHED.items()
+        }
+        caches = Caches(**{field: informer.cache for field, informer in informers.items()})
         self.metrics = ClusterMetrics(caches.clusters)
         if metrics_registry is not None:
             self.metrics.register(metrics_registry)
@@ -216,10 +214,22 @@ class RayClusterController:
             rng=rng or random.Random(),
             new_token=_new_token,
         )
+        # Registered before the manager's own handlers, so a pass that a pod's deletion
+        # starts finds its create already reflected.
+        informers["pods"].add_handler(self._pod_gone)
 
-    def _cache(self, context: ControllerContext, kind: ResourceKind, selector: str | None) -> Cache:
+    def _informer(
+        self, context: ControllerContext, kind: ResourceKind, selector: str | None
+    ) -> Informer:
         projection = self._projection if kind == kinds.POD else None
-        return context.informers.get(kind, label_selector=selector, projection=projection).cache
+        return context.informers.get(kind, label_selector=selector, projection=projection)
+
+    def _pod_gone(self, event: EventType, pod: Object, _old: Object | None) -> None:
+        """A pod created and deleted between two passes is never seen in the cache; its
+        deletion event is what shows that its create was reflected."""
+        if event == "DELETED":
+            metadata = pod["metadata"]
+            self.tools.expectations.observe_gone(metadata.get("namespace", ""), metadata["name"])
 
     def watches(self) -> Sequence[Watch]:
         ray = kinds.RAY_CLUSTER

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from operator_runtime.runtime.kinds import Object
+from operator_runtime.runtime.kinds import Object, being_deleted
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,14 +86,10 @@ def all_running_and_ready(pods: Iterable[Object]) -> bool:
     return seen
 
 
-def is_terminating(pod: Object) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
-
-
 def live_pods(pods: Iterable[Object]) -> list[Object]:
     """The pods that count as the head, a worker replica or a host of one: all but those
     Terminating. A pod with a ``deletionTimestamp`` is on its way out, as the ReplicaSet
     controller treats it, so one stuck Terminating on a lost node is replaced instead of
     holding its place for good. A pod we delete ourselves is covered by its delete
     expectation until the cache shows it Terminating (``podops.satisfied``)."""
-    return [pod for pod in pods if not is_terminating(pod)]
+    return [pod for pod in pods if not being_deleted(pod)]

@@ -21,11 +21,10 @@ from typing import Final
 from operator_runtime.api import JSONObject, WorkerGroupSpec
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
-from operator_runtime.controllers.raycluster.podhealth import is_terminating
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation, need
 from operator_runtime.render import PodParams, build_pod
 from operator_runtime.runtime.errors import ApiError, Conflict, NotFound, OutcomeUnknown
-from operator_runtime.runtime.kinds import POD, Object
+from operator_runtime.runtime.kinds import POD, Object, being_deleted
 
 log = logging.getLogger(__name__)
 
@@ -96,22 +95,10 @@ def _failure(
 def satisfied(run: Reconciliation, group: str) -> bool:
     key = run.group_key(group)
     pods = run.tools.caches.pods
-
-    def cached(namespace: str, name: str) -> bool:
-        return pods.get(namespace, name) is not None
-
-    def counted(namespace: str, name: str) -> bool:
-        # A pod the cache shows Terminating no longer counts anywhere (``live_pods``), so
-        # our delete of it is reflected, as the ReplicaSet controller takes a deletion
-        # timestamp for the delete: a pod stuck Terminating (a lost node) cannot hold
-        # its group until the expectation lapses.
-        pod = pods.get(namespace, name)
-        return pod is not None and not is_terminating(pod)
-
     if run.tools.expectations.has_unknown(key):
         # A LIST error propagates: the pass fails and retries, the group stays blocked.
-        run.tools.expectations.resolve_unknown(key, list_group(run, group), cached)
-    done = run.tools.expectations.is_satisfied(key, counted)
+        run.tools.expectations.resolve_unknown(key, list_group(run, group), pods.get)
+    done = run.tools.expectations.is_satisfied(key, pods.get)
     if not done:
         run.waiting_on_cache = True
         log.info(
@@ -203,7 +190,7 @@ def delete_all(
     """
     deleted = 0
     for pod in pods:
-        if is_terminating(pod):
+        if being_deleted(pod):
             continue
         name = str(pod["metadata"]["name"])
         try:

@@ -22,7 +22,6 @@ from operator_runtime.controllers.conditions import is_true
 from operator_runtime.controllers.raycluster import multihost, upgrade
 from operator_runtime.controllers.raycluster.creates import take_budget
 from operator_runtime.controllers.raycluster.podhealth import (
-    is_terminating,
     live_pods,
     running_and_ready,
     should_delete_pod,
@@ -44,7 +43,7 @@ from operator_runtime.controllers.raycluster.status import (
 )
 from operator_runtime.render import PodParams, build_pod, desired_worker_replicas
 from operator_runtime.render.gcsft import ft_enabled
-from operator_runtime.runtime.kinds import POD, Object
+from operator_runtime.runtime.kinds import POD, Object, being_deleted
 
 log = logging.getLogger(__name__)
 HEAD = ""
@@ -253,7 +252,7 @@ def _delete_requested(run: Reconciliation, group: WorkerGroupSpec, pods: list[Ob
     for pod in pods:
         name = str(pod["metadata"]["name"])
         if name in requested:
-            if not is_terminating(pod):
+            if not being_deleted(pod):
                 delete_pod(
                     run,
                     pod,

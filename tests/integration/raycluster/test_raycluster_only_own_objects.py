@@ -1,10 +1,9 @@
 """The operator acts only on what it owns: pods it is the controller of (not whatever
-carries its labels), a RocksDB PVC it created, and it replaces a worker stuck
-Terminating instead of counting it as a replica forever."""
+carries its labels) and a RocksDB PVC it created. (A worker stuck Terminating:
+test_raycluster_terminating_pods.py.)"""
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from hack.localcluster import LocalCluster
@@ -14,14 +13,13 @@ from operator_runtime.controllers.raycluster import RayClusterOptions
 from operator_runtime.render import RenderOptions
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import NotFound
-from operator_runtime.runtime.kinds import NODE, PERSISTENT_VOLUME_CLAIM, POD, RAY_CLUSTER, Object
+from operator_runtime.runtime.kinds import PERSISTENT_VOLUME_CLAIM, POD, RAY_CLUSTER, Object
 from tests.integration.raycluster.conftest import (
     RunningOperator,
     container,
     events,
     get_cluster,
     live_pods,
-    pods,
     poke,
     raycluster,
     running_operator,
@@ -104,41 +102,6 @@ def test_suspend_deletes_our_pods_and_leaves_a_foreign_labelled_pod(
     )
     settle(2)
     assert _alive(client, namespace, "impostor"), "suspend deleted a pod it does not own"
-
-
-def _live_workers(client: KubeClient, namespace: str, name: str) -> list[Object]:
-    cluster = get_cluster(client, namespace, name)
-    return [p for p in live_pods(client, namespace, name, "worker") if _ours(p, cluster)]
-
-
-def test_a_worker_stuck_terminating_is_replaced(
-    operator: RunningOperator, client: KubeClient, namespace: str
-) -> None:
-    # A node without a kubelet (kwok leaves it alone), like a lost one: a pod bound to
-    # it never finishes terminating.
-    node = f"lost-{namespace}"
-    client.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
-    manifest = raycluster("lost", namespace, workers=2)
-    manifest["spec"]["workerGroupSpecs"][0]["template"]["spec"]["nodeName"] = node
-    try:
-        client.create(manifest)
-        wait_for("2 workers", lambda: len(_live_workers(client, namespace, "lost")) == 2)
-        stuck = _live_workers(client, namespace, "lost")[0]["metadata"]["name"]
-        client.delete(POD, stuck, namespace)
-        # Old code counted the Terminating pod as one of the 2 replicas forever.
-        wait_for(
-            "a replacement worker",
-            lambda: len(_live_workers(client, namespace, "lost")) == 2,
-            timeout=30,
-        )
-        assert client.get(POD, stuck, namespace)["metadata"].get("deletionTimestamp")
-        settle(2)
-        assert len(_live_workers(client, namespace, "lost")) == 2, "more than one replacement"
-    finally:
-        for pod in pods(client, namespace, "ray.io/cluster=lost"):
-            with contextlib.suppress(NotFound):
-                client.delete(POD, pod["metadata"]["name"], namespace, grace_period_seconds=0)
-        client.delete(NODE, node)
 
 
 def test_a_gcs_pvc_someone_else_made_is_used_but_never_adopted(

@@ -1,13 +1,14 @@
 """A pod stuck Terminating (on a node without a kubelet, as on a lost one) does not
-count: the multi-host replica it belongs to is replaced whole, and a head pod is replaced
-(no GCS fault tolerance here). Times are measured from the delete request to the
-replacement, and printed (``pytest -s``)."""
+count: a worker is replaced, the multi-host replica it belongs to is replaced whole, and
+a head pod is replaced (no GCS fault tolerance here). Times are measured from the delete
+request to the replacement, and printed (``pytest -s``). A pod deleted before any pass
+saw it never holds its group either."""
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from hack.localcluster import LocalCluster
 from operator_runtime.api import FeatureGates
@@ -18,6 +19,7 @@ from operator_runtime.runtime.errors import NotFound
 from operator_runtime.runtime.kinds import NODE, POD, Object
 from tests.integration.raycluster.conftest import (
     RunningOperator,
+    container,
     get_cluster,
     live_pods,
     pods,
@@ -73,6 +75,65 @@ def _gone(client: KubeClient, namespace: str, name: str) -> bool:
     except NotFound:
         return True
     return False
+
+
+def _owned_by(cluster: Object) -> Callable[[Object], bool]:
+    uid = cluster["metadata"]["uid"]
+    return lambda pod: any(
+        ref.get("controller") and ref["uid"] == uid
+        for ref in pod["metadata"].get("ownerReferences") or ()
+    )
+
+
+def test_a_worker_stuck_terminating_is_replaced(
+    operator: RunningOperator, client: KubeClient, namespace: str
+) -> None:
+    manifest = raycluster("lost", namespace, workers=2)
+
+    def workers() -> list[str]:
+        ours = _owned_by(get_cluster(client, namespace, "lost"))
+        found = live_pods(client, namespace, "lost", "worker")
+        return sorted(str(p["metadata"]["name"]) for p in found if ours(p))
+
+    with lost_node(client, namespace, "lost") as node:
+        bind(manifest["spec"]["workerGroupSpecs"][0]["template"], node)
+        client.create(manifest)
+        # Deleted as soon as it is listed: often before any pass saw it live, so the
+        # first the cache shows of it is its deletion timestamp (that once held the
+        # group until its create expectation lapsed, 100 s).
+        stuck = wait_for("a worker", workers, timeout=60)[0]
+        started = time.monotonic()
+        client.delete(POD, stuck, namespace)
+        # Old code counted the Terminating pod as one of the 2 replicas forever.
+        wait_for("2 live workers", lambda: len(workers()) == 2 and stuck not in workers())
+        elapsed = time.monotonic() - started
+        print(f"\nworker replaced {elapsed:.2f}s after it stuck Terminating")
+        assert _terminating(client, namespace, stuck)
+        replacement = workers()
+        settle(2)
+        assert workers() == replacement, "more than one replacement"
+
+
+def test_a_create_is_reflected_by_the_deletion_of_a_pod_no_pass_saw(
+    operator: RunningOperator, client: KubeClient, namespace: str
+) -> None:
+    # A pod created and deleted between two passes is never in the cache: only its
+    # DELETED event shows that the create was reflected. No pass runs for this group
+    # (no such cluster), so only that event can clear the expectation before it lapses.
+    expectations = operator.controller.tools.expectations
+    group = f"{namespace}/ghost/small"
+    expectations.expect_create(group, namespace, "ghost-worker")
+    labels = {"ray.io/cluster": "ghost", "ray.io/node-type": "worker", "ray.io/group": "small"}
+    client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "ghost-worker", "namespace": namespace, "labels": labels},
+            "spec": {"containers": [container("ray")]},
+        }
+    )
+    client.delete(POD, "ghost-worker", namespace, grace_period_seconds=0)
+    wait_for("the create reflected", lambda: expectations.pending(group) == 0, timeout=10)
 
 
 def test_a_multi_host_replica_with_a_host_stuck_terminating_is_replaced_whole(

@@ -197,6 +197,21 @@ def test_an_expectation_lapses_after_30_seconds_so_a_lost_event_cannot_block_for
     assert len(world.client.created) == 8
 
 
+def test_a_new_worker_deleted_before_any_pass_saw_it_is_replaced_at_once() -> None:
+    # Someone deletes the new pod at once, on a node that never finishes terminating it:
+    # the first the cache shows of it is a deletion timestamp. The create is reflected;
+    # waiting for it to look live blocked the group until the expectation lapsed.
+    world = World(five_workers()[:5])
+    world.reconcile(5)
+    (created,) = world.client.created
+    terminating = copy.deepcopy(created)
+    terminating["metadata"]["deletionTimestamp"] = "2026-11-24T00:00:00Z"
+    world.pods.upsert(terminating)
+    world.reconcile(5)
+    assert len(world.client.created) == 2
+    assert world.client.deleted == [], "a pod someone else deletes is not ours to delete"
+
+
 def test_an_unhealthy_worker_is_deleted_and_nothing_is_created_in_the_same_pass() -> None:
     pods = five_workers()
     pods[2] = pod("c-g-worker-1", phase="Failed")
