@@ -142,11 +142,12 @@ class Expectations:
     def observe_gone(self, namespace: str, name: str) -> None:
         """The cache saw ``namespace/name`` deleted, so a create of it is reflected even
         if no check ever found it present (created and deleted between two passes)."""
+        key = (namespace, name)
         with self._lock:
-            for group in [g for g, items in self._groups.items() if (namespace, name) in items]:
-                items = self._groups[group]
-                if items[(namespace, name)].action is Action.CREATE:
-                    del items[(namespace, name)]
+            for group, items in list(self._groups.items()):
+                item = items.get(key)
+                if item is not None and item.action is Action.CREATE:
+                    del items[key]
                     if not items:
                         del self._groups[group]
 

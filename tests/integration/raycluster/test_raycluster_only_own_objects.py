@@ -14,6 +14,7 @@ from operator_runtime.render import RenderOptions
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import NotFound
 from operator_runtime.runtime.kinds import PERSISTENT_VOLUME_CLAIM, POD, RAY_CLUSTER, Object
+from operator_runtime.runtime.reconcile import controlled_by
 from tests.integration.raycluster.conftest import (
     RunningOperator,
     container,
@@ -30,16 +31,12 @@ from tests.integration.raycluster.conftest import (
 )
 
 
-def _ours(pod: Object, cluster: Object) -> bool:
-    refs = pod["metadata"].get("ownerReferences") or ()
-    return any(r.get("controller") and r["uid"] == cluster["metadata"]["uid"] for r in refs)
-
-
 def _ready_workers(client: KubeClient, namespace: str, name: str) -> list[Object]:
+    uid = get_cluster(client, namespace, name)["metadata"]["uid"]
     return [
         p
         for p in live_pods(client, namespace, name, "worker")
-        if running_ready(p) and _ours(p, get_cluster(client, namespace, name))
+        if running_ready(p) and controlled_by(p, uid)
     ]
 
 
