@@ -127,15 +127,23 @@ def client(ray_crds: LocalCluster) -> KubeClient:
 
 
 def wait_for(
-    what: str, condition: Callable[[], Any], timeout: float = 30.0, interval: float = 0.1
+    what: str,
+    condition: Callable[[], Any],
+    timeout: float = 30.0,
+    interval: float = 0.1,
+    *,
+    explain: Callable[[], object] | None = None,
 ) -> Any:
+    """Poll ``condition`` until it returns something truthy; on a timeout, the error
+    says what ``explain`` (if given) shows of the state it was stuck in."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            seen = f"; last seen: {explain()}" if explain is not None else ""
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}{seen}")
         time.sleep(interval)
 
 

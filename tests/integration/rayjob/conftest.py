@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from contextlib import suppress
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from hack import sandbox
 from hack.localcluster import LocalCluster
 from hack.rayhead import RayHead
 from operator_runtime.runtime.client import KubeClient
+from operator_runtime.runtime.errors import NotFound
 from operator_runtime.runtime.kinds import RAY_CLUSTER, RAY_JOB, Object
 from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     container,
@@ -117,6 +119,17 @@ def get_job(kube: KubeClient, namespace: str, name: str) -> Object:
 def job_status(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:
     status: dict[str, Any] = get_job(kube, namespace, name).get("status") or {}
     return status
+
+
+def describe_job(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:
+    """For a timeout's message: the RayJob's status and its RayCluster's."""
+    status = job_status(kube, namespace, name)
+    cluster: dict[str, Any] = {}
+    if status.get("rayClusterName"):
+        with suppress(NotFound):
+            found = kube.get(RAY_CLUSTER, status["rayClusterName"], namespace)
+            cluster = found.get("status") or {}
+    return {"rayjob": status, "raycluster": cluster}
 
 
 def reaches(kube: KubeClient, namespace: str, name: str, *states: str) -> Any:

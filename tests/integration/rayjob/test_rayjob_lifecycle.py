@@ -28,6 +28,7 @@ from operator_runtime.runtime.kinds import RAY_CLUSTER, RAY_JOB
 from tests.integration.raycluster.conftest import events, raycluster, settle
 from tests.integration.rayjob.conftest import (
     ClusterHosts,
+    describe_job,
     job_status,
     operator,
     rayjob,
@@ -335,7 +336,10 @@ def test_suspend_while_running_deletes_the_cluster_and_resume_runs_again(
         try:
             kube.create(manifest)
             status = wait_for(
-                "the Ray job running", job_running_on_head(kube, namespace, "pause"), 60
+                "the Ray job running",
+                job_running_on_head(kube, namespace, "pause"),
+                60,
+                explain=lambda: describe_job(kube, namespace, "pause"),
             )
             first_id, first_cluster = status["jobId"], status["rayClusterName"]
             suspended_at = time.monotonic()
@@ -385,7 +389,10 @@ def test_deleting_a_running_rayjob_stops_its_ray_job(
         try:
             kube.create(manifest)
             status = wait_for(
-                "the Ray job running", job_running_on_head(kube, namespace, "doomed"), 60
+                "the Ray job running",
+                job_running_on_head(kube, namespace, "doomed"),
+                60,
+                explain=lambda: describe_job(kube, namespace, "doomed"),
             )
             job_id = status["jobId"]
             finalizers = kube.get(RAY_JOB, "doomed", namespace)["metadata"]["finalizers"]
