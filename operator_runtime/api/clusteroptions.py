@@ -25,6 +25,7 @@ from operator_runtime.api.common import (
     SecurityContext,
     VolumeMount,
     cel_rules,
+    object_name_schema,
 )
 
 RayClusterUpgradeType = Literal["Recreate", "None"]
@@ -60,6 +61,7 @@ class AuthOptions(KubeModel):
     secret_name: str | None = Field(
         default=None,
         description="Existing Secret holding the token under key auth_token; skips generation.",
+        json_schema_extra=object_name_schema(),
     )
     mode: AuthMode | None = Field(
         default=None, description="disabled or token; token turns authentication on."
@@ -81,6 +83,7 @@ class GcsEmbeddedStorage(KubeModel):
     claim_name: str | None = Field(
         default=None,
         description="Use this existing PVC as-is instead of an operator-managed one.",
+        json_schema_extra=object_name_schema(),
     )
     size: Quantity | None = Field(
         default=None, description="Size of the operator-managed PVC (default 1Gi)."

@@ -75,6 +75,33 @@ def cel_rules(*rules: tuple[str, str]) -> JsonDict:
     return {"x-kubernetes-validations": validations}
 
 
+OBJECT_NAME_MAX: Final = 253
+OBJECT_NAME_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+"""A DNS-1123 subdomain: what every object the operator reads by a spec's name is named
+(``[.]`` rather than ``\\.`` so the same text is valid in CEL, OpenAPI and Python)."""
+OBJECT_NAME_RULE: Final = (
+    "a valid object name: a DNS-1123 subdomain "
+    f"(lowercase alphanumerics, '-' and '.', at most {OBJECT_NAME_MAX} characters)"
+)
+
+
+def object_name_schema() -> JsonDict:
+    """``json_schema_extra`` for a string field that names an object the operator reads
+    or writes: the CRD refuses anything else (``../other-namespace/...`` included)."""
+    return {"pattern": OBJECT_NAME_PATTERN, "maxLength": OBJECT_NAME_MAX}
+
+
+def object_name_cel(value: str, guard: str, field_path: str, field: str) -> JsonDict:
+    """One CEL rule: ``value`` (a CEL expression), when ``guard`` holds, is an object name;
+    ``field_path`` (relative to the rule's node) is where the API server reports it."""
+    check = f"size({value}) <= {OBJECT_NAME_MAX} && {value}.matches('{OBJECT_NAME_PATTERN}')"
+    return {
+        "rule": f"!({guard}) || ({check})",
+        "message": f"{field} must be {OBJECT_NAME_RULE}",
+        "fieldPath": field_path,
+    }
+
+
 MANAGED_BY_RULES: Final = (
     ("self == oldSelf", "the managedBy field is immutable"),
     (

@@ -34,6 +34,7 @@ from operator_runtime.api.common import (
     Time,
     conditions_field,
     managed_by_field,
+    object_name_cel,
 )
 
 MAX_INT32: Final = 2**31 - 1
@@ -50,6 +51,15 @@ RayClusterConditionType = Literal[
 ]
 
 
+_SERVICE_NAME_RULE: Final = object_name_cel(
+    "self.metadata.name",
+    "has(self.metadata) && has(self.metadata.name)",
+    ".metadata.name",
+    "metadata.name",
+)
+"""The operator reads and writes the Service by this name, so it must be one."""
+
+
 class HeadGroupSpec(KubeModel):
     """The head pod and its Service."""
 
@@ -57,7 +67,9 @@ class HeadGroupSpec(KubeModel):
         description="Pod template of the head; its first container runs Ray."
     )
     head_service: ServiceObject | None = Field(
-        default=None, description="Custom head Service; the operator forces its selector."
+        default=None,
+        description="Custom head Service; the operator forces its selector.",
+        json_schema_extra={"x-kubernetes-validations": [_SERVICE_NAME_RULE]},
     )
     enable_ingress: bool | None = Field(
         default=None, description="Create an Ingress (a Route on OpenShift) for the dashboard."

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import ConfigDict, Field, WithJsonSchema
 
@@ -18,6 +18,7 @@ from operator_runtime.api.common import (
     Time,
     cel_rules,
     managed_by_field,
+    object_name_cel,
 )
 from operator_runtime.api.raycluster import RayClusterSpec, RayClusterStatus
 
@@ -147,6 +148,15 @@ class RayJobStatusInfo(KubeModel):
     end_time: Time | None = Field(default=None, description="When the Ray job ended.")
 
 
+_SELECTED_CLUSTER_RULE: Final = object_name_cel(
+    "self['ray.io/cluster']",
+    "'ray.io/cluster' in self",
+    "['ray.io/cluster']",
+    "clusterSelector[ray.io/cluster]",
+)
+"""The operator reads the RayCluster by this name, so it must be one."""
+
+
 class RayJobSpec(KubeModel):
     """Desired state of a RayJob."""
 
@@ -164,7 +174,9 @@ class RayJobSpec(KubeModel):
     )
     metadata: StringMap | None = Field(default=None, description="Metadata of the Ray job.")
     cluster_selector: StringMap | None = Field(
-        default=None, description="Run on the existing cluster named by ray.io/cluster."
+        default=None,
+        description="Run on the existing cluster named by ray.io/cluster.",
+        json_schema_extra={"x-kubernetes-validations": [_SELECTED_CLUSTER_RULE]},
     )
     submitter_config: SubmitterConfig | None = Field(
         default=None, description="Submitter Job settings."

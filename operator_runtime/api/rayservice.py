@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import Field
 
@@ -17,6 +17,7 @@ from operator_runtime.api.common import (
     Time,
     conditions_field,
     managed_by_field,
+    object_name_cel,
 )
 from operator_runtime.api.raycluster import RayClusterSpec, RayClusterStatus
 
@@ -59,6 +60,15 @@ class RayServiceUpgradeStrategy(KubeModel):
     )
 
 
+_SERVICE_NAME_RULE: Final = object_name_cel(
+    "self.metadata.name",
+    "has(self.metadata) && has(self.metadata.name)",
+    ".metadata.name",
+    "metadata.name",
+)
+"""The operator reads and updates the serve Service by this name, so it must be one."""
+
+
 class RayServiceSpec(KubeModel):
     """Desired state of a RayService."""
 
@@ -72,7 +82,9 @@ class RayServiceSpec(KubeModel):
         default=None, description="Deprecated and ignored."
     )
     serve_service: ServiceObject | None = Field(
-        default=None, description="Custom serve Service; the operator forces its selector."
+        default=None,
+        description="Custom serve Service; the operator forces its selector.",
+        json_schema_extra={"x-kubernetes-validations": [_SERVICE_NAME_RULE]},
     )
     upgrade_strategy: RayServiceUpgradeStrategy | None = Field(
         default=None, description="How cluster spec changes roll out."

@@ -83,10 +83,14 @@ class Dashboards:
             endpoint = direct_endpoint(dashboard_url)
         else:
             head = ((cluster.get("status") or {}).get("head") or {}).get("serviceName")
+            head_service = str(head or _head_service_name(cluster))
+            namespace = str(metadata.get("namespace") or "")
+            # The service proxy URL is a path too: the same names as a request's.
+            kinds.SERVICE.check(namespace, head_service)
             endpoint = dashboard_endpoint(
                 addressing=self.addressing,
-                head_service=str(head or _head_service_name(cluster)),
-                namespace=str(metadata.get("namespace") or ""),
+                head_service=head_service,
+                namespace=namespace,
                 api_server=self.api_server_url,
                 port=DASHBOARD_PORT_NAME,
             )

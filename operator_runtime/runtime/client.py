@@ -32,6 +32,7 @@ from typing import Any, Literal
 from operator_runtime.runtime.clock import Clock, SystemClock
 from operator_runtime.runtime.errors import (
     ApiError,
+    ForeignObject,
     HttpError,
     NotFound,
     NotLeading,
@@ -211,7 +212,9 @@ class KubeClient:
     # -- reads ------------------------------------------------------------------------
 
     def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Object:
+        """The object; ``ForeignObject`` if the answer is another one (see ``_same``)."""
         result: Object = self._call("get", "GET", kind.path(namespace, name))
+        _same(kind, namespace, name, result)
         return result
 
     def find(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Object | None:
@@ -246,6 +249,7 @@ class KubeClient:
         for item in result.get("items") or ():
             item.setdefault("apiVersion", kind.api_version)
             item.setdefault("kind", kind.kind)
+            _same(kind, namespace, None, item)
         return result
 
     def list_all(
@@ -418,6 +422,23 @@ class WatchStream:
 
     def close(self) -> None:
         self._stream.close()
+
+
+def _same(kind: ResourceKind, namespace: str | None, name: str | None, obj: Object) -> None:
+    """Refuse an answer that is not the object (or in the namespace) asked for.
+
+    What a controller reads on behalf of a spec it may then write back (an update
+    takes its path from the object), so an object from elsewhere, however it came
+    (a path the server or a proxy resolved differently), must never reach it.
+    """
+    metadata = obj.get("metadata") or {}
+    got_namespace = str(metadata.get("namespace") or "")
+    got_name = str(metadata.get("name") or "")
+    wrong_namespace = kind.namespaced and bool(namespace) and got_namespace != namespace
+    if wrong_namespace or (name is not None and got_name != name):
+        asked = f"{namespace}/{name or '*'}" if namespace else str(name or "*")
+        got = f"{got_namespace}/{got_name}" if got_namespace else got_name
+        raise ForeignObject(kind.kind, asked, got)
 
 
 def _retriable(method: str, error: HttpError) -> bool:

@@ -28,6 +28,13 @@ API errors are grouped by HTTP class, so ``except NotFound`` reads like the inte
     ReconcileError                raised by a reconciler to steer the work queue
     ├── TemporaryError            retry with per-key backoff (or after ``delay``)
     └── PermanentError            do not retry; logged and counted, not requeued
+        ├── InvalidName           a namespace, name or subresource no object can have,
+        │                         refused before any request is built (ValueError)
+        └── ForeignObject         an answer for another object than the one asked for
+
+``InvalidName`` and ``ForeignObject`` are permanent on purpose: the name comes from a
+spec, so asking again cannot help until the user changes it, and they are not an
+``ApiError``, so no handler mistakes them for a failed request.
 
 Any other exception escaping a reconciler is treated like a ``TemporaryError``;
 a ``Conflict`` in particular just means "the cache was stale, try again".
@@ -210,3 +217,38 @@ class TemporaryError(ReconcileError):
 
 class PermanentError(ReconcileError):
     """Retrying cannot help (e.g. an invalid spec); the key waits for the next change."""
+
+
+class InvalidName(PermanentError, ValueError):
+    """A namespace, name or subresource that no Kubernetes object can have.
+
+    Raised by ``ResourceKind.path`` before a request exists: a name is one path
+    segment, and ``..`` or ``/`` in it would reach another namespace's object (urllib3
+    removes dot segments). ``field`` is ``namespace``, ``name`` or ``subresource``.
+    """
+
+    def __init__(
+        self, kind: str, namespace: str | None, name: str | None, *, field: str, rule: str
+    ) -> None:
+        self.kind = kind
+        self.namespace = namespace
+        self.name = name
+        self.field = field
+        where = "/".join(_shown(part) for part in (namespace, name) if part is not None)
+        super().__init__(f"{kind} {where}: the {field} is not {rule}; no request was sent")
+
+
+class ForeignObject(PermanentError):
+    """The API server answered a read with an object other than the one asked for
+    (another namespace or name): it is never used on the asker's behalf."""
+
+    def __init__(self, kind: str, asked: str, got: str) -> None:
+        self.kind = kind
+        self.asked = asked
+        self.got = got
+        super().__init__(f"{kind} {asked}: the answer is the object {got}; refused")
+
+
+def _shown(value: str, limit: int = 80) -> str:
+    """``value`` quoted, cut to ``limit`` characters (a name may be hostile and long)."""
+    return repr(value if len(value) <= limit else value[:limit] + "...")

@@ -3,14 +3,26 @@
 The kinds the operator uses are registered up front (no discovery round trip, and a
 typo fails at start-up). Anything else is resolved once through API discovery and
 remembered. Objects stay plain JSON dicts throughout the runtime.
+
+``ResourceKind.path`` is the one place a request path is built, so it is where names
+are checked: every namespace must be a DNS-1123 label, every name a valid object name
+for its kind (a DNS-1123 subdomain; RBAC objects, and kinds found through discovery,
+only a path segment), every subresource one lowercase word. Anything else raises
+``InvalidName`` and no request is made. Names come from specs, and a name such as
+``../../victim/rayclusters/prod`` would otherwise reach another namespace: urllib3
+removes dot segments before the request leaves.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import Any, Final
+
+from operator_runtime.runtime.errors import InvalidName
 
 Object = dict[str, Any]
 """A Kubernetes object as decoded JSON."""
@@ -21,14 +33,56 @@ def being_deleted(obj: Object) -> bool:
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
+_DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN: Final = re.compile(
+    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+)
+_SUBRESOURCE: Final = re.compile(r"[a-z]+")
+DNS1123_LABEL_MAX: Final = 63
+DNS1123_SUBDOMAIN_MAX: Final = 253
+_NAMESPACE_RULE: Final = "a DNS-1123 label (lowercase alphanumerics and '-', at most 63)"
+
+
+class NameRule(Enum):
+    """What the API server accepts as a name of a kind (apimachinery's rules)."""
+
+    DNS_SUBDOMAIN = "a DNS-1123 subdomain (lowercase alphanumerics, '-' and '.', at most 253)"
+    PATH_SEGMENT = "a path segment (not '.' or '..', no '/' or '%')"
+
+
+def is_dns1123_label(value: str) -> bool:
+    """A valid namespace: lowercase alphanumerics and '-', alphanumeric ends, <= 63."""
+    return len(value) <= DNS1123_LABEL_MAX and _DNS1123_LABEL.fullmatch(value) is not None
+
+
+def is_dns1123_subdomain(value: str) -> bool:
+    """A valid object name of most kinds: dot-separated DNS-1123 labels, <= 253."""
+    return len(value) <= DNS1123_SUBDOMAIN_MAX and _DNS1123_SUBDOMAIN.fullmatch(value) is not None
+
+
+def is_path_segment(value: str) -> bool:
+    """apimachinery's IsValidPathSegmentName, and not empty."""
+    return value not in ("", ".", "..") and "/" not in value and "%" not in value
+
+
+_NAME_CHECKS: Final[dict[NameRule, Callable[[str], bool]]] = {
+    NameRule.DNS_SUBDOMAIN: is_dns1123_subdomain,
+    NameRule.PATH_SEGMENT: is_path_segment,
+}
+
+
 @dataclass(frozen=True)
 class ResourceKind:
-    """One served resource: ``apps/v1`` + ``Deployment`` is ``deployments``, namespaced."""
+    """One served resource: ``apps/v1`` + ``Deployment`` is ``deployments``, namespaced.
+
+    ``names`` is the rule an object name of this kind follows; ``path`` refuses others.
+    """
 
     api_version: str
     kind: str
     plural: str
     namespaced: bool = True
+    names: NameRule = NameRule.DNS_SUBDOMAIN
 
     @property
     def group(self) -> str:
@@ -41,7 +95,11 @@ class ResourceKind:
     def path(
         self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
     ) -> str:
-        """The REST path; ``namespace=None`` on a namespaced kind means all namespaces."""
+        """The REST path; ``namespace=None`` on a namespaced kind means all namespaces.
+
+        Raises ``InvalidName`` for a namespace, name or subresource no object can have.
+        """
+        self.check(namespace, name, subresource)
         prefix = f"/apis/{self.api_version}" if self.group else f"/api/{self.api_version}"
         parts = [prefix]
         if self.namespaced and namespace:
@@ -53,12 +111,31 @@ class ResourceKind:
                 parts.append(subresource)
         return "/".join(parts)
 
+    def check(
+        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+    ) -> None:
+        """Raise ``InvalidName`` unless each given part is valid for this kind."""
+        # "" (like None) is "all namespaces" for a list or watch.
+        if self.namespaced and namespace and not is_dns1123_label(namespace):
+            raise InvalidName(self.kind, namespace, name, field="namespace", rule=_NAMESPACE_RULE)
+        if name is not None and not _NAME_CHECKS[self.names](name):
+            raise InvalidName(self.kind, namespace, name, field="name", rule=self.names.value)
+        if subresource and not _SUBRESOURCE.fullmatch(subresource):
+            raise InvalidName(self.kind, namespace, name, field="subresource",
+                              rule="one lowercase word (status, scale, ...)")  # fmt: skip
+
     def __str__(self) -> str:
         return f"{self.kind}.{self.api_version}"
 
 
-def _k(api_version: str, kind: str, plural: str, namespaced: bool = True) -> ResourceKind:
-    return ResourceKind(api_version, kind, plural, namespaced)
+def _k(
+    api_version: str,
+    kind: str,
+    plural: str,
+    namespaced: bool = True,
+    names: NameRule = NameRule.DNS_SUBDOMAIN,
+) -> ResourceKind:
+    return ResourceKind(api_version, kind, plural, namespaced, names)
 
 
 POD = _k("v1", "Pod", "pods")
@@ -76,8 +153,11 @@ JOB = _k("batch/v1", "Job", "jobs")
 INGRESS = _k("networking.k8s.io/v1", "Ingress", "ingresses")
 ENDPOINT_SLICE = _k("discovery.k8s.io/v1", "EndpointSlice", "endpointslices")
 NETWORK_POLICY = _k("networking.k8s.io/v1", "NetworkPolicy", "networkpolicies")
-ROLE = _k("rbac.authorization.k8s.io/v1", "Role", "roles")
-ROLE_BINDING = _k("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings")
+# RBAC names need only be path segments ("system:controller:..." is a valid Role name).
+ROLE = _k("rbac.authorization.k8s.io/v1", "Role", "roles", names=NameRule.PATH_SEGMENT)
+ROLE_BINDING = _k(
+    "rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", names=NameRule.PATH_SEGMENT
+)
 RAY_CLUSTER = _k("ray.io/v1", "RayCluster", "rayclusters")
 RAY_JOB = _k("ray.io/v1", "RayJob", "rayjobs")
 RAY_SERVICE = _k("ray.io/v1", "RayService", "rayservices")
@@ -127,9 +207,11 @@ class KindRegistry:
         for resource in self._discover(api_version):
             # Subresources ("pods/status") share the kind of their parent; skip them.
             if resource.get("kind") == kind and "/" not in str(resource.get("name", "")):
+                # Its name rule is unknown here: the one every kind shares.
                 resolved = ResourceKind(
-                    api_version, kind, str(resource["name"]), bool(resource.get("namespaced"))
-                )
+                    api_version, kind, str(resource["name"]), bool(resource.get("namespaced")),
+                    NameRule.PATH_SEGMENT,
+                )  # fmt: skip
                 self.register(resolved)
                 return resolved
         raise LookupError(f"the API server does not serve {kind}.{api_version}")

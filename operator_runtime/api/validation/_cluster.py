@@ -29,6 +29,7 @@ from operator_runtime.api.validation._pod import (
     name_of,
     volumes,
 )
+from operator_runtime.api.validation._refs import cluster_reference_violations
 from operator_runtime.api.validation._syntax import label_value_error, qualified_name_error
 
 _RESOURCE_PARAMS = ("num-cpus", "num-gpus", "memory", "resources")
@@ -57,6 +58,7 @@ def cluster_spec_violations(
     yield from _fault_tolerance(spec, annotations, gates, head, head_c, prefix)
     yield from _cluster_features.autoscaling_violations(spec, gates, head, head_c, prefix)
     yield from _cluster_features.feature_violations(spec, gates, prefix)
+    yield from cluster_reference_violations(spec, prefix)
 
 
 def _group_params(

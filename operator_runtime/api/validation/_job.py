@@ -18,6 +18,7 @@ from operator_runtime.api.validation._cluster_features import (
     k8s_token_auth_enabled,
 )
 from operator_runtime.api.validation._pod import restart_policy
+from operator_runtime.api.validation._refs import name_violations
 
 # Deletion policies from the least to the most destructive; TTLs must not decrease.
 _TTL_ORDER = ("DeleteWorkers", "DeleteCluster", "DeleteSelf")
@@ -104,6 +105,11 @@ def job_spec_violations(
             spec.ray_cluster_spec, annotations, gates, f"{prefix}.rayClusterSpec"
         )
     yield from _limits(spec, prefix)
+    yield from name_violations(
+        f"{prefix}.clusterSelector[{_names.CLUSTER_SELECTOR_KEY}]",
+        selector.get(_names.CLUSTER_SELECTOR_KEY),
+        "RayCluster",
+    )
 
 
 def _sidecar(spec: RayJobSpec, prefix: str) -> Iterator[Violation]:

@@ -15,6 +15,7 @@ from operator_runtime.api.validation._cluster_features import (
     k8s_token_auth_enabled,
 )
 from operator_runtime.api.validation._pod import metadata_name
+from operator_runtime.api.validation._refs import name_violations
 from operator_runtime.api.validation._syntax import parse_go_duration, parse_go_int
 
 UPGRADE_TYPES = ("NewCluster", "NewClusterWithIncrementalUpgrade", "None")
@@ -68,6 +69,9 @@ def service_spec_violations(
         )
     if gates.ray_service_incremental_upgrade and kind == "NewClusterWithIncrementalUpgrade":
         yield from _incremental(spec)
+    yield from name_violations(
+        "spec.serveService.metadata.name", metadata_name(spec.serve_service), "Service"
+    )
 
 
 def _incremental(spec: RayServiceSpec) -> Iterator[Violation]:

@@ -36,6 +36,7 @@ _CRON_DESCRIPTORS: Final = frozenset(
     {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 )
 DNS_LABEL_MAX: Final = 63
+DNS_SUBDOMAIN_MAX: Final = 253
 
 
 def is_dns1035_label(value: str) -> bool:
@@ -46,6 +47,11 @@ def is_dns1035_label(value: str) -> bool:
 def is_dns1123_label(value: str) -> bool:
     """RFC 1123 label: lowercase alphanumerics and '-', alphanumeric ends, <= 63."""
     return len(value) <= DNS_LABEL_MAX and _DNS1123_LABEL.fullmatch(value) is not None
+
+
+def is_dns1123_subdomain(value: str) -> bool:
+    """RFC 1123 subdomain, the name of most objects: dot-separated labels, <= 253."""
+    return len(value) <= DNS_SUBDOMAIN_MAX and _DNS1123_SUBDOMAIN.fullmatch(value) is not None
 
 
 def qualified_name_error(key: str) -> str | None:

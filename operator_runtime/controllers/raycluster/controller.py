@@ -58,7 +58,7 @@ from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.clock import Clock
 from operator_runtime.runtime.context import ControllerContext
-from operator_runtime.runtime.errors import TemporaryError
+from operator_runtime.runtime.errors import PermanentError, TemporaryError
 from operator_runtime.runtime.informer import EventType, Informer
 from operator_runtime.runtime.kinds import Object, ResourceKind
 from operator_runtime.runtime.ratelimit import TokenBucket
@@ -305,6 +305,8 @@ class RayClusterController:
                 run.step_error = exc
                 break
         changed = self._write_status(run)
+        if isinstance(run.step_error, PermanentError):
+            raise run.step_error  # e.g. a name no object can have: retrying cannot help
         if run.step_error is not None:
             raise TemporaryError(f"{step.__name__}: {run.step_error}") from run.step_error
         soon = changed or run.more_to_create or run.waiting_on_cache

@@ -46,6 +46,11 @@ def status(code: int, reason: str = "", headers: dict[str, str] | None = None) -
     return Response(code, json.dumps(body).encode(), headers or {})
 
 
+def named(name: str, namespace: str = "ns", **fields: Any) -> dict[str, Any]:
+    """An answer for ``namespace/name``: the client refuses one for another object."""
+    return {"metadata": {"name": name, "namespace": namespace}, **fields}
+
+
 def make(transport: ScriptedTransport, **kwargs: Any) -> tuple[KubeClient, list[float], list[Any]]:
     slept: list[float] = []
     observed: list[Any] = []
@@ -59,9 +64,9 @@ def make(transport: ScriptedTransport, **kwargs: Any) -> tuple[KubeClient, list[
 
 def test_429_is_retried_after_the_servers_retry_after() -> None:
     transport = ScriptedTransport(status(429, "TooManyRequests", {"Retry-After": "3"}),
-                                  ok({"kind": "Pod"}))  # fmt: skip
+                                  ok(named("p", kind="Pod")))  # fmt: skip
     client, slept, observed = make(transport)
-    assert client.get(POD, "p", "ns") == {"kind": "Pod"}
+    assert client.get(POD, "p", "ns") == named("p", kind="Pod")
     assert slept == [3.0]
     assert [(verb, code) for verb, code, _ in observed] == [("get", "429"), ("get", "200")]
 
@@ -91,7 +96,7 @@ def test_client_errors_are_not_retried_and_map_to_their_class(
 
 
 def test_a_failed_connection_is_retried_for_reads_but_not_for_writes() -> None:
-    client, slept, _ = make(ScriptedTransport(errors.TransportError("reset"), ok({})))
+    client, slept, _ = make(ScriptedTransport(errors.TransportError("reset"), ok(named("p"))))
     client.get(POD, "p", "ns")
     assert len(slept) == 1
     client, _, _ = make(ScriptedTransport(errors.TransportError("refused", maybe_sent=False)))
@@ -144,7 +149,7 @@ def test_idempotent_writes_are_still_retried_on_5xx() -> None:
 
 
 def test_the_write_gate_refuses_writes_but_not_reads() -> None:
-    transport = ScriptedTransport(ok({}))
+    transport = ScriptedTransport(ok(named("p")))
     client, _, _ = make(transport)
     client.set_write_gate(lambda: False)
     with pytest.raises(errors.NotLeading):
@@ -176,7 +181,7 @@ def test_a_bounded_view_makes_one_attempt_that_ends_by_the_deadline() -> None:
 def test_a_view_with_its_own_limiter_shares_the_parents_observer_and_gate() -> None:
     clock = FakeClock()
     slept: list[float] = []
-    transport = ScriptedTransport(ok({}), ok({}), ok({}))
+    transport = ScriptedTransport(ok(named("a")), ok({}), ok(named("b")))
     client = KubeClient(transport, clock=clock, sleep=slept.append,
                         limiter=TokenBucket(1, 1, clock=clock, sleep=slept.append))  # fmt: skip
     events = client.with_own_limiter()
@@ -194,7 +199,7 @@ def test_a_view_with_its_own_limiter_shares_the_parents_observer_and_gate() -> N
 
 
 def test_every_request_carries_a_timeout_and_the_limiter_is_consulted() -> None:
-    transport = ScriptedTransport(ok({}), ok({}))
+    transport = ScriptedTransport(ok(named("a")), ok(named("b")))
     slept: list[float] = []
     client = KubeClient(transport, limiter=TokenBucket(1, 1, clock=FakeClock(), sleep=slept.append),
                         timeout=7, connect_timeout=2, sleep=slept.append)  # fmt: skip
@@ -232,8 +237,8 @@ def test_paths_and_patch_types() -> None:
 
 def test_list_all_follows_continue_tokens() -> None:
     transport = ScriptedTransport(
-        ok({"items": [{"a": 1}], "metadata": {"continue": "t1", "resourceVersion": "5"}}),
-        ok({"items": [{"b": 2}], "metadata": {"resourceVersion": "6"}}),
+        ok({"items": [named("x", a=1)], "metadata": {"continue": "t1", "resourceVersion": "5"}}),
+        ok({"items": [named("y", b=2)], "metadata": {"resourceVersion": "6"}}),
     )
     client, _, _ = make(transport)
     items, version = client.list_all(POD, "ns", page_size=1)
@@ -262,7 +267,7 @@ def test_unknown_kinds_are_discovered_once() -> None:
 
 def test_list_items_get_their_api_version_and_kind() -> None:
     # The API server omits TypeMeta on List items; cached objects must be writable.
-    transport = ScriptedTransport(ok({"items": [{"metadata": {"name": "a"}}], "metadata": {}}))
+    transport = ScriptedTransport(ok({"items": [named("a")], "metadata": {}}))
     client, _, _ = make(transport)
     [item] = client.list(RAY_CLUSTER, "ns")["items"]
     assert (item["apiVersion"], item["kind"]) == ("ray.io/v1", "RayCluster")
