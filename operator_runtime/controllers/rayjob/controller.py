@@ -53,7 +53,7 @@ from operator_runtime.controllers.settings import gates_of
 from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.context import ControllerContext
-from operator_runtime.runtime.errors import NotFound
+from operator_runtime.runtime.errors import InvalidName, NotFound
 from operator_runtime.runtime.informer import EventType
 from operator_runtime.runtime.kinds import Object, ResourceKind
 from operator_runtime.runtime.reconcile import (
@@ -223,7 +223,7 @@ class RayJobController:
             try:
                 client = self.tools.dashboards.for_cluster(cluster or _named(key, status), url)
                 client.stop_job(str(job_id))
-            except (DashboardError, NotFound) as exc:
+            except (DashboardError, NotFound, InvalidName) as exc:  # deletion always ends
                 log.info("%s: stopping Ray job %s on deletion: %s", key, job_id, exc)
         finalizers.set_finalizer(self.tools.client, kinds.RAY_JOB, raw, FINALIZER, present=False)
         return Result()
