@@ -137,8 +137,8 @@ def _cron(name: str, namespace: str, selected: str) -> Object:
 
 
 REFUSED = {
-    "rayjob-cluster-selector": (_job, "spec.clusterSelector['ray.io/cluster']"),
-    "raycronjob-cluster-selector": (_cron, "spec.jobTemplate.clusterSelector['ray.io/cluster']"),
+    "rayjob-cluster-selector": (_job, "spec.clusterSelector.[ray.io/cluster]"),
+    "raycronjob-cluster-selector": (_cron, "spec.jobTemplate.clusterSelector.[ray.io/cluster]"),
     "rayservice-serve-service": (_service, "spec.serveService.metadata.name"),
     "raycluster-auth-secret": (_token_cluster, "spec.authOptions.secretName"),
 }
