@@ -42,7 +42,7 @@ lint: venv
 	$(VENV)/bin/lint-imports
 
 test: venv localcluster pulumi-engine kuberay lint
-	$(SANDBOX) $(PY) -m pytest
+	$(SANDBOX) $(PY) -m pytest --durations=50
 
 demo: venv localcluster
 	$(SANDBOX) $(PY) -m hack.demo
