@@ -115,7 +115,12 @@ class _Stream:
 class FaultProxy:
     """Start with ``with FaultProxy(cluster, tmp_path) as proxy:``."""
 
-    def __init__(self, cluster: LocalCluster, state_dir: Path) -> None:
+    def __init__(
+        self, cluster: LocalCluster, state_dir: Path, *, client_identity: bool = False
+    ) -> None:
+        """``client_identity``: forward each request as its client sent it (its bearer
+        token) and present no admin certificate upstream, so the API server
+        authenticates and authorizes the client itself (a ServiceAccount's RBAC)."""
         self.cluster = cluster
         self.kubeconfig = state_dir / "proxy-kubeconfig"
         self.log: list[Record] = []
@@ -130,7 +135,8 @@ class FaultProxy:
         self._server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._server_tls.load_cert_chain(str(pki.serving_cert), str(pki.serving_key))
         self._upstream_tls = ssl.create_default_context(cafile=str(pki.ca_cert))
-        self._upstream_tls.load_cert_chain(str(pki.admin_cert), str(pki.admin_key))
+        if not client_identity:
+            self._upstream_tls.load_cert_chain(str(pki.admin_cert), str(pki.admin_key))
         self._upstream = urllib.parse.urlsplit(cluster.server)
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self.port = self._server.server_address[1]
