@@ -6,7 +6,9 @@ after the server has committed a write. This proxy therefore terminates TLS itse
 it listens on loopback with the cluster's own serving certificate (issued for
 127.0.0.1 by the cluster CA, so clients verify it exactly as they verify the real
 server) and forwards every request, one upstream connection per client connection,
-to the real kube-apiserver with the admin client certificate. The operator under test
+to the real kube-apiserver with the admin client certificate (or, with
+``client_identity``, with none: the client's own bearer token then decides who it is and
+what it may do, e.g. an operator's ServiceAccount). The operator under test
 is the unmodified operator, pointed at ``proxy.kubeconfig``; the request still reaches
 and is served by the real API server, with its admission, storage and watch cache.
 Only what the test asks for is changed on the way:

@@ -139,6 +139,7 @@ def stage(ray_crds: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> I
         assert not forbidden, f"the rendered RBAC refused the operator: {forbidden[:5]}"
     for name in (a, b, rendered.namespace):
         cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+    cluster.kubectl("delete", "clusterrolebinding,clusterrole", rendered.namespace, check=False)
 
 
 def _victims(cluster: LocalCluster, admin: KubeClient, b: str) -> None:
@@ -404,7 +405,8 @@ def test_active_deadline_beyond_int32_is_refused_or_harmless(stage: Stage) -> No
         wait(
             "a RayJob with activeDeadlineSeconds 1e14 was neither refused nor given its cluster",
             progressed, VERDICT_SECONDS,
-            lambda: (status_of(stage.admin, RAY_JOB, stage.a, name), stage.operator.lines("Overflow")),
+            lambda: (status_of(stage.admin, RAY_JOB, stage.a, name),
+                     stage.operator.lines("Overflow")),
         )  # fmt: skip
     finally:
         stage.tenant.delete(RAY_JOB, name, stage.a)
