@@ -6,7 +6,9 @@ after the server has committed a write. This proxy therefore terminates TLS itse
 it listens on loopback with the cluster's own serving certificate (issued for
 127.0.0.1 by the cluster CA, so clients verify it exactly as they verify the real
 server) and forwards every request, one upstream connection per client connection,
-to the real kube-apiserver with the admin client certificate. The operator under test
+to the real kube-apiserver with the admin client certificate (or, with
+``client_identity``, with none: the client's own bearer token then decides who it is and
+what it may do, e.g. an operator's ServiceAccount). The operator under test
 is the unmodified operator, pointed at ``proxy.kubeconfig``; the request still reaches
 and is served by the real API server, with its admission, storage and watch cache.
 Only what the test asks for is changed on the way:
@@ -115,7 +117,12 @@ class _Stream:
 class FaultProxy:
     """Start with ``with FaultProxy(cluster, tmp_path) as proxy:``."""
 
-    def __init__(self, cluster: LocalCluster, state_dir: Path) -> None:
+    def __init__(
+        self, cluster: LocalCluster, state_dir: Path, *, client_identity: bool = False
+    ) -> None:
+        """``client_identity``: forward each request as its client sent it (its bearer
+        token) and present no admin certificate upstream, so the API server
+        authenticates and authorizes the client itself (a ServiceAccount's RBAC)."""
         self.cluster = cluster
         self.kubeconfig = state_dir / "proxy-kubeconfig"
         self.log: list[Record] = []
@@ -130,7 +137,8 @@ class FaultProxy:
         self._server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._server_tls.load_cert_chain(str(pki.serving_cert), str(pki.serving_key))
         self._upstream_tls = ssl.create_default_context(cafile=str(pki.ca_cert))
-        self._upstream_tls.load_cert_chain(str(pki.admin_cert), str(pki.admin_key))
+        if not client_identity:
+            self._upstream_tls.load_cert_chain(str(pki.admin_cert), str(pki.admin_key))
         self._upstream = urllib.parse.urlsplit(cluster.server)
         self._server = _Server(("127.0.0.1", 0), _handler_for(self))
         self.port = self._server.server_address[1]
