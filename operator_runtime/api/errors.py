@@ -159,6 +159,9 @@ class ErrorCode(StrEnum):
     FIELD_INVALID_QUANTITY = "FIELD_INVALID_QUANTITY"
     FIELD_INVALID_ENUM = "FIELD_INVALID_ENUM"
     KIND_UNKNOWN = "KIND_UNKNOWN"
+    # Any YAML a user hands us (operator_runtime.api.useryaml)
+    YAML_INVALID = "YAML_INVALID"
+    YAML_TOO_LARGE = "YAML_TOO_LARGE"
 
 
 @dataclass(frozen=True, slots=True)
