@@ -13,8 +13,10 @@ from operator_runtime.api import (
     ErrorCode,
     FeatureGates,
     InvalidSpecError,
+    RayCronJob,
     RayJob,
     RayService,
+    validate_raycronjob,
     validate_rayjob,
     validate_rayservice,
 )
@@ -184,3 +186,21 @@ def test_a_rayservice_bomb_is_a_spec_violation_with_the_field_path() -> None:
         validate_rayservice(service, FeatureGates())
     assert caught.value.code is ErrorCode.YAML_TOO_LARGE
     assert caught.value.path == "spec.serveConfigV2"
+
+
+def test_a_raycronjob_template_bomb_is_a_spec_violation_with_the_field_path() -> None:
+    cron = RayCronJob.model_validate(
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCronJob",
+            "metadata": {"name": "bomb", "namespace": "tenant"},
+            "spec": {
+                "schedule": "* * * * *",
+                "jobTemplate": {**JOB["spec"], "runtimeEnvYAML": nested_bomb()},
+            },
+        }
+    )
+    with pytest.raises(InvalidSpecError) as caught:
+        validate_raycronjob(cron, FeatureGates.parse("RayCronJob=true"))
+    assert caught.value.code is ErrorCode.YAML_TOO_LARGE
+    assert caught.value.path == "spec.jobTemplate.runtimeEnvYAML"
