@@ -36,13 +36,14 @@ from typing import Any, Final
 
 import pulumi
 import pulumi.runtime
-import yaml
 
 # protobuf ships no type stubs; only MessageToDict is used, and its result is checked.
 from google.protobuf import json_format  # type: ignore[import-untyped]
 from pulumi.runtime import settings as pulumi_settings
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.stack import run_in_stack
+
+from operator_runtime.api.useryaml import UserYamlError, load_yaml, load_yaml_all
 
 __all__ = [
     "AUTONAME_SUFFIX",
@@ -136,8 +137,8 @@ def load_program(directory: Path, stack: str | None) -> Program:
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        document = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as error:
+        document = load_yaml(path.read_text())
+    except (OSError, UserYamlError) as error:
         raise ProgramError(f"cannot read {path}: {error}") from None
     if not isinstance(document, dict):
         raise ProgramError(f"{path}: expected a mapping at the top")
@@ -201,7 +202,8 @@ class _Mocks(pulumi.runtime.Mocks):
             # pulumi_kubernetes.yaml.ConfigFile/ConfigGroup parse their YAML through the
             # provider; answering here lets manifests applied that way be rendered too.
             text = args.args.get("text") or ""
-            return {"result": [d for d in yaml.safe_load_all(text) if d is not None]}, []
+            # Read as the provider reads it (apimachinery's YAML), within the bounds.
+            return {"result": [d for d in load_yaml_all(text) if d is not None]}, []
         return {}, []
 
 

@@ -160,6 +160,9 @@ class ErrorCode(StrEnum):
     FIELD_INVALID_ENUM = "FIELD_INVALID_ENUM"
     FIELD_NOT_OBJECT_NAME = "FIELD_NOT_OBJECT_NAME"
     KIND_UNKNOWN = "KIND_UNKNOWN"
+    # Any YAML a user hands us (operator_runtime.api.useryaml)
+    YAML_INVALID = "YAML_INVALID"
+    YAML_TOO_LARGE = "YAML_TOO_LARGE"
 
 
 @dataclass(frozen=True, slots=True)

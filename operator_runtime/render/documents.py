@@ -3,15 +3,18 @@
 Empty documents (a trailing ``---``, a comment-only file) are dropped; each
 ``kind: List`` (as ``kubectl get -o yaml`` writes) is replaced by its items. A syntax
 error names the source, line and column, as editors and compilers do:
-``cluster.yaml:7:15: mapping values are not allowed here; fix the YAML syntax there``.
-Reading the file stays with the caller, so this module does no I/O.
+``cluster.yaml:7:15: mapping values are not allowed in this context; fix the YAML syntax
+there [YAML_INVALID]``.
+The text is read by ``operator_runtime.api.useryaml`` (as kubectl reads it, within
+bounds). Reading the file stays with the caller, so this module does no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-import yaml
+from operator_runtime.api.errors import ErrorCode
+from operator_runtime.api.useryaml import UserYamlError, load_yaml_all
 
 __all__ = ["DocumentError", "flatten_lists", "load_documents"]
 
@@ -34,11 +37,12 @@ def load_documents(text: str, source: str) -> list[object]:
     """Every document of ``text`` (see the module docstring); ``source`` names it in
     errors (a path, or ``<stdin>``)."""
     try:
-        return list(flatten_lists(yaml.safe_load_all(text)))
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        problem = error.problem or error.context or "invalid YAML"
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        raise DocumentError(f"{where}: {problem}; fix the YAML syntax there") from None
-    except yaml.YAMLError as error:
-        raise DocumentError(f"{source}: {error}") from None
+        return list(flatten_lists(load_yaml_all(text)))
+    except UserYamlError as error:
+        where = f"{source}:{error.line}:{error.column}" if error.line is not None else source
+        fix = (
+            "fix the YAML syntax there"
+            if error.code is ErrorCode.YAML_INVALID
+            else ("write it out with fewer aliases, less nesting or fewer bytes")
+        )
+        raise DocumentError(f"{where}: {error.problem}; {fix} [{error.code.value}]") from None

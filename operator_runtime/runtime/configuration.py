@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from operator_runtime.api.useryaml import UserYamlError, load_yaml
 
 API_VERSION: Final = "config.ray.io/v1alpha1"
 KIND: Final = "Configuration"
@@ -127,12 +128,10 @@ def _location(error: Any) -> str:
 def decode_configuration(text: str) -> OperatorConfiguration:
     """Decode the file's text; ``ConfigurationError`` with one line if it does not."""
     try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigurationError(f"not valid YAML{where}: {problem}") from None
+        document = load_yaml(text)
+    except UserYamlError as exc:
+        where = f" at line {exc.line}, column {exc.column}" if exc.line is not None else ""
+        raise ConfigurationError(f"not valid YAML{where}: {exc.problem}") from None
     if not isinstance(document, dict):
         raise ConfigurationError(
             f"expected a {KIND} object (apiVersion: {API_VERSION}, kind: {KIND})"

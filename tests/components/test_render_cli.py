@@ -348,4 +348,4 @@ def test_a_manifest_with_another_kind_or_bad_yaml_is_refused(tmp_path: Path) -> 
     broken.write_text("kind: RayCluster\nmetadata:\n  labels: a: b\n")
     err = io.StringIO()
     assert main(["render", str(broken)], stdout=out, stderr=err) == 2
-    assert f"{broken}:3:12: mapping values are not allowed here" in err.getvalue()
+    assert f"{broken}:3:12: mapping values are not allowed in this context" in err.getvalue()

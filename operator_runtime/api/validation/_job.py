@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from itertools import pairwise
 
-import yaml
-
 from operator_runtime.api.errors import ErrorCode as C
 from operator_runtime.api.errors import Violation
 from operator_runtime.api.features import FeatureGates
 from operator_runtime.api.rayjob import DeletionRule, DeletionStrategy, RayJobSpec
+from operator_runtime.api.useryaml import UserYamlError, load_yaml
 from operator_runtime.api.validation import _names
 from operator_runtime.api.validation._cluster import cluster_spec_violations
 from operator_runtime.api.validation._cluster_features import (
@@ -138,9 +137,18 @@ def _sidecar(spec: RayJobSpec, prefix: str) -> Iterator[Violation]:
 
 def _limits(spec: RayJobSpec, prefix: str) -> Iterator[Violation]:
     try:
-        runtime_env = yaml.safe_load(spec.runtime_env_yaml or "")
-    except yaml.YAMLError as exc:
-        runtime_env = _yaml_problem(exc)
+        runtime_env: object = load_yaml(spec.runtime_env_yaml or "")
+    except UserYamlError as exc:
+        if exc.code is C.YAML_TOO_LARGE:
+            yield Violation(
+                C.YAML_TOO_LARGE,
+                f"{prefix}.runtimeEnvYAML",
+                f"runtimeEnvYAML is refused: {exc}",
+                "write the runtime environment out without so many aliases or bytes",
+            )
+            runtime_env = None
+        else:
+            runtime_env = str(exc)
     if runtime_env is not None and not isinstance(runtime_env, dict):
         yield Violation(
             C.RAYJOB_INVALID_RUNTIME_ENV,
@@ -314,11 +322,3 @@ def _rules(spec: RayJobSpec, rules: list[DeletionRule], path: str) -> Iterator[V
                     f"{before} ttlSeconds ({before_ttl})",
                     "order TTLs DeleteWorkers <= DeleteCluster <= DeleteSelf",
                 )
-
-
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    """A YAML error on one line: what is wrong and where (line:column of the text)."""
-    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
-        mark = error.problem_mark
-        return f"{error.problem} at line {mark.line + 1}, column {mark.column + 1}"
-    return " ".join(str(error).split())

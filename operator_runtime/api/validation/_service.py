@@ -8,6 +8,7 @@ from operator_runtime.api.errors import ErrorCode as C
 from operator_runtime.api.errors import Violation
 from operator_runtime.api.features import FeatureGates
 from operator_runtime.api.rayservice import RayServiceSpec
+from operator_runtime.api.useryaml import UserYamlError, load_yaml
 from operator_runtime.api.validation import _names
 from operator_runtime.api.validation._cluster import cluster_spec_violations
 from operator_runtime.api.validation._cluster_features import (
@@ -72,6 +73,23 @@ def service_spec_violations(
     yield from name_violations(
         "spec.serveService.metadata.name", metadata_name(spec.serve_service), "Service"
     )
+    yield from _serve_config(spec)
+
+
+def _serve_config(spec: RayServiceSpec) -> Iterator[Violation]:
+    """Ours, not KubeRay's: ``serveConfigV2`` past the bounds of user YAML (an alias
+    bomb) is refused here, once, instead of on every PUT. Syntax errors stay with the
+    PUT (KubeRay reports them when it unmarshals the config)."""
+    try:
+        load_yaml(spec.serve_config_v2 or "")
+    except UserYamlError as exc:
+        if exc.code is C.YAML_TOO_LARGE:
+            yield Violation(
+                C.YAML_TOO_LARGE,
+                "spec.serveConfigV2",
+                f"serveConfigV2 is refused: {exc}",
+                "write the Serve config out without so many aliases or bytes",
+            )
 
 
 def _incremental(spec: RayServiceSpec) -> Iterator[Violation]:

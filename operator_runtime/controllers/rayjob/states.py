@@ -14,9 +14,8 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Final
 
-import yaml
-
 from operator_runtime.api.rayjob import TERMINAL_JOB_STATUSES
+from operator_runtime.api.useryaml import load_yaml
 from operator_runtime.clients import (
     DashboardClient,
     DashboardError,
@@ -246,9 +245,11 @@ def _submit(run: JobRun, dashboard: DashboardClient) -> bool:
 
 
 def _runtime_env(text: str | None) -> dict[str, Any] | None:
+    # The reader K8sJobMode's submit line and validation use: the same dialect (a date
+    # or 12:30 stays a string) and the same bounds; validation refused worse already.
     if not text:
         return None
-    loaded = yaml.safe_load(text)
+    loaded = load_yaml(text)
     return loaded if isinstance(loaded, dict) else None
 
 

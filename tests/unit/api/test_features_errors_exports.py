@@ -91,7 +91,7 @@ def test_error_codes_are_stable_identifiers() -> None:
     for code in ErrorCode:
         assert code.value == code.name
         assert code.name.split("_")[0] in {
-            "RAYCLUSTER", "RAYJOB", "RAYSERVICE", "RAYCRONJOB", "FIELD", "KIND",
+            "RAYCLUSTER", "RAYJOB", "RAYSERVICE", "RAYCRONJOB", "FIELD", "KIND", "YAML",
         }  # fmt: skip
 
 
