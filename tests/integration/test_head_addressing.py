@@ -95,12 +95,12 @@ def test_through_the_api_servers_service_proxy(
         "/services/probe-head-svc:dashboard/proxy"
     )
     with DashboardPool(verify=access.ssl_context, headers=access.headers) as pool:
-        http = pool.http(endpoint.base_url)
+        http = pool.http()
         waiting_since = time.monotonic()
         while True:
             # Until kube-controller-manager publishes the pod's endpoints the proxy says 503.
             started = time.monotonic()
-            answer = http.get("/api/version", timeout=endpoint.timeout)
+            answer = http.get(f"{endpoint.base_url}/api/version", timeout=endpoint.deadline)
             took = time.monotonic() - started
             if answer.status_code != 503 or started - waiting_since > 60:
                 break
