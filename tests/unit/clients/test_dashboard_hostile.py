@@ -279,7 +279,7 @@ def test_heads_that_went_leave_nothing_in_the_pool() -> None:
         finally:
             for server in heads:
                 server.stop()
-    assert _sockets() == baseline
+    assert _sockets() <= baseline  # fewer if an earlier test's socket closed meanwhile
 
 
 def _ipv6_loopback() -> bool:
