@@ -7,6 +7,7 @@ operator's runtime: a client knows HTTP and Ray, not Kubernetes.
 
 from operator_runtime.clients.dashboard import (
     DASHBOARD_PORT,
+    JSON_LIMIT,
     SERVE_PORT,
     Addressing,
     DashboardClient,
@@ -16,6 +17,7 @@ from operator_runtime.clients.dashboard import (
     dashboard_endpoint,
     direct_endpoint,
     serve_proxy_endpoint,
+    url_host,
 )
 from operator_runtime.clients.errors import (
     DashboardError,
@@ -35,6 +37,7 @@ from operator_runtime.clients.models import (
 
 __all__ = [
     "DASHBOARD_PORT",
+    "JSON_LIMIT",
     "SERVE_PORT",
     "Addressing",
     "DashboardClient",
@@ -55,4 +58,5 @@ __all__ = [
     "dashboard_endpoint",
     "direct_endpoint",
     "serve_proxy_endpoint",
+    "url_host",
 ]

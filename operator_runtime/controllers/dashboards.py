@@ -3,7 +3,7 @@
 Two addressings, as in KubeRay: directly at ``<head-svc>.<ns>.svc.<domain>:<port>``
 (the RayJob's ``status.dashboardURL``), or with ``--use-kubernetes-proxy`` through the
 API server's service proxy, as the operator's own identity. One ``DashboardPool`` per
-operator keeps one connection pool per head; a cluster's token (``authOptions.mode:
+controller holds one bounded connection pool for every head; a cluster's token (``authOptions.mode:
 token``) is read from its Secret by name on each use, never cached in bulk.
 """
 

@@ -63,7 +63,7 @@ def pool() -> Iterator[DashboardPool]:
 
 @pytest.fixture
 def dashboard(serve_head: RayHead, pool: DashboardPool) -> DashboardClient:
-    return pool.dashboard(Endpoint(serve_head.dashboard_url, connect_timeout=2, read_timeout=60))
+    return pool.dashboard(Endpoint(serve_head.dashboard_url, deadline=60))
 
 
 def wait_for_app(dashboard: DashboardClient, name: str, status: str) -> ServeDetails:

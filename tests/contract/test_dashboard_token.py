@@ -28,7 +28,7 @@ def token_head() -> Iterator[RayHead]:
 
 @pytest.fixture
 def endpoint(token_head: RayHead) -> Endpoint:
-    return Endpoint(token_head.dashboard_url, connect_timeout=2, read_timeout=30)
+    return Endpoint(token_head.dashboard_url, deadline=30)
 
 
 def test_the_right_token_is_let_in(endpoint: Endpoint) -> None:

@@ -95,12 +95,12 @@ def test_through_the_api_servers_service_proxy(
         "/services/probe-head-svc:dashboard/proxy"
     )
     with DashboardPool(verify=access.ssl_context, headers=access.headers) as pool:
-        http = pool.http(endpoint.base_url)
+        http = pool.http()
         waiting_since = time.monotonic()
         while True:
             # Until kube-controller-manager publishes the pod's endpoints the proxy says 503.
             started = time.monotonic()
-            answer = http.get("/api/version", timeout=endpoint.timeout)
+            answer = http.get(f"{endpoint.base_url}/api/version", timeout=endpoint.deadline)
             took = time.monotonic() - started
             if answer.status_code != 503 or started - waiting_since > 60:
                 break
@@ -115,7 +115,8 @@ def test_through_the_api_servers_service_proxy(
         timings = []
         for _ in range(10):
             started = time.monotonic()
-            assert http.get("/api/version", timeout=endpoint.timeout).status_code == 200
+            version = http.get(f"{endpoint.base_url}/api/version", timeout=endpoint.deadline)
+            assert version.status_code == 200
             timings.append(time.monotonic() - started)
         print(f"through the proxy, warm: median {sorted(timings)[5] * 1000:.1f} ms")
         assert pool.dashboard(endpoint).list_jobs() == []  # the project's client, too

@@ -152,6 +152,10 @@ class RayServiceController:
             owned(kinds.SERVICE, owner),
         ]
 
+    def close(self) -> None:
+        """At shutdown: the connections to the heads."""
+        self.tools.dashboards.close()
+
     def reconcile(self, key: ObjectKey) -> Result:
         tools = self.tools
         raw = tools.caches.rayservices.get(key.namespace, key.name)

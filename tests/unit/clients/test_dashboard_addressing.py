@@ -23,7 +23,7 @@ def test_direct_mode_dials_the_head_service_by_name() -> None:
         cluster_domain="corp.local",
     )
     assert endpoint.base_url == "http://demo-head-svc.ml.svc.corp.local:8265"
-    assert (endpoint.connect_timeout, endpoint.read_timeout) == (2.0, 2.0)
+    assert endpoint.deadline == 2.0
 
 
 def test_proxy_mode_goes_through_the_api_servers_service_proxy() -> None:
@@ -37,7 +37,7 @@ def test_proxy_mode_goes_through_the_api_servers_service_proxy() -> None:
     assert endpoint.base_url == (
         "https://127.0.0.1:6443/api/v1/namespaces/ml/services/demo-head-svc:dashboard/proxy"
     )
-    assert (endpoint.connect_timeout, endpoint.read_timeout) == (10.0, 10.0)
+    assert endpoint.deadline == 10.0
 
 
 def test_proxy_mode_without_an_api_server_is_refused() -> None:
@@ -60,21 +60,32 @@ def test_serve_proxy_by_pod_ip_or_through_the_pod_proxy() -> None:
     assert proxied.base_url == "https://api:6443/api/v1/namespaces/n/pods/demo-head-x1:8000/proxy"
 
 
-def test_the_pool_shares_one_http_client_per_base_url_until_closed() -> None:
+def test_the_pool_shares_one_http_client_for_every_head_until_closed() -> None:
     pool = DashboardPool(transport=httpx.MockTransport(lambda request: httpx.Response(200)))
     a = dashboard_endpoint(addressing=Addressing.DIRECT, head_service="a", namespace="n")
     b = dashboard_endpoint(addressing=Addressing.DIRECT, head_service="b", namespace="n")
-    first = pool.http(a.base_url)
-    assert pool.http(a.base_url) is first
-    assert pool.http(b.base_url) is not first
-    assert len(pool) == 2
-    pool.discard(a.base_url)
-    assert first.is_closed and len(pool) == 1
-    second = pool.http(b.base_url)
+    first = pool.dashboard(a, token="t")._http
+    assert pool.dashboard(b)._http is first
     pool.close()
-    assert second.is_closed and len(pool) == 0
+    assert first.is_closed
     with pytest.raises(RuntimeError, match="closed"):
-        pool.http(a.base_url)
+        pool.dashboard(a)
+
+
+@pytest.mark.parametrize(
+    ("pod_ip", "base_url"),
+    [
+        ("10.244.0.7", "http://10.244.0.7:8000"),
+        ("fd00:10:244::7", "http://[fd00:10:244::7]:8000"),
+        ("::1", "http://[::1]:8000"),
+    ],
+)
+def test_an_ipv6_pod_ip_is_bracketed(pod_ip: str, base_url: str) -> None:
+    endpoint = serve_proxy_endpoint(
+        addressing=Addressing.DIRECT, pod_ip=pod_ip, pod_name="p", namespace="n"
+    )
+    assert endpoint.base_url == base_url
+    assert httpx.URL(endpoint.base_url).host == pod_ip
 
 
 def test_a_submission_leaves_out_empty_fields() -> None:
