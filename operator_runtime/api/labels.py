@@ -51,3 +51,11 @@ APP_NAME_KUBERAY: Final = "kuberay"
 """Default ``app.kubernetes.io/name``."""
 CREATED_BY_KUBERAY: Final = "kuberay-operator"
 """``app.kubernetes.io/created-by``; the operator's Job cache filters on it."""
+CREATED_BY_SELECTOR: Final = f"{LabelKey.CREATED_BY.value}={CREATED_BY_KUBERAY}"
+"""The label selector of the caches of what the operator created (Jobs, RBAC, Ingresses)."""
+POD_SELECTOR: Final = (
+    f"{LabelKey.NODE_TYPE.value} in "
+    f"({NodeType.HEAD.value},{NodeType.WORKER.value},{NodeType.REDIS_CLEANUP.value})"
+)
+"""KubeRay's pod cache filter (``ray.io/node-type in (head,worker,redis-cleanup)``): only
+Ray pods are cached, so memory stays flat."""

@@ -5,7 +5,6 @@ replaced and removed as a whole, since a partial multi-host slice is useless."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Final
 
 from operator_runtime.api import WorkerGroupSpec
 from operator_runtime.api.labels import LabelKey
@@ -21,11 +20,9 @@ from operator_runtime.controllers.raycluster.podops import (
     free_replica_indexes,
 )
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
+from operator_runtime.controllers.suffix import suffixed
 from operator_runtime.render import desired_worker_replicas
 from operator_runtime.runtime.kinds import Object
-
-RAND_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
-"""Kubernetes' random-suffix alphabet (no vowels, no look-alikes)."""
 
 
 class ReplicasReplaced(Exception):
@@ -93,8 +90,7 @@ def _create_replicas(
     # A replica is created whole or not at all, so the budget is counted in replicas.
     allowed = take_budget(run, count, pods_each=group.num_of_hosts)
     for index in free_replica_indexes((members[0] for members in existing), allowed):
-        suffix = "".join(run.tools.rng.choice(RAND_ALPHABET) for _ in range(5))
-        replica_name = f"{group.group_name}-{suffix}"
+        replica_name = suffixed(run.tools.rng, group.group_name)
         for host in range(group.num_of_hosts):
             create_worker(
                 run, group, replica_index=index, replica_name=replica_name, host_index=host
