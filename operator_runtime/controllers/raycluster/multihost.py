@@ -20,6 +20,7 @@ from operator_runtime.controllers.raycluster.podops import (
     free_replica_indexes,
 )
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
+from operator_runtime.controllers.raycluster.scaledown import scale_down_victims
 from operator_runtime.controllers.suffix import suffixed
 from operator_runtime.render import desired_worker_replicas
 from operator_runtime.runtime.kinds import Object
@@ -70,12 +71,15 @@ def reconcile_multi_host_group(
     if desired > len(valid):
         _create_replicas(run, group, [replicas[r] for r in valid], desired - len(valid))
     elif desired < len(valid):
-        options = run.tools.options
-        if run.cluster.spec.enable_in_tree_autoscaling and not options.random_pod_delete:
-            return
-        # Replicas with a pod not yet serving go first.
-        ranked = sorted(valid, key=lambda r: all(running_and_ready(p) for p in replicas[r]))
-        for replica in ranked[: len(valid) - desired]:
+        victims = scale_down_victims(
+            run,
+            name,
+            valid,
+            len(valid) - desired,
+            serving=lambda r: all(running_and_ready(p) for p in replicas[r]),
+            unit="replicas",
+        )
+        for replica in victims:
             _delete_replica(run, name, replicas[replica], "scaling down")
 
 
