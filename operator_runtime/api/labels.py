@@ -30,8 +30,6 @@ class LabelKey(StrEnum):
     REPLICA_HOST_INDEX = "ray.io/replica-host-index"
     APP_NAME = "app.kubernetes.io/name"
     CREATED_BY = "app.kubernetes.io/created-by"
-    PRIORITY_CLASS_NAME = "ray.io/priority-class-name"
-    GANG_SCHEDULING_ENABLED = "ray.io/gang-scheduling-enabled"
 
 
 class NodeType(StrEnum):
@@ -44,8 +42,6 @@ class NodeType(StrEnum):
 
 HEAD_GROUP: Final = "headgroup"
 """``ray.io/group`` of the head pod."""
-SUBMITTER_GROUP: Final = "submittergroup"
-"""``ray.io/group`` of a RayJob submitter pod."""
 IS_RAY_NODE_YES: Final = "yes"
 APP_NAME_KUBERAY: Final = "kuberay"
 """Default ``app.kubernetes.io/name``."""
