@@ -40,6 +40,7 @@ lint: venv
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
+	$(PY) -m hack.deadcode
 
 test: venv localcluster pulumi-engine kuberay lint
 	$(SANDBOX) $(PY) -m pytest --durations=50

@@ -18,6 +18,10 @@ from operator_runtime.api._base import JSONObject, K8sSchema, KubeModel
 
 API_GROUP: Final = "ray.io"
 API_VERSION: Final = "ray.io/v1"
+KUBERAY_VERSION: Final = "v1.7.0"
+"""The KubeRay release whose API, command line, variables and behaviour this operator
+matches; stamped on the pods and RayService clusters it creates
+(``ray.io/kuberay-version``) and reported in the usage-stats tags."""
 
 MANAGED_BY_KUBERAY: Final = "ray.io/kuberay-operator"
 MANAGED_BY_MULTIKUEUE: Final = "kueue.x-k8s.io/multikueue"

@@ -7,7 +7,6 @@ than process-wide state.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -96,7 +95,3 @@ class FeatureGates:
     def as_flag(self) -> str:
         """The ``--feature-gates`` string that reproduces this set."""
         return ",".join(f"{name}={str(self.enabled(name)).lower()}" for name in sorted(GATES))
-
-    def with_gates(self, **changes: bool) -> FeatureGates:
-        """A copy with some gates changed, by attribute name."""
-        return dataclasses.replace(self, **changes)

@@ -30,8 +30,6 @@ class LabelKey(StrEnum):
     REPLICA_HOST_INDEX = "ray.io/replica-host-index"
     APP_NAME = "app.kubernetes.io/name"
     CREATED_BY = "app.kubernetes.io/created-by"
-    PRIORITY_CLASS_NAME = "ray.io/priority-class-name"
-    GANG_SCHEDULING_ENABLED = "ray.io/gang-scheduling-enabled"
 
 
 class NodeType(StrEnum):
@@ -44,10 +42,16 @@ class NodeType(StrEnum):
 
 HEAD_GROUP: Final = "headgroup"
 """``ray.io/group`` of the head pod."""
-SUBMITTER_GROUP: Final = "submittergroup"
-"""``ray.io/group`` of a RayJob submitter pod."""
 IS_RAY_NODE_YES: Final = "yes"
 APP_NAME_KUBERAY: Final = "kuberay"
 """Default ``app.kubernetes.io/name``."""
 CREATED_BY_KUBERAY: Final = "kuberay-operator"
 """``app.kubernetes.io/created-by``; the operator's Job cache filters on it."""
+CREATED_BY_SELECTOR: Final = f"{LabelKey.CREATED_BY.value}={CREATED_BY_KUBERAY}"
+"""The label selector of the caches of what the operator created (Jobs, RBAC, Ingresses)."""
+POD_SELECTOR: Final = (
+    f"{LabelKey.NODE_TYPE.value} in "
+    f"({NodeType.HEAD.value},{NodeType.WORKER.value},{NodeType.REDIS_CLEANUP.value})"
+)
+"""KubeRay's pod cache filter (``ray.io/node-type in (head,worker,redis-cleanup)``): only
+Ray pods are cached, so memory stays flat."""

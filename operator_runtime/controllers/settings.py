@@ -4,7 +4,6 @@ and the operator's feature gates."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from types import MappingProxyType
 
 from operator_runtime.api import FeatureGates
@@ -42,10 +41,3 @@ def render_options(
         deterministic_head_pod_name=settings.enable_deterministic_head_pod_name,
         head_cluster_ip_service=settings.enable_ray_head_cluster_ip_service,
     )
-
-
-def render_options_from_environment(
-    environ: Mapping[str, str], gates: FeatureGates | None = None
-) -> RenderOptions:
-    """``render_options`` of the settings a mapping of KubeRay's variables describes."""
-    return render_options(OperatorEnvironment.from_mapping(environ), gates)

@@ -13,9 +13,8 @@ from types import MappingProxyType
 from typing import Final
 
 from operator_runtime.api import FeatureGates, JSONObject
+from operator_runtime.api.common import KUBERAY_VERSION
 
-KUBERAY_VERSION: Final = "v1.7.0"
-"""The KubeRay release we reimplement; reported in usage stats and pod annotations."""
 DEFAULT_CLUSTER_DOMAIN: Final = "cluster.local"
 
 
@@ -28,6 +27,8 @@ class RenderOptions:
     """Everything besides the custom resource that shapes the rendered objects."""
 
     kuberay_version: str = KUBERAY_VERSION
+    """Stamped on what the operator creates; every controller writes and compares this
+    one value."""
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN
     """``CLUSTER_DOMAIN``."""
     feature_gates: FeatureGates = field(default_factory=FeatureGates)

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from importlib import metadata
 from typing import Any, Final
 
+from operator_runtime.api.common import KUBERAY_VERSION
 from operator_runtime.runtime.configuration import (
     DEFAULT_BURST,
     DEFAULT_ENABLE_LEADER_ELECTION,
@@ -31,8 +32,6 @@ from operator_runtime.runtime.configuration import (
 from operator_runtime.runtime.errors import TransportError
 from operator_runtime.runtime.transport import Transport
 
-KUBERAY_VERSION: Final = "v1.7.0"
-"""The KubeRay release whose command line, variables and behaviour this operator matches."""
 KNOWN_BATCH_SCHEDULERS: Final = ("volcano", "yunikorn", "scheduler-plugins", "kai-scheduler")
 """The names KubeRay's ``--batch-scheduler`` accepts; none is implemented here."""
 ZAP_LEVELS: Final = {"debug": "debug", "info": "info", "error": "error", "panic": "critical"}

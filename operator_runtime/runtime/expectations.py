@@ -187,10 +187,6 @@ class Expectations:
         with self._lock:
             return len(self._groups.get(group, {}))
 
-    def forget_group(self, group: str) -> None:
-        with self._lock:
-            self._groups.pop(group, None)
-
     def forget_prefix(self, prefix: str) -> None:
         """Forget every group starting with ``prefix`` (e.g. ``ns/cluster/`` when the
         cluster is deleted), so expectations never outlive their owner."""

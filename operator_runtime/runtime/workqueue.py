@@ -220,21 +220,6 @@ class WorkQueue(Generic[K]):
                 self._cond.wait(min(remaining, 0.1))
             return True
 
-    @property
-    def shutting_down(self) -> bool:
-        with self._cond:
-            return self._shutting_down
-
     def __len__(self) -> int:
         with self._cond:
             return len(self._queue)
-
-    @property
-    def processing(self) -> int:
-        with self._cond:
-            return len(self._processing)
-
-    @property
-    def delayed(self) -> int:
-        with self._cond:
-            return len(self._due)

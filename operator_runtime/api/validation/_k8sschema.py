@@ -100,10 +100,6 @@ def _definitions() -> Mapping[str, Schema]:
     return definitions
 
 
-def is_known_definition(name: str) -> bool:
-    return name in (QUANTITY, INT_OR_STRING, TIME) or name in _definitions()
-
-
 def definition_violations(definition: str, value: object, path: str) -> Iterator[Violation]:
     """Every way ``value``, found at wire ``path``, breaks Kubernetes definition
     ``definition`` (e.g. ``io.k8s.api.core.v1.PodTemplateSpec``)."""

@@ -27,8 +27,10 @@ import pydantic
 from prometheus_client import CollectorRegistry
 
 from operator_runtime.api import RayCluster
-from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.api.labels import CREATED_BY_SELECTOR, POD_SELECTOR, LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason
+from operator_runtime.controllers.clusterstatus import only_counts_changed, status_changed
+from operator_runtime.controllers.parse_errors import describe_parse_error
 from operator_runtime.controllers.raycluster import children, gates, gcsft, pods, storage
 from operator_runtime.controllers.raycluster.creates import CreateQueue
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
@@ -49,9 +51,7 @@ from operator_runtime.controllers.raycluster.reconciliation import (
 from operator_runtime.controllers.raycluster.status import (
     StatusInputs,
     compute_status,
-    only_counts_changed,
     provisioned_now,
-    status_changed,
 )
 from operator_runtime.controllers.settings import gates_of
 from operator_runtime.render import Permission
@@ -74,9 +74,6 @@ from operator_runtime.runtime.reconcile import (
 log = logging.getLogger(__name__)
 NAME: Final = "raycluster"
 EVENT_SOURCE: Final = "raycluster-controller"
-POD_SELECTOR: Final = "ray.io/node-type in (head,worker,redis-cleanup)"
-"""KubeRay's pod cache filter: only Ray pods are cached, so memory stays flat."""
-CREATED_BY_SELECTOR: Final = "app.kubernetes.io/created-by=kuberay-operator"
 CLUSTER_SELECTOR: Final = "ray.io/cluster"
 
 GATE_STEPS: Final[tuple[Step, ...]] = (
@@ -289,7 +286,7 @@ class RayClusterController:
                 raw,
                 "Warning",
                 Reason.INVALID_SPEC.value,
-                f"The RayCluster cannot be read: {gates.describe_parse_error(exc)}",
+                f"The RayCluster cannot be read: {describe_parse_error(exc)}",
                 Action.VALIDATE.value,
             )
             return Result()

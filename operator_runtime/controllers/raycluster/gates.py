@@ -7,23 +7,15 @@ invalid; the GCS FT finalizer flow; the cluster is being deleted.
 
 from __future__ import annotations
 
-import logging
 from typing import Final
 
-import pydantic
-
-from operator_runtime.api import (
-    MANAGED_BY_KUBERAY,
-    InvalidObjectError,
-    InvalidStatusError,
-    validate_raycluster,
-)
+from operator_runtime.api import InvalidObjectError, InvalidStatusError, validate_raycluster
 from operator_runtime.api.reasons import Action, Reason
+from operator_runtime.controllers.managedby import managed_elsewhere
 from operator_runtime.controllers.raycluster.options import SHORT_REQUEUE_SECONDS
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
 from operator_runtime.runtime.reconcile import Result
 
-log = logging.getLogger(__name__)
 _REASONS: Final = {
     "InvalidRayClusterMetadata": Reason.INVALID_METADATA,
     "InvalidRayClusterSpec": Reason.INVALID_SPEC,
@@ -31,24 +23,9 @@ _REASONS: Final = {
 }
 
 
-def describe_parse_error(exc: pydantic.ValidationError) -> str:
-    """Where and why the object does not parse, without the offending values: an
-    Event is readable by anyone who may list Events in the namespace, and a value
-    can be a secret (a password in ``rayStartParams``, an env value)."""
-    problems = []
-    for error in exc.errors(include_url=False, include_input=False, include_context=False):
-        path = ".".join(str(part) for part in error["loc"]) or "<root>"
-        problems.append(f"{path}: {error['msg']}")
-    return "; ".join(problems)
-
-
 def skip_unmanaged(run: Reconciliation) -> Result | None:
     """``spec.managedBy`` names another controller (e.g. MultiKueue): hands off."""
-    managed_by = run.cluster.spec.managed_by
-    if managed_by and managed_by != MANAGED_BY_KUBERAY:
-        log.info("%s: managed by %s; skipped", run.key, managed_by)
-        return Result()
-    return None
+    return Result() if managed_elsewhere(run.key, run.raw) else None
 
 
 def validate(run: Reconciliation) -> Result | None:

@@ -22,7 +22,7 @@ from operator_runtime.api.finalizers import Finalizer
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers import finalizers
-from operator_runtime.controllers.raycluster.gates import describe_parse_error
+from operator_runtime.controllers.parse_errors import describe_parse_error
 from operator_runtime.controllers.raycluster.options import (
     DEFAULT_GCS_FT_DELETION_TIMEOUT,
     HEAD_TERMINATION_REQUEUE_SECONDS,

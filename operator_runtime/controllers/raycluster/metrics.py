@@ -45,11 +45,6 @@ class ClusterMetrics:
             for key in [k for k in self._durations if k[:2] == (namespace, name)]:
                 del self._durations[key]
 
-    def provisioned_duration(self, namespace: str, name: str) -> float | None:
-        with self._lock:
-            found = [v for k, v in self._durations.items() if k[:2] == (namespace, name)]
-        return found[0] if found else None
-
     def describe(self) -> Iterable[Metric]:
         return self._families()
 

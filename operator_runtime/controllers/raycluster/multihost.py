@@ -5,7 +5,6 @@ replaced and removed as a whole, since a partial multi-host slice is useless."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Final
 
 from operator_runtime.api import WorkerGroupSpec
 from operator_runtime.api.labels import LabelKey
@@ -21,11 +20,10 @@ from operator_runtime.controllers.raycluster.podops import (
     free_replica_indexes,
 )
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
+from operator_runtime.controllers.raycluster.scaledown import scale_down_victims
+from operator_runtime.controllers.suffix import suffixed
 from operator_runtime.render import desired_worker_replicas
 from operator_runtime.runtime.kinds import Object
-
-RAND_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
-"""Kubernetes' random-suffix alphabet (no vowels, no look-alikes)."""
 
 
 class ReplicasReplaced(Exception):
@@ -73,12 +71,15 @@ def reconcile_multi_host_group(
     if desired > len(valid):
         _create_replicas(run, group, [replicas[r] for r in valid], desired - len(valid))
     elif desired < len(valid):
-        options = run.tools.options
-        if run.cluster.spec.enable_in_tree_autoscaling and not options.random_pod_delete:
-            return
-        # Replicas with a pod not yet serving go first.
-        ranked = sorted(valid, key=lambda r: all(running_and_ready(p) for p in replicas[r]))
-        for replica in ranked[: len(valid) - desired]:
+        victims = scale_down_victims(
+            run,
+            name,
+            valid,
+            len(valid) - desired,
+            serving=lambda r: all(running_and_ready(p) for p in replicas[r]),
+            unit="replicas",
+        )
+        for replica in victims:
             _delete_replica(run, name, replicas[replica], "scaling down")
 
 
@@ -93,8 +94,7 @@ def _create_replicas(
     # A replica is created whole or not at all, so the budget is counted in replicas.
     allowed = take_budget(run, count, pods_each=group.num_of_hosts)
     for index in free_replica_indexes((members[0] for members in existing), allowed):
-        suffix = "".join(run.tools.rng.choice(RAND_ALPHABET) for _ in range(5))
-        replica_name = f"{group.group_name}-{suffix}"
+        replica_name = suffixed(run.tools.rng, group.group_name)
         for host in range(group.num_of_hosts):
             create_worker(
                 run, group, replica_index=index, replica_name=replica_name, host_index=host

@@ -5,7 +5,8 @@ Per worker group (single host), in KubeRay's order:
 2. pods that can never run Ray again are deleted, and nothing else happens this pass;
 3. ``scaleStrategy.workersToDelete`` pods are deleted;
 4. the rest is diffed against the desired count: create the missing pods, or delete
-   the surplus (only without the autoscaler, which otherwise decides by itself).
+   the surplus, as ``scaledown.py`` ranks it (only without the autoscaler, which
+   otherwise decides by itself).
 A group whose expectations are not yet met by the cache is skipped entirely.
 """
 
@@ -35,6 +36,7 @@ from operator_runtime.controllers.raycluster.podops import (
     satisfied,
 )
 from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
+from operator_runtime.controllers.raycluster.scaledown import scale_down_victims
 from operator_runtime.controllers.raycluster.status import (
     PROVISIONED,
     SUSPENDED,
@@ -300,16 +302,5 @@ def _still_current(run: Reconciliation) -> bool:
 
 
 def _scale_down(run: Reconciliation, group: str, remaining: list[Object], count: int) -> None:
-    options = run.tools.options
-    if run.cluster.spec.enable_in_tree_autoscaling and not options.random_pod_delete:
-        log.info(
-            "%s: group %s has %d pods too many; the autoscaler decides which go",
-            run.key,
-            group,
-            count,
-        )
-        return
-    # Least valuable first: pods not serving yet, then list order.
-    ranked = sorted(remaining, key=running_and_ready)
-    for pod in ranked[:count]:
+    for pod in scale_down_victims(run, group, remaining, count, serving=running_and_ready):
         delete_pod(run, pod, group=group, head=False, why="scaling down")

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Final, cast
 from operator_runtime.api import JSONObject, RayCluster
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason
+from operator_runtime.controllers.permissions import declarer
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
 from operator_runtime.controllers.raycluster.options import POD_CREATES_PER_PASS, RayClusterOptions
-from operator_runtime.render import Permission
 from operator_runtime.runtime.cache import BY_OWNER_UID, Cache
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import Clock
@@ -46,9 +46,8 @@ def loose(value: JSONObject) -> Object:
     return cast(Object, value)
 
 
-def need(group: str, resource: str, verbs: tuple[str, ...], why: str) -> Permission:
-    """One API permission a step uses (declared next to the step, checked by a test)."""
-    return Permission(CONTROLLER, group, (resource,), verbs, why)
+need: Final = declarer(CONTROLLER)
+"""One API permission a step uses (declared next to the step, checked by a test)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """The RayCluster status, computed purely from the cluster, its pods and head Service.
 
 ``compute_status`` never talks to the API server; the controller writes its result
-only when ``status_changed`` says something a reader cares about moved, so a steady
-cluster costs no writes. Rules (KubeRay's):
+only when ``status_changed`` (``controllers/clusterstatus.py``) says something a reader
+cares about moved, so a steady cluster costs no writes. Rules (KubeRay's):
 
 - ``state`` is sticky: ``ready`` once all desired pods (workers + head) run and are
   ready with no step error, ``suspended`` once a suspended cluster has no pods; nothing
@@ -39,26 +39,6 @@ REPLICA_FAILURE: Final = "ReplicaFailure"
 SUSPENDING: Final = "RayClusterSuspending"
 SUSPENDED: Final = "RayClusterSuspended"
 MAX_INT32: Final = 2**31 - 1
-_COUNTS: Final = (
-    "readyWorkerReplicas",
-    "availableWorkerReplicas",
-    "desiredWorkerReplicas",
-    "minWorkerReplicas",
-    "maxWorkerReplicas",
-)
-_COMPARED: Final = (
-    "state",
-    "reason",
-    *_COUNTS,
-    "endpoints",
-    "head",
-    "conditions",
-    "observedGeneration",
-    "desiredCPU",
-    "desiredMemory",
-    "desiredGPU",
-    "desiredTPU",
-)
 
 
 class StatusError(Exception):
@@ -273,17 +253,6 @@ def _head_info(heads: Sequence[Object], services: Sequence[Object]) -> dict[str,
         "serviceName": str(service["metadata"]["name"]),
     }
     return {k: v for k, v in info.items() if v}
-
-
-def status_changed(old: Object, new: Object) -> bool:
-    """Whether a reader would see a difference (``lastUpdateTime`` alone is not one)."""
-    return any(old.get(key) != new.get(key) for key in _COMPARED)
-
-
-def only_counts_changed(old: Object, new: Object) -> bool:
-    """Whether the replica counts are all that differ: a pass that comes back at once
-    to go on scaling may leave writing them to the pass that ends the scale-up."""
-    return all(old.get(key) == new.get(key) for key in _COMPARED if key not in _COUNTS)
 
 
 def provisioned_now(old: Object, new: Object) -> bool:

@@ -32,7 +32,8 @@ import pydantic
 from operator_runtime.api import InvalidObjectError, RayCronJob, validate_raycronjob
 from operator_runtime.api.features import FeatureGates
 from operator_runtime.api.reasons import Action
-from operator_runtime.controllers.raycluster.gates import describe_parse_error
+from operator_runtime.controllers.parse_errors import describe_parse_error
+from operator_runtime.controllers.permissions import declarer
 from operator_runtime.controllers.raycronjob import schedule as sched
 from operator_runtime.controllers.settings import gates_of
 from operator_runtime.render import Permission, build_cron_rayjob
@@ -67,8 +68,7 @@ WATCHED: Final[dict[str, tuple[ResourceKind, str | None]]] = {
 }
 
 
-def need(group: str, resource: str, verbs: tuple[str, ...], why: str) -> Permission:
-    return Permission(NAME, group, (resource,), verbs, why)
+need: Final = declarer(NAME)
 
 
 PERMISSIONS: Final[tuple[Permission, ...]] = (

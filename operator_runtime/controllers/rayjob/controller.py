@@ -25,8 +25,9 @@ from typing import Any, Final
 import pydantic
 from prometheus_client import CollectorRegistry
 
-from operator_runtime.api import MANAGED_BY_KUBERAY, InvalidObjectError, RayJob, validate_rayjob
+from operator_runtime.api import InvalidObjectError, RayJob, validate_rayjob
 from operator_runtime.api.finalizers import Finalizer
+from operator_runtime.api.labels import CREATED_BY_SELECTOR, POD_SELECTOR
 from operator_runtime.api.rayjob import (
     TERMINAL_JOB_DEPLOYMENT_STATUSES,
     TERMINAL_JOB_STATUSES,
@@ -34,10 +35,10 @@ from operator_runtime.api.rayjob import (
 from operator_runtime.api.reasons import Action, JobReason
 from operator_runtime.clients import DashboardError
 from operator_runtime.controllers import dashboards, finalizers
+from operator_runtime.controllers.clusterstatus import status_changed
 from operator_runtime.controllers.dashboards import Dashboards
-from operator_runtime.controllers.raycluster.controller import POD_SELECTOR
-from operator_runtime.controllers.raycluster.gates import describe_parse_error
-from operator_runtime.controllers.raycluster.status import status_changed
+from operator_runtime.controllers.managedby import managed_elsewhere
+from operator_runtime.controllers.parse_errors import describe_parse_error
 from operator_runtime.controllers.rayjob import children
 from operator_runtime.controllers.rayjob.metrics import JobMetrics
 from operator_runtime.controllers.rayjob.options import RayJobOptions
@@ -69,7 +70,6 @@ log = logging.getLogger(__name__)
 NAME: Final = CONTROLLER
 EVENT_SOURCE: Final = "rayjob-controller"
 FINALIZER: Final = Finalizer.RAYJOB.value
-CREATED_BY_SELECTOR: Final = "app.kubernetes.io/created-by=kuberay-operator"
 _INVALID: Final = {
     "InvalidRayJobMetadata": JobReason.INVALID_METADATA,
     "InvalidRayJobSpec": JobReason.INVALID_SPEC,
@@ -162,9 +162,7 @@ class RayJobController:
         if raw is None:
             self.metrics.forget(key.namespace, key.name)
             return Result()
-        managed_by = (raw.get("spec") or {}).get("managedBy")
-        if managed_by and managed_by != MANAGED_BY_KUBERAY:
-            log.info("%s: managed by %s; skipped", key, managed_by)
+        if managed_elsewhere(key, raw):
             return Result()
         if raw["metadata"].get("deletionTimestamp"):
             return self._finish_deletion(key, raw)

@@ -38,13 +38,6 @@ class JobMetrics:
         with self._lock:
             self._durations[(name, namespace, uid, status, str(retries))] = seconds
 
-    def execution_duration(self, namespace: str, name: str) -> dict[tuple[str, str], float]:
-        """(job_deployment_status, retry_count) -> seconds, for one RayJob."""
-        with self._lock:
-            return {
-                (k[3], k[4]): v for k, v in self._durations.items() if k[:2] == (name, namespace)
-            }
-
     def forget(self, namespace: str, name: str) -> None:
         with self._lock:
             for key in [k for k in self._durations if k[:2] == (name, namespace)]:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -56,10 +55,3 @@ class RayJobOptions:
             ),
             status_check_timeout_seconds=float(settings.rayjob_status_check_timeout_seconds),
         )
-
-    @classmethod
-    def from_environment(
-        cls, environ: Mapping[str, str], gates: FeatureGates | None = None
-    ) -> RayJobOptions:
-        """``from_settings`` of a mapping of KubeRay's variables (for tests)."""
-        return cls.from_settings(OperatorEnvironment.from_mapping(environ), gates)

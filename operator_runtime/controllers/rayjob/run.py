@@ -20,9 +20,10 @@ from typing import Any, Final
 from operator_runtime.api import RayJob
 from operator_runtime.api.reasons import Action, JobReason
 from operator_runtime.controllers.dashboards import Dashboards
+from operator_runtime.controllers.permissions import declarer
 from operator_runtime.controllers.rayjob.metrics import JobMetrics
 from operator_runtime.controllers.rayjob.options import RayJobOptions
-from operator_runtime.render import Permission
+from operator_runtime.controllers.suffix import suffixed
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import Clock, format_time, parse_time
@@ -32,12 +33,7 @@ from operator_runtime.runtime.reconcile import ObjectKey
 
 CONTROLLER: Final = "rayjob"
 """The controller's name in the permission table (render/rbac.py)."""
-RAND_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
-"""Kubernetes' ``rand.String`` alphabet (no vowels, no look-alike digits)."""
-
-
-def need(group: str, resource: str, verbs: tuple[str, ...], why: str) -> Permission:
-    return Permission(CONTROLLER, group, (resource,), verbs, why)
+need: Final = declarer(CONTROLLER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +60,7 @@ class JobTools:
 
     def suffixed(self, name: str) -> str:
         """``<name>-<rand5>``: KubeRay's generated cluster names and job ids."""
-        return f"{name}-{''.join(self.rng.choice(RAND_ALPHABET) for _ in range(5))}"
+        return suffixed(self.rng, name)
 
 
 @dataclass(slots=True)

@@ -241,8 +241,11 @@ def _should_update(run: ServiceRun, cluster: Object, *, is_active: bool) -> bool
     if is_active:
         if run.is_true(UPGRADE_IN_PROGRESS):
             return False
+        # Stamped from the same value by render/rayservice_cluster.py: an active cluster
+        # stamped by another operator version is updated in place (KubeRay's rule).
         annotations = cluster["metadata"].get("annotations") or {}
-        if annotations.get(AnnotationKey.KUBERAY_VERSION) != run.tools.options.kuberay_version:
+        version = run.tools.options.render.kuberay_version
+        if annotations.get(AnnotationKey.KUBERAY_VERSION) != version:
             return True
     if hash_equal(run, cluster):
         return False

@@ -29,18 +29,14 @@ from typing import Any, Final
 import pydantic
 from prometheus_client import CollectorRegistry
 
-from operator_runtime.api import (
-    MANAGED_BY_KUBERAY,
-    InvalidObjectError,
-    RayService,
-    validate_rayservice,
-)
+from operator_runtime.api import InvalidObjectError, RayService, validate_rayservice
 from operator_runtime.api.finalizers import Finalizer
+from operator_runtime.api.labels import POD_SELECTOR
 from operator_runtime.api.reasons import Action
 from operator_runtime.controllers import dashboards, finalizers
 from operator_runtime.controllers.dashboards import Dashboards
-from operator_runtime.controllers.raycluster.controller import POD_SELECTOR
-from operator_runtime.controllers.raycluster.gates import describe_parse_error
+from operator_runtime.controllers.managedby import managed_elsewhere
+from operator_runtime.controllers.parse_errors import describe_parse_error
 from operator_runtime.controllers.rayservice import clusters, serve, status, suspend, traffic
 from operator_runtime.controllers.rayservice.metrics import ServiceMetrics
 from operator_runtime.controllers.rayservice.options import RayServiceOptions
@@ -164,8 +160,7 @@ class RayServiceController:
             self.own_writes.forget(key)
             return Result()
         raw = self.own_writes.fresh(key, raw)
-        if (raw.get("spec") or {}).get("managedBy") not in (None, "", MANAGED_BY_KUBERAY):
-            log.info("%s: managed by %s; skipped", key, raw["spec"]["managedBy"])
+        if managed_elsewhere(key, raw):
             return Result()
         again = Result(requeue_after=self.options.requeue_seconds)
         try:

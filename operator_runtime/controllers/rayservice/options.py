@@ -17,9 +17,6 @@ REQUEUE_SECONDS: Final = 2.0
 """KubeRay's RayService requeue: serve status is polled this often."""
 DEFAULT_DELETION_DELAY_SECONDS: Final = 60
 """``rayClusterDeletionDelaySeconds`` when unset: an old cluster outlives its switch."""
-KUBERAY_VERSION: Final = "v1.7.0"
-"""Written to ``ray.io/kuberay-version``; an active cluster stamped with another version
-is updated in place (KubeRay's rule)."""
 DELETE_AFTER_ANNOTATION: Final = "pulumi-ray.io/delete-after"
 """On a RayService's cluster that is neither active nor pending: when it is due for
 deletion (RFC 3339). KubeRay keeps this in memory and forgets it on a restart."""
@@ -32,7 +29,6 @@ class RayServiceOptions:
     """``ENABLE_ZERO_DOWNTIME``: "false" updates nothing when the cluster spec changes
     and no upgrade strategy is set."""
     requeue_seconds: float = REQUEUE_SECONDS
-    kuberay_version: str = KUBERAY_VERSION
 
     @property
     def gates(self) -> FeatureGates:

@@ -21,9 +21,11 @@ from operator_runtime.api import RayCluster, RayService
 from operator_runtime.api.reasons import Action
 from operator_runtime.controllers import conditions
 from operator_runtime.controllers.dashboards import Dashboards
+from operator_runtime.controllers.permissions import declarer
 from operator_runtime.controllers.rayservice.metrics import ServiceMetrics
 from operator_runtime.controllers.rayservice.options import RayServiceOptions
-from operator_runtime.render import Permission, cluster_spec_hash, incremental_upgrade_enabled
+from operator_runtime.controllers.suffix import suffixed
+from operator_runtime.render import cluster_spec_hash, incremental_upgrade_enabled
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import Clock, format_time
@@ -32,7 +34,6 @@ from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import ObjectKey
 
 CONTROLLER: Final = "rayservice"
-RAND_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 ACTIVE: Final = "activeServiceStatus"
 PENDING: Final = "pendingServiceStatus"
 READY: Final = "Ready"
@@ -43,8 +44,7 @@ SUSPENDED: Final = "Suspended"
 SERVE_CONFIG_CACHE_SIZE: Final = 1000
 
 
-def need(group: str, resource: str, verbs: tuple[str, ...], why: str) -> Permission:
-    return Permission(CONTROLLER, group, (resource,), verbs, why)
+need: Final = declarer(CONTROLLER)
 
 
 class ServeConfigCache:
@@ -110,7 +110,8 @@ class ServiceTools:
     serve_configs: ServeConfigCache = field(default_factory=ServeConfigCache)
 
     def suffixed(self, name: str) -> str:
-        return f"{name}-{''.join(self.rng.choice(RAND_ALPHABET) for _ in range(5))}"
+        """``<name>-<rand5>``: a new cluster's name."""
+        return suffixed(self.rng, name)
 
 
 @dataclass(slots=True)

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from operator_runtime.controllers.clusterstatus import only_counts_changed
 from operator_runtime.controllers.raycluster.controller import (
     COUNT_WRITES_BURST,
     COUNT_WRITES_PER_SECOND,
@@ -19,7 +20,6 @@ from operator_runtime.controllers.raycluster.controller import (
     CountWrites,
 )
 from operator_runtime.controllers.raycluster.creates import MAX_IN_FLIGHT, CreateQueue
-from operator_runtime.controllers.raycluster.status import only_counts_changed
 from operator_runtime.runtime.clock import FakeClock
 from operator_runtime.runtime.expectations import Expectations
 from operator_runtime.runtime.reconcile import ObjectKey

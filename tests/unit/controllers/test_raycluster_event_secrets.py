@@ -15,6 +15,7 @@ import pydantic
 import pytest
 
 from operator_runtime.api import RayCluster
+from operator_runtime.controllers.parse_errors import describe_parse_error
 from operator_runtime.controllers.raycluster import gates
 from operator_runtime.controllers.raycluster.creates import CreateQueue
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
@@ -167,6 +168,6 @@ def test_a_parse_error_names_the_field_not_the_value() -> None:
     raw["spec"]["workerGroupSpecs"][0]["replicas"] = SECRET
     with pytest.raises(pydantic.ValidationError) as caught:
         RayCluster.model_validate(raw)
-    described = gates.describe_parse_error(caught.value)
+    described = describe_parse_error(caught.value)
     assert "workerGroupSpecs.0.replicas" in described
     assert SECRET not in described

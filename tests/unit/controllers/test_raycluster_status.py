@@ -9,6 +9,7 @@ import pytest
 
 from operator_runtime.api import RayCluster
 from operator_runtime.api.reasons import ReplicaFailure
+from operator_runtime.controllers.clusterstatus import status_changed
 from operator_runtime.controllers.raycluster.podops import ReplicaFailureError
 from operator_runtime.controllers.raycluster.resources import Amount, format_quantity
 from operator_runtime.controllers.raycluster.status import (
@@ -16,7 +17,6 @@ from operator_runtime.controllers.raycluster.status import (
     StatusInputs,
     compute_status,
     provisioned_now,
-    status_changed,
 )
 
 NOW = datetime.datetime(2026, 3, 1, 12, 0, 0, tzinfo=datetime.UTC)

@@ -130,7 +130,7 @@ def test_controller_options_come_from_the_settings() -> None:
     assert job.delete_rayjob_after_finish is True
     assert (job.status_check_timeout_seconds, job.transition_grace_seconds) == (30.0, 300.0)
     assert RayServiceOptions.from_settings(settings).zero_downtime is False
-    # from_environment is the same thing from a mapping (what older tests use).
+    # from_environment is the same thing from a mapping (how tests build options).
     assert (
         RayServiceOptions.from_environment({"ENABLE_ZERO_DOWNTIME": "false"}).zero_downtime is False
     )
