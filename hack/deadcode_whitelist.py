@@ -59,6 +59,8 @@ _.do_GET  # http.server.BaseHTTPRequestHandler
 _.log_message
 _.daemon_threads  # socketserver.ThreadingMixIn
 _.connection_pool_maxsize  # kubernetes.client.Configuration
+_.check_event  # yaml.composer.Composer reads its parser through these two
+_.get_event
 
 # Pulumi: the stack template's configuration fields, the mocks' and program's hooks.
 ray_clusters
