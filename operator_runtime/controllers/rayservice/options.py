@@ -20,6 +20,7 @@ DEFAULT_DELETION_DELAY_SECONDS: Final = 60
 KUBERAY_VERSION: Final = "v1.7.0"
 """Written to ``ray.io/kuberay-version``; an active cluster stamped with another version
 is updated in place (KubeRay's rule)."""
+SERVE_CONFIG_CACHE_SIZE: Final = 1000
 DELETE_AFTER_ANNOTATION: Final = "pulumi-ray.io/delete-after"
 """On a RayService's cluster that is neither active nor pending: when it is due for
 deletion (RFC 3339). KubeRay keeps this in memory and forgets it on a restart."""
@@ -33,6 +34,9 @@ class RayServiceOptions:
     and no upgrade strategy is set."""
     requeue_seconds: float = REQUEUE_SECONDS
     kuberay_version: str = KUBERAY_VERSION
+    serve_config_cache_size: int = SERVE_CONFIG_CACHE_SIZE
+    """RayServices whose serve configs are kept in memory (KubeRay's LRU of 1000). Only
+    an optimisation: what each cluster was given is read from its annotations."""
 
     @property
     def gates(self) -> FeatureGates:

@@ -22,7 +22,10 @@ from operator_runtime.api.reasons import Action
 from operator_runtime.controllers import conditions
 from operator_runtime.controllers.dashboards import Dashboards
 from operator_runtime.controllers.rayservice.metrics import ServiceMetrics
-from operator_runtime.controllers.rayservice.options import RayServiceOptions
+from operator_runtime.controllers.rayservice.options import (
+    SERVE_CONFIG_CACHE_SIZE,
+    RayServiceOptions,
+)
 from operator_runtime.render import Permission, cluster_spec_hash, incremental_upgrade_enabled
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.client import KubeClient
@@ -40,7 +43,6 @@ UPGRADE_IN_PROGRESS: Final = "UpgradeInProgress"
 ROLLBACK_IN_PROGRESS: Final = "RollbackInProgress"
 SUSPENDING: Final = "Suspending"
 SUSPENDED: Final = "Suspended"
-SERVE_CONFIG_CACHE_SIZE: Final = 1000
 
 
 def need(group: str, resource: str, verbs: tuple[str, ...], why: str) -> Permission:
@@ -49,8 +51,9 @@ def need(group: str, resource: str, verbs: tuple[str, ...], why: str) -> Permiss
 
 class ServeConfigCache:
     """The serve config last PUT to each cluster of each RayService (KubeRay's LRU of
-    1000 RayServices): a config is PUT again only when it differs or the cluster lost
-    its applications. Lost on a restart, which costs one extra PUT per cluster."""
+    1000 RayServices). Unlike KubeRay's, it decides nothing: what a cluster was given
+    is recorded on the cluster (``serve.given_config``), and a miss here (a restart,
+    more RayServices than the cache holds) only means reading that record."""
 
     def __init__(self, size: int = SERVE_CONFIG_CACHE_SIZE) -> None:
         self._size = size
