@@ -15,6 +15,7 @@ when its cache is empty, and deploys the new applications there).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 from typing import Any, Final
@@ -242,27 +243,24 @@ def _record_config(run: ServiceRun, cluster_name: str, config: str) -> None:
     config is not recorded: it is PUT on every pass, as before."""
     if not config:
         return
-    text: str | None = config if len(config.encode()) <= RECORDED_CONFIG_LIMIT else None
-    client = run.tools.client
-    for recorded in (text, None) if text is not None else (None,):
+
+    def record(text: str | None) -> None:
+        # A merge patch: None removes an older text that no longer matches the hash.
         annotations = {
             AnnotationKey.SERVE_CONFIG_HASH.value: config_hash(config),
-            AnnotationKey.SERVE_CONFIG.value: recorded,
+            AnnotationKey.SERVE_CONFIG.value: text,
         }
-        try:
-            client.patch(
-                kinds.RAY_CLUSTER,
-                cluster_name,
-                run.namespace,
-                {"metadata": {"annotations": annotations}},
-            )
-        except NotFound:
-            return
-        except Invalid:
-            if recorded is None:
-                raise
-            continue  # the annotations would be too large: the hash alone
+        patch = {"metadata": {"annotations": annotations}}
+        with contextlib.suppress(NotFound):  # the cluster is gone: nothing to record
+            run.tools.client.patch(kinds.RAY_CLUSTER, cluster_name, run.namespace, patch)
+
+    if len(config.encode()) > RECORDED_CONFIG_LIMIT:
+        record(None)
         return
+    try:
+        record(config)
+    except Invalid:
+        record(None)  # with the user's own annotations, too large: the hash alone
 
 
 # -- incremental upgrade: target_capacity ----------------------------------------------
