@@ -27,3 +27,12 @@ class AnnotationKey(StrEnum):
     """Ours, not KubeRay's: the UID of the RayCluster that created a RocksDB PVC. Only
     that cluster may (re)attach an owner reference to it, so a same-named claim made
     by someone else is never adopted and garbage-collected with the cluster."""
+    SERVE_CONFIG_HASH = "pulumi-ray.io/serve-config-hash"
+    """Ours, not KubeRay's: on a RayService's RayCluster, the SHA-256 of the
+    ``serveConfigV2`` last PUT to its head. KubeRay keeps this only in memory, so after a
+    restart mid-upgrade it PUTs the new config onto the old cluster that still carries
+    the traffic; the annotation survives restarts and leader changes."""
+    SERVE_CONFIG = "pulumi-ray.io/serve-config"
+    """Ours: beside ``SERVE_CONFIG_HASH``, the config text itself (when small enough for
+    an annotation), which a ``target_capacity`` step re-sends to a cluster that must
+    keep running the config it was given."""

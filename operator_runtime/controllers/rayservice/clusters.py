@@ -167,9 +167,15 @@ def reconcile_clusters(run: ServiceRun) -> tuple[Object | None, Object | None]:
     return active, pending
 
 
-def _goal(run: ServiceRun, name: str) -> Object:
+SERVE_RECORD: Final = (AnnotationKey.SERVE_CONFIG_HASH.value, AnnotationKey.SERVE_CONFIG.value)
+"""What a cluster was given (``serve.given_config``): only a serve config PUT writes
+these, never the spec (a user's ``rayClusterConfig`` annotation cannot claim that a
+new cluster already runs a config), and an update in place keeps them."""
+
+
+def _goal(run: ServiceRun, name: str, current: Object | None = None) -> Object:
     incremental_pending = run.incremental and bool(run.cluster_name(ACTIVE))
-    return dict(
+    goal: Object = dict(
         build_rayservice_cluster(
             service=run.service,
             cluster_name=name,
@@ -177,6 +183,15 @@ def _goal(run: ServiceRun, name: str) -> Object:
             incremental_pending=incremental_pending,
         )
     )
+    annotations = {
+        k: v
+        for k, v in (goal["metadata"].get("annotations") or {}).items()
+        if k not in SERVE_RECORD
+    }
+    kept = ((current or {}).get("metadata") or {}).get("annotations") or {}
+    annotations.update({k: kept[k] for k in SERVE_RECORD if k in kept})
+    goal["metadata"] = {**goal["metadata"], "annotations": annotations}
+    return goal
 
 
 def _create(run: ServiceRun, name: str) -> Object:
@@ -207,7 +222,7 @@ def _create(run: ServiceRun, name: str) -> Object:
 def _update(run: ServiceRun, current: Object, which: str) -> Object:
     """Spec, labels and annotations from the goal; the cluster's own ``suspend`` kept."""
     name = str(current["metadata"]["name"])
-    goal = _goal(run, name)
+    goal = _goal(run, name, current)
     spec = dict(goal["spec"])
     if "suspend" in (current.get("spec") or {}):
         spec["suspend"] = current["spec"]["suspend"]

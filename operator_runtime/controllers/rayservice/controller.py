@@ -47,6 +47,7 @@ from operator_runtime.controllers.rayservice.run import (
     READY,
     SUSPENDED,
     UPGRADE_IN_PROGRESS,
+    ServeConfigCache,
     ServiceCaches,
     ServiceRun,
     ServiceTools,
@@ -138,6 +139,7 @@ class RayServiceController:
             metrics=self.metrics,
             dashboards=Dashboards.from_context(context),
             rng=rng or random.Random(),
+            serve_configs=ServeConfigCache(self.options.serve_config_cache_size),
         )
 
     def watches(self) -> Sequence[Watch]:

@@ -17,6 +17,7 @@ REQUEUE_SECONDS: Final = 2.0
 """KubeRay's RayService requeue: serve status is polled this often."""
 DEFAULT_DELETION_DELAY_SECONDS: Final = 60
 """``rayClusterDeletionDelaySeconds`` when unset: an old cluster outlives its switch."""
+SERVE_CONFIG_CACHE_SIZE: Final = 1000
 DELETE_AFTER_ANNOTATION: Final = "pulumi-ray.io/delete-after"
 """On a RayService's cluster that is neither active nor pending: when it is due for
 deletion (RFC 3339). KubeRay keeps this in memory and forgets it on a restart."""
@@ -29,6 +30,9 @@ class RayServiceOptions:
     """``ENABLE_ZERO_DOWNTIME``: "false" updates nothing when the cluster spec changes
     and no upgrade strategy is set."""
     requeue_seconds: float = REQUEUE_SECONDS
+    serve_config_cache_size: int = SERVE_CONFIG_CACHE_SIZE
+    """RayServices whose serve configs are kept in memory (KubeRay's LRU of 1000). Only
+    an optimisation: what each cluster was given is read from its annotations."""
 
     @property
     def gates(self) -> FeatureGates:

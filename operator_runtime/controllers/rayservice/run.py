@@ -23,7 +23,10 @@ from operator_runtime.controllers import conditions
 from operator_runtime.controllers.dashboards import Dashboards
 from operator_runtime.controllers.permissions import declarer
 from operator_runtime.controllers.rayservice.metrics import ServiceMetrics
-from operator_runtime.controllers.rayservice.options import RayServiceOptions
+from operator_runtime.controllers.rayservice.options import (
+    SERVE_CONFIG_CACHE_SIZE,
+    RayServiceOptions,
+)
 from operator_runtime.controllers.suffix import suffixed
 from operator_runtime.render import cluster_spec_hash, incremental_upgrade_enabled
 from operator_runtime.runtime.cache import Cache
@@ -41,7 +44,6 @@ UPGRADE_IN_PROGRESS: Final = "UpgradeInProgress"
 ROLLBACK_IN_PROGRESS: Final = "RollbackInProgress"
 SUSPENDING: Final = "Suspending"
 SUSPENDED: Final = "Suspended"
-SERVE_CONFIG_CACHE_SIZE: Final = 1000
 
 
 need: Final = declarer(CONTROLLER)
@@ -49,8 +51,9 @@ need: Final = declarer(CONTROLLER)
 
 class ServeConfigCache:
     """The serve config last PUT to each cluster of each RayService (KubeRay's LRU of
-    1000 RayServices): a config is PUT again only when it differs or the cluster lost
-    its applications. Lost on a restart, which costs one extra PUT per cluster."""
+    1000 RayServices). Unlike KubeRay's, it decides nothing: what a cluster was given
+    is recorded on the cluster (``serve.given_config``), and a miss here (a restart,
+    more RayServices than the cache holds) only means reading that record."""
 
     def __init__(self, size: int = SERVE_CONFIG_CACHE_SIZE) -> None:
         self._size = size

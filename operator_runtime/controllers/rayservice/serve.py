@@ -4,13 +4,23 @@ serve ``target_capacity`` steps.
 
 Every Serve call goes through the operator's one dashboard client pool; the serve
 proxy's health through the same pool (``Dashboards.serve_proxy``).
+
+What each cluster was given is recorded on the cluster (``pulumi-ray.io/serve-config-hash``
+and, when it fits, ``pulumi-ray.io/serve-config``), written after each config PUT; the
+in-memory cache only saves reading it. Only the cluster meant to run ``serveConfigV2``
+(``receives_goal``) is ever sent it: after a restart mid-upgrade the old cluster, still
+carrying traffic, keeps the config it was given (KubeRay falls back to the new config
+when its cache is empty, and deploys the new applications there).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import logging
 from typing import Any, Final
 
+from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action
 from operator_runtime.clients import DashboardClient, DashboardError, DashboardUnavailable
@@ -26,12 +36,16 @@ from operator_runtime.controllers.rayservice.run import (
 from operator_runtime.render import cluster_serve_port, serve_config_body
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import BY_OWNER_UID
-from operator_runtime.runtime.errors import ApiError, TemporaryError
+from operator_runtime.runtime.errors import ApiError, Invalid, NotFound, TemporaryError
 from operator_runtime.runtime.kinds import Object
 
 log = logging.getLogger(__name__)
 DEFAULT_APP_NAME: Final = "default"
 HEAD_POD_READY: Final = "HeadPodReady"
+RECORDED_CONFIG_LIMIT: Final = 128 * 1024
+"""Bytes of config text recorded beside its hash: the API server allows 256 KiB of
+annotations on an object, and the user's own come from ``rayClusterConfig``. A larger
+config is recorded by hash only."""
 
 NEEDS: Final = (
     need("", "pods", ("patch",), "the head pod's ray.io/serve label"),
@@ -115,19 +129,55 @@ def reconcile_serve(run: ServiceRun, cluster: Object) -> tuple[bool, dict[str, A
     )
     dashboard = tools.dashboards.for_cluster(cluster, url)
     name = str(cluster["metadata"]["name"])
-    is_active = name == run.cluster_name(ACTIVE)
-    upgrading = run.incremental and run.is_true(UPGRADE_IN_PROGRESS)
-    rolling_back = run.incremental and run.is_true(ROLLBACK_IN_PROGRESS)
-    skip_put = (is_active and upgrading and not rolling_back) or (not is_active and rolling_back)
     ready, applications = _serve_status(dashboard)
-    cached = tools.serve_configs.get(run.cache_key, name)
     goal = run.service.spec.serve_config_v2 or ""
-    if (not cached or not applications or cached != goal) and not skip_put:
-        _put_config(run, dashboard, name, target_capacity=_side_capacity(run, name))
+    given = given_config(run, cluster)
+    if (given is None or not applications or given != goal) and receives_goal(run, name):
+        _put_config(run, dashboard, cluster, target_capacity=_side_capacity(run, name))
         ready = False
-    if upgrading:
-        step_target_capacity(run, dashboard, name)
+    if run.incremental and run.is_true(UPGRADE_IN_PROGRESS):
+        step_target_capacity(run, dashboard, cluster)
     return ready, applications
+
+
+def receives_goal(run: ServiceRun, cluster_name: str) -> bool:
+    """Whether ``cluster_name`` is the cluster meant to run ``serveConfigV2``: the
+    pending cluster (unless a rollback is taking traffic back from it), else the active
+    one (alone, or taking traffic back). Every other cluster keeps what it was given."""
+    pending = run.cluster_name(PENDING)
+    rolling_back = run.incremental and run.is_true(ROLLBACK_IN_PROGRESS)
+    if pending and cluster_name == pending:
+        return not rolling_back
+    if cluster_name == run.cluster_name(ACTIVE):
+        return not pending or rolling_back
+    return False
+
+
+def config_hash(config: str) -> str:
+    return hashlib.sha256(config.encode()).hexdigest()
+
+
+def given_config(run: ServiceRun, cluster: Object) -> str | None:
+    """The serve config ``cluster`` was last given; None when nothing says.
+
+    This process's cache first: it holds the last PUT this process made, never older
+    than the annotations (a process that loses the leader Lease exits, so another
+    leader's PUTs never overtake it), and newer while the informer has not yet seen
+    our annotation patch. Then the annotations: the recorded text when it matches the
+    recorded hash, or ``serveConfigV2`` when the hash is its hash."""
+    name = str(cluster["metadata"]["name"])
+    cached = run.tools.serve_configs.get(run.cache_key, name)
+    if cached:
+        return cached
+    annotations = (cluster.get("metadata") or {}).get("annotations") or {}
+    digest = str(annotations.get(AnnotationKey.SERVE_CONFIG_HASH) or "")
+    if not digest:
+        return None
+    text = annotations.get(AnnotationKey.SERVE_CONFIG)
+    if isinstance(text, str) and config_hash(text) == digest:
+        return text
+    goal = run.service.spec.serve_config_v2 or ""
+    return goal if goal and config_hash(goal) == digest else None
 
 
 def _serve_status(dashboard: DashboardClient) -> tuple[bool, dict[str, Any]]:
@@ -161,8 +211,9 @@ def _side_capacity(run: ServiceRun, cluster_name: str) -> int | None:
 
 
 def _put_config(
-    run: ServiceRun, dashboard: DashboardClient, cluster_name: str, *, target_capacity: int | None
+    run: ServiceRun, dashboard: DashboardClient, cluster: Object, *, target_capacity: int | None
 ) -> None:
+    cluster_name = str(cluster["metadata"]["name"])
     body = serve_config_body(run.service, target_capacity=target_capacity)
     try:
         dashboard.deploy_serve(body)
@@ -175,7 +226,9 @@ def _put_config(
             Action.UPDATE,
         )
         raise
-    run.tools.serve_configs.put(run.cache_key, cluster_name, run.service.spec.serve_config_v2 or "")
+    config = run.service.spec.serve_config_v2 or ""
+    run.tools.serve_configs.put(run.cache_key, cluster_name, config)
+    _record_config(run, cluster_name, config)
     run.event(
         "Normal",
         "UpdatedServeApplications",
@@ -184,14 +237,41 @@ def _put_config(
     )
 
 
+def _record_config(run: ServiceRun, cluster_name: str, config: str) -> None:
+    """The config just PUT, on the cluster: after the PUT, so a record never claims a
+    config the head did not accept (a crash in between costs one PUT again). An empty
+    config is not recorded: it is PUT on every pass, as before."""
+    if not config:
+        return
+
+    def record(text: str | None) -> None:
+        # A merge patch: None removes an older text that no longer matches the hash.
+        annotations = {
+            AnnotationKey.SERVE_CONFIG_HASH.value: config_hash(config),
+            AnnotationKey.SERVE_CONFIG.value: text,
+        }
+        patch = {"metadata": {"annotations": annotations}}
+        with contextlib.suppress(NotFound):  # the cluster is gone: nothing to record
+            run.tools.client.patch(kinds.RAY_CLUSTER, cluster_name, run.namespace, patch)
+
+    if len(config.encode()) > RECORDED_CONFIG_LIMIT:
+        record(None)
+        return
+    try:
+        record(config)
+    except Invalid:
+        record(None)  # with the user's own annotations, too large: the hash alone
+
+
 # -- incremental upgrade: target_capacity ----------------------------------------------
 
 
-def step_target_capacity(run: ServiceRun, dashboard: DashboardClient, cluster_name: str) -> None:
+def step_target_capacity(run: ServiceRun, dashboard: DashboardClient, cluster: Object) -> None:
     """Move this cluster's serve ``target_capacity`` one step (``maxSurgePercent``), once
     the traffic has caught up with the pending cluster's capacity (KubeRay §5.4)."""
     from operator_runtime.controllers.rayservice import traffic
 
+    cluster_name = str(cluster["metadata"]["name"])
     if not traffic.routing_ready(run):
         return
     active, pending = run.side(ACTIVE), run.side(PENDING)
@@ -211,9 +291,9 @@ def step_target_capacity(run: ServiceRun, dashboard: DashboardClient, cluster_na
         surge = traffic.max_surge(run)
         if active_capacity + pending_capacity > 100:
             if cluster_name == pending["rayClusterName"]:
-                _apply_capacity(run, dashboard, cluster_name, max(0, pending_capacity - surge))
+                _apply_capacity(run, dashboard, cluster, max(0, pending_capacity - surge))
         elif cluster_name == active["rayClusterName"]:
-            _apply_capacity(run, dashboard, cluster_name, min(100, active_capacity + surge))
+            _apply_capacity(run, dashboard, cluster, min(100, active_capacity + surge))
         return
     if active_capacity == 0 and pending_capacity == 100:
         return
@@ -221,24 +301,34 @@ def step_target_capacity(run: ServiceRun, dashboard: DashboardClient, cluster_na
         return
     surge = traffic.max_surge(run)
     if cluster_name == active["rayClusterName"] and active_capacity + pending_capacity > 100:
-        _apply_capacity(run, dashboard, cluster_name, max(0, active_capacity - surge))
+        _apply_capacity(run, dashboard, cluster, max(0, active_capacity - surge))
     elif cluster_name == pending["rayClusterName"] and active_capacity + pending_capacity <= 100:
-        _apply_capacity(run, dashboard, cluster_name, min(100, pending_capacity + surge))
+        _apply_capacity(run, dashboard, cluster, min(100, pending_capacity + surge))
 
 
 def _apply_capacity(
-    run: ServiceRun, dashboard: DashboardClient, cluster_name: str, goal: int
+    run: ServiceRun, dashboard: DashboardClient, cluster: Object, goal: int
 ) -> None:
-    """PUT the config this cluster runs (the one cached for it; ``serveConfigV2`` when
-    none is) with ``target_capacity`` = ``goal``. During an upgrade the active cluster's
-    cached config is the old one: sending ``serveConfigV2`` would deploy the new
-    applications onto the old cluster while only its capacity was to change. Nothing is
-    sent when that config already carries ``goal`` (KubeRay's applyServeTargetCapacity)."""
-    config = run.tools.serve_configs.get(run.cache_key, cluster_name)
-    service = run.service
-    if config:
-        spec = service.spec.model_copy(update={"serve_config_v2": config})
-        service = service.model_copy(update={"spec": spec})
+    """PUT the config this cluster was given (``given_config``) with ``target_capacity``
+    = ``goal``. During an upgrade the active cluster was given the old config: sending
+    ``serveConfigV2`` would deploy the new applications onto the old cluster while only
+    its capacity was to change, so when nothing records what it was given, nothing is
+    sent. Nothing is sent either when that config already carries ``goal`` (KubeRay's
+    applyServeTargetCapacity)."""
+    cluster_name = str(cluster["metadata"]["name"])
+    config = given_config(run, cluster)
+    if config is None:
+        run.event(
+            "Warning",
+            "FailedToUpdateTargetCapacity",
+            f"Not updating target_capacity of the RayCluster {run.namespace}/{cluster_name}: "
+            f"no record of the serve config it runs (annotation "
+            f"{AnnotationKey.SERVE_CONFIG_HASH.value}), and it is not to run serveConfigV2",
+            Action.UPDATE,
+        )
+        return
+    spec = run.service.spec.model_copy(update={"serve_config_v2": config})
+    service = run.service.model_copy(update={"spec": spec})
     if serve_config_body(service).get("target_capacity") == goal:
         return
     try:

@@ -109,6 +109,9 @@ def _delete_owned(run: ServiceRun) -> bool:
                 found = run.tools.client.get(kind, name, run.namespace)
             except NotFound:
                 continue
+            if not traffic.ours(run, found):
+                traffic.foreign(run, what, name, Action.DELETE)
+                continue
             remaining = True
             _delete(run, kind, what, found)
     return not remaining

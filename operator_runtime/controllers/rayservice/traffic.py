@@ -6,6 +6,8 @@ Services it routes to, and the rollback rule (KubeRay §5.4, §5.5).
 
 Gateway and HTTPRoute are read with a GET, not watched: their CRDs exist only where a
 Gateway API implementation is installed, and only incremental RayServices use them.
+They are found by name, so one of that name the RayService does not control (another
+team's, or made by hand) is never updated, deleted or trusted: a Warning names it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from operator_runtime.runtime import kinds
 from operator_runtime.runtime.clock import parse_time
 from operator_runtime.runtime.errors import AlreadyExists, ApiError
 from operator_runtime.runtime.kinds import Object
+from operator_runtime.runtime.reconcile import controlled_by
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_SURGE: Final = 100
@@ -72,6 +75,29 @@ def _get(run: ServiceRun, kind: kinds.ResourceKind, name: str) -> Object | None:
     return run.tools.client.find(kind, name, run.namespace)
 
 
+def ours(run: ServiceRun, found: Object) -> bool:
+    """Whether this RayService is ``found``'s controller owner."""
+    return controlled_by(found, str(run.raw["metadata"].get("uid") or ""))
+
+
+def foreign(run: ServiceRun, what: str, name: str, action: Action) -> None:
+    """A Warning that the ``what`` of our name belongs to someone else, left alone."""
+    verb = "deleting" if action is Action.DELETE else "modifying"
+    run.event(
+        "Warning",
+        f"FailedTo{action.value}{what}",
+        f"{what} {run.namespace}/{name} already exists and is not owned by this "
+        f"RayService; not {verb} it",
+        action,
+    )
+
+
+def _get_ours(run: ServiceRun, kind: kinds.ResourceKind, name: str) -> Object | None:
+    """The object only if this RayService controls it."""
+    found = _get(run, kind, name)
+    return found if found is not None and ours(run, found) else None
+
+
 def gateway_name(run: ServiceRun) -> str:
     return f"{run.name}-gateway"
 
@@ -82,10 +108,10 @@ def httproute_name(run: ServiceRun) -> str:
 
 def routing_ready(run: ServiceRun) -> bool:
     """Both the Gateway and the HTTPRoute are accepted by the gateway implementation."""
-    gateway = _get(run, kinds.GATEWAY, gateway_name(run))
+    gateway = _get_ours(run, kinds.GATEWAY, gateway_name(run))
     if gateway is None or not gateway_ready(gateway):
         return False
-    route = _get(run, kinds.HTTP_ROUTE, httproute_name(run))
+    route = _get_ours(run, kinds.HTTP_ROUTE, httproute_name(run))
     return route is not None and httproute_ready(route, gateway_name(run))
 
 
@@ -112,11 +138,15 @@ def reconcile_cluster_serve_service(run: ServiceRun, cluster: Object | None) -> 
 def reconcile_gateway(run: ServiceRun) -> None:
     desired: dict[str, Any] = dict(build_gateway(service=run.service))
     existing = _get(run, kinds.GATEWAY, gateway_name(run))
+    if existing is not None and not ours(run, existing):
+        foreign(run, "Gateway", gateway_name(run), Action.UPDATE)
+        return
     _create_or_update(run, kinds.GATEWAY, "Gateway", desired, existing, gateway_equal)
 
 
 def reconcile_httproute(run: ServiceRun, pending_ready: bool) -> Object | None:
-    """The route with this pass's weights; None while there is no active cluster."""
+    """The route with this pass's weights; None while there is no active cluster, or
+    when a route of its name is not this RayService's."""
     active_name, pending_name = run.cluster_name(ACTIVE), run.cluster_name(PENDING)
     active = run.cluster(active_name)
     if active is None:
@@ -130,6 +160,9 @@ def reconcile_httproute(run: ServiceRun, pending_ready: bool) -> Object | None:
         backends.append((f"{pending_name}-serve-svc", pending_weight, serve_port(run, pending)))
     desired: dict[str, Any] = dict(build_httproute(service=run.service, backends=backends))
     existing = _get(run, kinds.HTTP_ROUTE, httproute_name(run))
+    if existing is not None and not ours(run, existing):
+        foreign(run, "HTTPRoute", httproute_name(run), Action.UPDATE)
+        return None
     return _create_or_update(run, kinds.HTTP_ROUTE, "HTTPRoute", desired, existing, httproute_equal)
 
 

@@ -12,8 +12,14 @@ from typing import Any
 import pytest
 
 from operator_runtime.api import RayService
+from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.controllers.rayservice.options import RayServiceOptions
 from operator_runtime.controllers.rayservice.run import ServeConfigCache, ServiceRun
+from operator_runtime.controllers.rayservice.serve import (
+    config_hash,
+    given_config,
+    receives_goal,
+)
 from operator_runtime.controllers.rayservice.status import (
     initializing_timeout_seconds,
     status_changed,
@@ -32,6 +38,7 @@ class Tools:
         self.clock = FakeClock()
         self.options = RayServiceOptions()
         self.rng = random.Random(0)
+        self.serve_configs = ServeConfigCache()
 
 
 def run_with(status: dict[str, Any], *, step: int = 25, interval: int = 10) -> ServiceRun:
@@ -173,3 +180,39 @@ def test_a_traffic_move_is_worth_a_write() -> None:
 def test_time_format_round_trips() -> None:
     moment = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
     assert format_time(moment) == "2026-01-01T00:00:00Z"
+
+
+def _cluster(name: str, annotations: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"name": name, "annotations": annotations}}
+
+
+def test_after_a_restart_a_cluster_keeps_the_config_recorded_on_it() -> None:
+    """The cache is empty (a restart): the old cluster's annotations say what it runs,
+    never the new serveConfigV2."""
+    run = run_with(sides({}, {}))
+    run.service = run.service.model_copy(
+        update={"spec": run.service.spec.model_copy(update={"serve_config_v2": "new"})}
+    )
+    recorded = {
+        AnnotationKey.SERVE_CONFIG_HASH.value: config_hash("old"),
+        AnnotationKey.SERVE_CONFIG.value: "old",
+    }
+    assert given_config(run, _cluster("old", recorded)) == "old"
+    # A record whose text does not match its hash is no record of the text.
+    tampered = {**recorded, AnnotationKey.SERVE_CONFIG.value: "new"}
+    assert given_config(run, _cluster("old", tampered)) is None
+    # A config too large to record as text: its hash still says it is serveConfigV2.
+    hashed = {AnnotationKey.SERVE_CONFIG_HASH.value: config_hash("new")}
+    assert given_config(run, _cluster("new", hashed)) == "new"
+    assert given_config(run, _cluster("fresh", {})) is None
+    # This process's own last PUT wins over an annotation the informer has not caught up on.
+    run.tools.serve_configs.put(run.cache_key, "old", "newer")
+    assert given_config(run, _cluster("old", recorded)) == "newer"
+
+
+def test_only_the_pending_cluster_or_a_lone_active_one_is_sent_serve_config_v2() -> None:
+    upgrading = run_with(sides({}, {}))
+    assert receives_goal(upgrading, "new") and not receives_goal(upgrading, "old")
+    assert not receives_goal(upgrading, "dangling")
+    alone = run_with({"activeServiceStatus": {"rayClusterName": "old"}})
+    assert receives_goal(alone, "old")
