@@ -100,6 +100,10 @@ class RayOperatorArgs:
     leader_election: bool = True
     """On even with one replica: during a rolling update the old and the new pod overlap,
     and without the Lease both would reconcile the same objects."""
+    use_kubernetes_proxy: bool = False
+    """``--use-kubernetes-proxy``: reach Ray dashboards and serve proxies through the API
+    server (an operator outside the pod network). Only then does the ClusterRole grant
+    ``services/proxy`` and ``pods/proxy``, which reach any pod's ports in the cluster."""
     env: Mapping[str, pulumi.Input[str]] | None = None
     """KubeRay's operator environment variables (e.g. ``ENABLE_INIT_CONTAINER_INJECTION``)."""
     service_monitor: bool = False
@@ -135,6 +139,7 @@ class Plan:
     watch_namespaces: tuple[str, ...]
     cluster_scoped_rbac: bool
     leader_election: bool
+    use_kubernetes_proxy: bool
     env: tuple[tuple[str, pulumi.Input[str]], ...]
     service_monitor: bool
     prometheus_rule: bool

@@ -102,6 +102,7 @@ def _settle(resource_name: str, args: RayOperatorArgs) -> Plan:
         watch_namespaces=watch_namespaces,
         cluster_scoped_rbac=args.cluster_scoped_rbac,
         leader_election=args.leader_election,
+        use_kubernetes_proxy=args.use_kubernetes_proxy,
         env=_env(args.env),
         service_monitor=args.service_monitor,
         prometheus_rule=args.prometheus_rule,

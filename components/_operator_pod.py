@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components._operator_args import Plan
+from operator_runtime.render.rbac import USE_KUBERNETES_PROXY
 
 __all__ = [
     "CONTAINER_NAME",
@@ -57,6 +58,8 @@ def operator_flags(plan: Plan) -> list[str]:
     else:
         flags.append("--enable-leader-election=false")
     flags.extend(f"--watch-namespace={namespace}" for namespace in plan.watch_namespaces)
+    if plan.use_kubernetes_proxy:
+        flags.append(USE_KUBERNETES_PROXY)
     if plan.feature_gates_given:
         # Every gate spelled out: the pod spec says what runs, whatever the defaults become.
         flags.append(f"--feature-gates={plan.feature_gates.as_flag()}")

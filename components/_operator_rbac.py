@@ -12,6 +12,10 @@ cluster-wide grant: ``create``/``update`` on every Lease of the cluster would le
 operator take over any controller's leader election (kube-controller-manager's in
 kube-system included). So the table's Lease permission moves to the leader-election Role,
 together with the events the manager writes there; the ClusterRole keeps the rest.
+
+Needs that come only with a feature gate or a flag (``Permission.only_with``: the
+RayCronJob controller, the Gateway API of incremental upgrades, the API server proxy of
+``--use-kubernetes-proxy``) are granted only when the Deployment turns them on.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from components._operator_args import Plan, name_of
 from operator_runtime.api import JSONObject, JSONValue
 from operator_runtime.render.rbac import (
     OPERATOR_PERMISSIONS,
+    USE_KUBERNETES_PROXY,
     ClusterRoleParams,
     Permission,
     build_operator_cluster_role,
+    turned_on_by,
 )
 
 __all__ = [
@@ -38,6 +44,7 @@ __all__ = [
     "Rbac",
     "create_rbac",
     "leader_election_rules",
+    "turned_on",
     "workload_rules",
 ]
 
@@ -57,10 +64,17 @@ def _without_leases(permission: Permission) -> Permission | None:
 
 def workload_rules(
     permissions: Sequence[Permission] = OPERATOR_PERMISSIONS,
+    turned_on: frozenset[str] | None = None,
 ) -> list[JSONObject]:
-    """The rules where the Ray objects live: everything in the table but the Lease."""
+    """The rules where the Ray objects live: everything in the table but the Lease, and
+    of the needs that come with a gate or a flag only those ``turned_on`` (None: all)."""
     kept = tuple(p for p in map(_without_leases, permissions) if p is not None)
-    return _rules(ClusterRoleParams(permissions=kept))
+    return _rules(ClusterRoleParams(permissions=kept, turned_on=turned_on))
+
+
+def turned_on(plan: Plan) -> frozenset[str]:
+    """The gates and flags the Deployment runs the operator with (``operator_flags``)."""
+    return turned_on_by(plan.feature_gates, [USE_KUBERNETES_PROXY] * plan.use_kubernetes_proxy)
 
 
 def leader_election_rules(
@@ -117,7 +131,7 @@ def create_rbac(
     bindings: list[pulumi.Resource] = []
     cluster_role_name: pulumi.Output[str | None] = pulumi.Output.from_input(None)
     role_names: dict[str, pulumi.Output[str]] = {}
-    rules = [_policy_rule(rule) for rule in workload_rules()]
+    rules = [_policy_rule(rule) for rule in workload_rules(turned_on=turned_on(plan))]
     if plan.cluster_scoped_rbac:
         cluster_role = k8s.rbac.v1.ClusterRole(
             name, metadata=plan.metadata(plan.base_name), rules=rules, opts=opts

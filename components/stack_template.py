@@ -140,6 +140,7 @@ class OperatorConfig(_ConfigModel):
     watch_namespaces: list[str] = []
     cluster_scoped_rbac: bool = True
     leader_election: bool = True
+    use_kubernetes_proxy: bool = False
     env: dict[str, str] | None = None
     service_monitor: bool = False
     prometheus_rule: bool = False

@@ -20,3 +20,6 @@ COMPONENT: Final = {
 }
 """Each example and the component it is about (its preview must plan to create one)."""
 WORKLOAD_EXAMPLES: Final = {name: kind for name, kind in COMPONENT.items() if kind != "RayOperator"}
+SECRETS: Final = {"gcs-ft-redis": {"redisPassword": "pw-example-not-a-default"}}
+"""Secret config an example requires (``config.require_secret``: no default password), as
+its README tells a user to set it; tests set these before running or previewing one."""

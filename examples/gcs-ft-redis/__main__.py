@@ -9,7 +9,8 @@ from components import RayCluster
 
 config = pulumi.Config()
 namespace = config.get("namespace") or "default"
-password = config.get_secret("redisPassword") or pulumi.Output.secret("change-me")
+# Required: a default would be a password everyone knows.
+password = config.require_secret("redisPassword")
 
 secret = k8s.core.v1.Secret(
     "redis-password",

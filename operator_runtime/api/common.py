@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import AwareDatetime, ConfigDict, Field
+from pydantic import AwareDatetime, ConfigDict, Field, GetCoreSchemaHandler
 from pydantic.config import JsonDict, JsonValue
 
 from operator_runtime.api._base import JSONObject, K8sSchema, KubeModel
@@ -41,10 +41,38 @@ class _Format:
         return schema
 
 
-Int32 = Annotated[int, _Format("int32")]
-"""A Go ``int32``."""
+INT32_MIN: Final = -(2**31)
+INT32_MAX: Final = 2**31 - 1
+
+
+class _Within:
+    """Keeps an integer within a Go type's range, on top of any tighter bound the field
+    sets itself (``Field(ge=0)``): the bounds intersect, whatever order pydantic applies
+    them in. They reach the CRD as ``minimum``/``maximum``."""
+
+    __slots__ = ("high", "low")
+
+    def __init__(self, low: int, high: int) -> None:
+        self.low, self.high = low, high
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
+        schema: dict[str, Any] = dict(handler(source))
+        if schema.get("type") != "int":
+            raise TypeError(f"a Go integer range on a {schema.get('type')} schema")
+        schema["ge"] = max(schema.get("ge", self.low), self.low)
+        schema["le"] = min(schema.get("le", self.high), self.high)
+        return schema
+
+
+# The API server does not enforce ``format: int32`` on a custom resource, so the bounds
+# are explicit: the CRD's minimum/maximum refuse an out-of-range value at apply, and the
+# model refuses it (with the field path) wherever else a spec comes from.
+Int32 = Annotated[int, _Within(INT32_MIN, INT32_MAX), _Format("int32")]
+"""A Go ``int32``, bounded as one."""
 Int64 = Annotated[int, _Format("int64")]
-"""A Go ``int64``."""
+"""A Go ``int64``. Not bounded in the schema: the API server reads a schema's bounds as
+float64, so 2^63 - 1 becomes 2^63 and then -2^63, and every value fails; an int64 only
+holds ``metadata.generation``-like counters the API server writes itself."""
 Float32 = Annotated[float, _Format("float")]
 """A Go ``float32``."""
 

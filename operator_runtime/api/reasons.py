@@ -71,6 +71,9 @@ class JobReason(StrEnum):
     UPDATED_SERVICE = "UpdatedService"
     FAILED_TO_CREATE_SERVICE = "FailedToCreateService"
     FAILED_TO_UPDATE_SERVICE = "FailedToUpdateService"
+    FAILED_TO_STOP_JOB = "FailedToStopRayJob"
+    """Ours: KubeRay only logs a failed stop on deletion (and retries forever when it
+    cannot build the dashboard client); the deletion goes on either way."""
     DELETED_RAYJOB = "DeletedRayJob"
     """Ours: KubeRay deletes the RayJob (DeleteSelf, DELETE_RAYJOB_CR_AFTER_JOB_FINISHES)
     without an Event; one tells ``kubectl get events`` readers why it went."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from operator_runtime.api import JSONObject, JSONValue, RayCluster
+from operator_runtime.api.features import GATES, FeatureGates
 from operator_runtime.render.metadata import cluster_labels, object_meta
 from operator_runtime.render.names import (
     autoscaler_service_account_name,
@@ -30,8 +31,16 @@ class Permission:
     resources: tuple[str, ...]
     verbs: tuple[str, ...]
     why: str
+    only_with: str = ""
+    """A feature gate (KubeRay's name) or an operator flag without which the need never
+    arises; empty: always. A deployment grants it only when it turns that on."""
 
 
+USE_KUBERNETES_PROXY: Final = "--use-kubernetes-proxy"
+"""The flag that sends dashboard and serve proxy calls through the API server."""
+_PROXY: Final = USE_KUBERNETES_PROXY
+_CRON: Final = "RayCronJob"
+_INCREMENTAL: Final = "RayServiceIncrementalUpgrade"
 _READ_CREATE: Final = ("get", "list", "watch", "create")
 
 OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
@@ -88,7 +97,7 @@ OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
                "the head pod's submitter container (SidecarMode)"),
     Permission("rayjob", "", ("secrets",), ("get",), "a token-auth cluster's token"),
     Permission("rayjob", "", ("services/proxy",), ("get", "create"),
-               "--use-kubernetes-proxy: the dashboard through the API server"),
+               "--use-kubernetes-proxy: the dashboard through the API server", _PROXY),
     # The RayService controller (compared with operator_runtime.controllers.rayservice.PERMISSIONS).
     Permission("rayservice", "ray.io", ("rayservices",), ("list", "watch", "patch"),
                "watch RayServices; patch the finalizer"),
@@ -106,19 +115,22 @@ OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
     Permission("rayservice", "discovery.k8s.io", ("endpointslices",), ("list", "watch"),
                "numServeEndpoints"),
     Permission("rayservice", "gateway.networking.k8s.io", ("gateways", "httproutes"),
-               ("get", "create", "update", "delete"), "incremental upgrade"),
+               ("get", "create", "update", "delete"), "incremental upgrade", _INCREMENTAL),
     Permission("rayservice", "", ("secrets",), ("get",), "a token-auth cluster's token"),
     Permission("rayservice", "", ("services/proxy",), ("get", "create"),
-               "--use-kubernetes-proxy: the dashboard through the API server"),
+               "--use-kubernetes-proxy: the dashboard through the API server", _PROXY),
     Permission("rayservice", "", ("pods/proxy",), ("get", "create"),
-               "--use-kubernetes-proxy: the serve proxy's health through the API server"),
+               "--use-kubernetes-proxy: the serve proxy's health through the API server",
+               _PROXY),
     # The RayCronJob controller, with the RayCronJob gate on (compared with
     # operator_runtime.controllers.raycronjob.PERMISSIONS).
-    Permission("raycronjob", "ray.io", ("raycronjobs",), ("list", "watch"), "watch RayCronJobs"),
-    Permission("raycronjob", "ray.io", ("raycronjobs/status",), ("update",), "lastScheduleTime"),
+    Permission("raycronjob", "ray.io", ("raycronjobs",), ("list", "watch"), "watch RayCronJobs",
+               _CRON),
+    Permission("raycronjob", "ray.io", ("raycronjobs/status",), ("update",), "lastScheduleTime",
+               _CRON),
     Permission("raycronjob", "ray.io", ("raycronjobs/finalizers",), ("update",),
-               "owner references that block deletion"),
-    Permission("raycronjob", "ray.io", ("rayjobs",), ("create",), "one RayJob per tick"),
+               "owner references that block deletion", _CRON),
+    Permission("raycronjob", "ray.io", ("rayjobs",), ("create",), "one RayJob per tick", _CRON),
 )  # fmt: skip
 """Every permission the operator's controllers use; the ClusterRole is rendered from
 this table and a test compares it with what the reconcile steps declare."""
@@ -135,6 +147,16 @@ class ClusterRoleParams:
     permissions: tuple[Permission, ...] = OPERATOR_PERMISSIONS
     controllers: frozenset[str] | None = None
     """Only these controllers' needs (None: all), e.g. when some are disabled."""
+    turned_on: frozenset[str] | None = None
+    """The gates and flags the operator runs with (``turned_on_by``); a need ``only_with``
+    one of them is granted only if it is here. None: every need, as for a role meant for
+    any deployment."""
+
+
+def turned_on_by(gates: FeatureGates, flags: Iterable[str] = ()) -> frozenset[str]:
+    """What ``Permission.only_with`` is matched against: the enabled gates and the
+    flags given."""
+    return frozenset({*(name for name in GATES if gates.enabled(name)), *flags})
 
 
 def autoscaler_service_account_needed(cluster: RayCluster) -> bool:
@@ -206,7 +228,8 @@ def build_operator_cluster_role(*, params: ClusterRoleParams) -> JSONObject:
     wanted = [
         p
         for p in params.permissions
-        if params.controllers is None or p.controller in params.controllers
+        if (params.controllers is None or p.controller in params.controllers)
+        and (params.turned_on is None or not p.only_with or p.only_with in params.turned_on)
     ]
     verbs_by_resource: dict[tuple[str, str], set[str]] = defaultdict(set)
     for permission in wanted:

@@ -54,7 +54,19 @@ class Schedule(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class CronSchedule:
-    """Five cron fields read in ``zone``."""
+    """Five cron fields read in ``zone``.
+
+    A tick is an instant whose wall clock in ``zone`` matches the fields, as in robfig's
+    ``SpecSchedule.Next``, which walks real time and checks the local fields:
+
+    - spring forward: a wall time that does not exist that day (``30 2 * * *`` in
+      America/New_York on the second Sunday of March) is no tick; the schedule fires
+      the next day. croniter instead moves it to the first instant after the gap
+      (03:00 EDT), so its answer is checked against the clock and skipped;
+    - fall back: a wall time that happens twice (``30 1 * * *`` on the first Sunday of
+      November) is two instants, and both are ticks (01:30 EDT, then 01:30 EST), as
+      robfig's minute step from 01:59 EDT lands on 01:00 EST and matches again.
+    """
 
     fields: str
     zone: datetime.tzinfo
@@ -62,14 +74,35 @@ class CronSchedule:
     def next_after(self, moment: datetime.datetime) -> datetime.datetime:
         # Strictly after the whole second: ticks fall on whole minutes, so this is
         # robfig's "from the next whole second on".
-        start = _whole_second(moment).astimezone(self.zone)
-        found: datetime.datetime = croniter(self.fields, start).get_next(datetime.datetime)
+        found = _whole_second(moment).astimezone(self.zone)
+        for _ in range(_MOVED_TICKS_LIMIT):
+            found = croniter(self.fields, found).get_next(datetime.datetime)
+            if self._on_the_clock(found):
+                break
         return found.astimezone(UTC)
 
     def latest(self, anchor: datetime.datetime, now: datetime.datetime) -> datetime.datetime:
-        start = (_whole_second(now) + SECOND).astimezone(self.zone)
-        found: datetime.datetime = croniter(self.fields, start).get_prev(datetime.datetime)
+        found = (_whole_second(now) + SECOND).astimezone(self.zone)
+        for _ in range(_MOVED_TICKS_LIMIT):
+            found = croniter(self.fields, found).get_prev(datetime.datetime)
+            if self._on_the_clock(found):
+                break
         return found.astimezone(UTC)
+
+    def _on_the_clock(self, found: datetime.datetime) -> bool:
+        """croniter's answer is a real tick: its wall clock has the fields' minute and
+        hour, not a time moved out of a spring-forward gap."""
+        (minutes, hours, *_days), _ = croniter.expand(self.fields)
+        local = found.astimezone(self.zone)
+        return _allows(minutes, local.minute) and _allows(hours, local.hour)
+
+
+_MOVED_TICKS_LIMIT: Final = 64
+"""croniter answers at most a few moved ticks in a row (one per gap); a bound anyway."""
+
+
+def _allows(field: list[int | str], value: int) -> bool:
+    return "*" in field or value in field
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,17 @@ class FakeClock:
             self._wall += datetime.timedelta(seconds=seconds)
 
 
+def later(moment: datetime.datetime, seconds: float) -> datetime.datetime:
+    """``moment`` plus ``seconds``, held at the calendar's end (or start) where Python's
+    datetime would raise ``OverflowError``: a deadline past year 9999 is simply never
+    reached, and a time read from a status cannot make every pass raise."""
+    try:
+        return moment + datetime.timedelta(seconds=seconds)
+    except OverflowError:
+        edge = datetime.datetime.max if seconds > 0 else datetime.datetime.min
+        return edge.replace(tzinfo=datetime.UTC if moment.tzinfo else None)
+
+
 def format_micro_time(moment: datetime.datetime) -> str:
     """RFC 3339 with microseconds, the ``MicroTime`` format of Leases and Events."""
     return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -20,7 +20,7 @@ from components._operator_rbac import workload_rules
 from components.operator import OPERATOR_COMMAND, load_crds
 from operator_runtime.__main__ import build_parser
 from operator_runtime.api import FeatureGates
-from operator_runtime.render.rbac import OPERATOR_PERMISSIONS
+from operator_runtime.render.rbac import OPERATOR_PERMISSIONS, turned_on_by
 from tests.components.workload_mocks import Registration, Run, cluster_spec, run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -84,13 +84,24 @@ def triples(rules: Iterable[Mapping[str, Any]]) -> set[Triple]:
     }
 
 
-TABLE: set[Triple] = {
-    (p.group, resource, verb)
-    for p in OPERATOR_PERMISSIONS
-    for resource in p.resources
-    for verb in p.verbs
-}
+def table(turned_on: frozenset[str] | None = None) -> set[Triple]:
+    """What the render table grants an operator running with ``turned_on`` (None: all)."""
+    return {
+        (p.group, resource, verb)
+        for p in OPERATOR_PERMISSIONS
+        if turned_on is None or not p.only_with or p.only_with in turned_on
+        for resource in p.resources
+        for verb in p.verbs
+    }
+
+
+DEFAULTS_ON = turned_on_by(FeatureGates())
+TABLE: set[Triple] = table(DEFAULTS_ON)
+"""What the default RayOperator grants: no proxy, no RayCronJob (its gate is off)."""
 LEASES = {t for t in TABLE if t[:2] == ("coordination.k8s.io", "leases")}
+PROXY = {t for t in table() if t[1] in ("services/proxy", "pods/proxy")}
+CRON = {t for t in table() if t[1].startswith("raycronjobs")} | {("ray.io", "rayjobs", "create")}
+GATEWAY = {t for t in table() if t[0] == "gateway.networking.k8s.io"}
 
 
 # --- what is registered ----------------------------------------------------------------
@@ -177,7 +188,7 @@ def test_cluster_role_is_the_render_table_and_the_lease_stays_in_its_namespace()
     result = deploy()
 
     cluster_rules = result.one(CLUSTER_ROLE).inputs["rules"]
-    assert cluster_rules == workload_rules()
+    assert cluster_rules == workload_rules(turned_on=DEFAULTS_ON)
     assert triples(cluster_rules) == TABLE - LEASES
     election = result.one(ROLE)
     assert election.inputs["metadata"]["namespace"] == "ray-system"
@@ -200,6 +211,41 @@ def test_cluster_role_is_the_render_table_and_the_lease_stays_in_its_namespace()
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "ray-operator", "namespace": "ray-system"}
     ]
+
+
+def test_the_cluster_role_follows_the_flags_and_gates_it_deploys_with() -> None:
+    """``services/proxy`` and ``pods/proxy`` reach any pod's ports through the API server:
+    granted only with ``--use-kubernetes-proxy``. A controller behind a gate that is off
+    (RayCronJob), or a gated path (the Gateway API of incremental upgrades), gets nothing."""
+
+    def granted(args: RayOperatorArgs) -> tuple[set[Triple], Any]:
+        result = deploy(args)
+        parsed = build_parser().parse_args(container(result)["args"])
+        return triples(result.one(CLUSTER_ROLE).inputs["rules"]), parsed
+
+    default, parsed = granted(RayOperatorArgs())
+    assert not parsed.use_kubernetes_proxy
+    assert default & (PROXY | CRON) == set()
+    assert default >= GATEWAY  # RayServiceIncrementalUpgrade is on by default
+    assert PROXY and CRON and GATEWAY
+
+    proxied, parsed = granted(RayOperatorArgs(use_kubernetes_proxy=True))
+    assert parsed.use_kubernetes_proxy
+    assert proxied == default | PROXY
+
+    gated, _ = granted(
+        RayOperatorArgs(feature_gates={"RayCronJob": True, "RayServiceIncrementalUpgrade": False})
+    )
+    assert gated == (default | CRON) - GATEWAY
+
+
+def test_namespaced_roles_follow_the_flags_and_gates_too() -> None:
+    args = RayOperatorArgs(
+        watch_namespaces=["team-a"], cluster_scoped_rbac=False, feature_gates="RayCronJob=true"
+    )
+    roles = {r.inputs["metadata"]["namespace"]: r for r in deploy(args).of_type(ROLE)}
+    granted = triples(roles["team-a"].inputs["rules"])
+    assert granted >= CRON and granted & PROXY == set()
 
 
 def test_namespaced_rbac_creates_no_cluster_scoped_object() -> None:

@@ -6,12 +6,29 @@ from __future__ import annotations
 import runpy
 from typing import Any
 
+import pulumi
 import pytest
 
-from tests.components.workload_mocks import run, secret_paths
-from tests.examples import EXAMPLES, WORKLOAD_EXAMPLES
+from tests.components.workload_mocks import Run, run, secret_paths
+from tests.examples import EXAMPLES, SECRETS, WORKLOAD_EXAMPLES
 
 KINDS = WORKLOAD_EXAMPLES
+
+
+def run_example(example: str, secrets: dict[str, str] | None = None) -> Run:
+    """The example's program under mocks, with ``secrets`` (default: those its README
+    asks for) set as secret stack config of the mocks' project."""
+    given = SECRETS.get(example, {}) if secrets is None else secrets
+    config = {f"project:{key}": value for key, value in given.items()}
+
+    def program() -> Any:
+        pulumi.runtime.set_all_config(config, list(config))
+        runpy.run_path(str(EXAMPLES / example / "__main__.py"), run_name="__main__")
+
+    try:
+        return run(program)
+    finally:
+        pulumi.runtime.set_all_config({})
 
 
 @pytest.mark.parametrize("example", sorted(KINDS))
@@ -21,24 +38,37 @@ def test_example_registers_its_custom_resource(example: str) -> None:
     readme = (directory / "README.md").read_text().strip()
     assert readme and "\n" not in readme
 
-    def program() -> Any:
-        runpy.run_path(str(directory / "__main__.py"), run_name="__main__")
-
-    result = run(program)
+    result = run_example(example)
     kind = KINDS[example]
     cr = result.one(f"kubernetes:ray.io/v1:{kind}")
     assert cr.parent == result.one(f"pulumi-ray:index:{kind}").urn
 
 
 def test_the_gcs_ft_password_is_only_ever_a_secret() -> None:
-    result = run(lambda: runpy.run_path(str(EXAMPLES / "gcs-ft-redis" / "__main__.py")))
+    password = SECRETS["gcs-ft-redis"]["redisPassword"]
+    result = run_example("gcs-ft-redis")
     secret = result.one("kubernetes:core/v1:Secret")
     assert list(secret_paths(secret.raw)) == ["stringData"]
-    assert secret.inputs["stringData"] == {"password": "change-me"}
+    assert secret.inputs["stringData"] == {"password": password}
     cluster = result.one("kubernetes:ray.io/v1:RayCluster").inputs
-    assert "change-me" not in repr(cluster)
+    assert password not in repr(cluster)
     password = cluster["spec"]["gcsFaultToleranceOptions"]["redisPassword"]
     assert password["valueFrom"]["secretKeyRef"]["key"] == "password"
+
+
+def test_the_gcs_ft_example_has_no_default_password() -> None:
+    """A fallback password is one every reader of the example knows: without the secret
+    config the program stops, naming the key to set."""
+    with pytest.raises(pulumi.ConfigMissingError) as missing:
+        run_example("gcs-ft-redis", secrets={})
+    assert "redisPassword" in str(missing.value)
+
+
+def test_no_example_falls_back_to_a_literal_secret() -> None:
+    for program in EXAMPLES.glob("*/__main__.py"):
+        text = program.read_text()
+        assert "get_secret(" not in text, program  # require_secret: no `or "default"`
+        assert 'Output.secret("' not in text, program
 
 
 def test_the_readme_opens_with_the_quickstart_example() -> None:

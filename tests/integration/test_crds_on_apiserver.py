@@ -229,3 +229,39 @@ def test_pre_running_deadline_must_be_positive(crds: LocalCluster, namespace: st
         "spec.preRunningDeadlineSeconds" in error
         and "should be greater than or equal to 1" in error
     )
+
+
+def _set(manifest: dict[str, Any], path: str, value: object) -> dict[str, Any]:
+    """``manifest`` with ``value`` at a dotted ``path`` (``[0]`` picks a list item)."""
+    manifest = copy.deepcopy(manifest)
+    *parents, leaf = path.split(".")
+    node: Any = manifest
+    for part in parents:
+        name, _, index = part.partition("[")
+        node = node.setdefault(name, {})
+        if index:
+            node = node[int(index.rstrip("]"))]
+    node[leaf] = value
+    return manifest
+
+
+_INT32_FIELDS = [
+    (_rayjob, "spec.activeDeadlineSeconds"),
+    (_rayjob, "spec.ttlSecondsAfterFinished"),
+    (_rayjob, "spec.backoffLimit"),
+    (_minimal_cluster, "spec.workerGroupSpecs[0].replicas"),
+    (_minimal_cluster, "spec.workerGroupSpecs[0].maxReplicas"),
+]
+
+
+@pytest.mark.parametrize(("sample", "path"), _INT32_FIELDS, ids=[p for _, p in _INT32_FIELDS])
+def test_int32_fields_are_bounded_by_the_api_server(
+    crds: LocalCluster, namespace: str, sample: Callable[[], dict[str, Any]], path: str
+) -> None:
+    """The API server ignores ``format: int32``; the CRD's maximum is what refuses 2^31
+    (the controller once raised OverflowError on every pass of such an object)."""
+    manifest = sample()
+    error = _create(crds, namespace, _set(manifest, path, 100_000_000_000_000))
+    assert path in error and "should be less than or equal to 2147483647" in error, error
+    manifest["metadata"]["name"] += "-max"
+    assert _create(crds, namespace, _set(manifest, path, 2**31 - 1)) == ""

@@ -33,7 +33,6 @@ from operator_runtime.api.rayjob import (
     TERMINAL_JOB_STATUSES,
 )
 from operator_runtime.api.reasons import Action, JobReason
-from operator_runtime.clients import DashboardError
 from operator_runtime.controllers import dashboards, finalizers
 from operator_runtime.controllers.clusterstatus import status_changed
 from operator_runtime.controllers.dashboards import Dashboards
@@ -54,7 +53,7 @@ from operator_runtime.controllers.settings import gates_of
 from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.context import ControllerContext
-from operator_runtime.runtime.errors import InvalidName, NotFound
+from operator_runtime.runtime.errors import NotLeading, ServerError, TransportError
 from operator_runtime.runtime.informer import EventType
 from operator_runtime.runtime.kinds import Object, ResourceKind
 from operator_runtime.runtime.reconcile import (
@@ -221,8 +220,14 @@ class RayJobController:
             try:
                 client = self.tools.dashboards.for_cluster(cluster or _named(key, status), url)
                 client.stop_job(str(job_id))
-            except (DashboardError, NotFound, InvalidName) as exc:  # deletion always ends
+            except (TransportError, ServerError, NotLeading):
+                raise  # the API server itself is unwell: the finalizer patch would fail too
+            except Exception as exc:  # best effort: no Secret, head or spec keeps it alive
                 log.info("%s: stopping Ray job %s on deletion: %s", key, job_id, exc)
+                self.tools.events.record(raw, "Warning", JobReason.FAILED_TO_STOP_JOB.value,
+                                         f"Ray job {job_id} could not be stopped on deletion "
+                                         f"({type(exc).__name__}); it may still run",
+                                         Action.DELETE.value)  # fmt: skip
         finalizers.set_finalizer(self.tools.client, kinds.RAY_JOB, raw, FINALIZER, present=False)
         return Result()
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Final
 
 from operator_runtime.api.rayjob import DeletionRule
@@ -29,6 +28,7 @@ from operator_runtime.controllers.rayjob import children
 from operator_runtime.controllers.rayjob.options import DELETION_SLACK_SECONDS
 from operator_runtime.controllers.rayjob.run import JobRun
 from operator_runtime.runtime import kinds
+from operator_runtime.runtime.clock import later
 from operator_runtime.runtime.errors import NotFound
 from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import Result
@@ -64,14 +64,12 @@ def on_finished(run: JobRun) -> Result:
                 return Result()
             plan = plan_at(
                 policy,
-                ended + timedelta(seconds=spec.ttl_seconds_after_finished),
+                later(ended, spec.ttl_seconds_after_finished),
                 run.now(),
             )
     elif spec.shutdown_after_job_finishes:
         policy = "DeleteSelf" if run.tools.options.delete_rayjob_after_finish else "DeleteCluster"
-        plan = plan_at(
-            policy, ended + timedelta(seconds=spec.ttl_seconds_after_finished), run.now()
-        )
+        plan = plan_at(policy, later(ended, spec.ttl_seconds_after_finished), run.now())
     else:
         return Result()
     if plan.policy is not None:
@@ -113,7 +111,7 @@ def plan_rules(
             matches = condition.job_deployment_status == status.get("jobDeploymentStatus")
         if not matches:
             continue
-        at = ended + timedelta(seconds=condition.ttl_seconds)
+        at = later(ended, condition.ttl_seconds)
         if now < at:
             ahead = at if ahead is None or at < ahead else ahead
             continue

@@ -11,7 +11,6 @@ import datetime
 import json
 import logging
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any, Final
 
 from operator_runtime.api.rayjob import TERMINAL_JOB_STATUSES
@@ -28,7 +27,7 @@ from operator_runtime.controllers.rayjob import children, finished
 from operator_runtime.controllers.rayjob.options import SUBMITTER_FINISHED_TIMEOUT
 from operator_runtime.controllers.rayjob.run import JobRun, epoch_ms
 from operator_runtime.render.jobs import SIDECAR_RESTART_GATE, SUBMITTER_BACKOFF_LIMIT
-from operator_runtime.runtime.clock import parse_time
+from operator_runtime.runtime.clock import later, parse_time
 from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import Result
 
@@ -57,11 +56,7 @@ def suspend_requested(run: JobRun) -> bool:
 
 def _deadline_passed(run: JobRun, seconds: int | None) -> bool:
     start = run.time("startTime")
-    return (
-        seconds is not None
-        and start is not None
-        and run.now() >= start + timedelta(seconds=seconds)
-    )
+    return seconds is not None and start is not None and run.now() >= later(start, seconds)
 
 
 def active_deadline_passed(run: JobRun) -> bool:
@@ -90,7 +85,7 @@ def grace_period_passed(run: JobRun) -> bool:
         return False
     ended = parse_time((run.get("rayJobInfo") or {}).get("endTime"))
     grace = run.tools.options.transition_grace_seconds
-    if ended is None or run.now() < ended + timedelta(seconds=grace):
+    if ended is None or run.now() < later(ended, grace):
         return False
     state = "Failed" if run.get("jobStatus") == "FAILED" else "Complete"
     run.fail("JobDeploymentStatusTransitionGracePeriodExceeded", "JobDeploymentStatus does "
@@ -102,7 +97,7 @@ def grace_period_passed(run: JobRun) -> bool:
 def status_check_timed_out(run: JobRun) -> bool:
     since = run.time("jobStatusCheckFailureStartTime")
     timeout = run.tools.options.status_check_timeout_seconds
-    if since is None or run.now() < since + timedelta(seconds=timeout):
+    if since is None or run.now() < later(since, timeout):
         return False
     run.fail("JobStatusCheckTimeoutExceeded", f"Job status checks have been failing since "
              f"{_go_datetime(since)}; exceeded timeout of {int(timeout)}s")  # fmt: skip
@@ -325,9 +320,7 @@ def _submitter_failed(run: JobRun, message: str) -> None:
 
 
 def _submitter_finished_long_ago(run: JobRun, finished_at: datetime.datetime | None) -> bool:
-    if finished_at is None or run.now() < finished_at + datetime.timedelta(
-        seconds=SUBMITTER_FINISHED_TIMEOUT
-    ):
+    if finished_at is None or run.now() < later(finished_at, SUBMITTER_FINISHED_TIMEOUT):
         return False
     run.set("jobStatus", "FAILED")
     run.fail("JobDeploymentStatusTransitionGracePeriodExceeded", "The RayJob submitter "

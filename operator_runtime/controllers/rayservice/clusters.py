@@ -37,7 +37,7 @@ from operator_runtime.render import (
 )
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import Cache
-from operator_runtime.runtime.clock import format_time, parse_time
+from operator_runtime.runtime.clock import format_time, later, parse_time
 from operator_runtime.runtime.errors import AlreadyExists, ApiError, NotFound, TemporaryError
 from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import controlled_by
@@ -93,7 +93,7 @@ def clean_up_dangling(run: ServiceRun) -> bool:
             continue
         due = _due(cluster)
         if not deleting and due is None:
-            _stamp(run, cluster, run.now() + datetime.timedelta(seconds=delay))
+            _stamp(run, cluster, later(run.now(), delay))
             continue
         if deleting or (due is not None and run.now() >= due):
             _delete(run, name)

@@ -274,3 +274,73 @@ def test_models_are_frozen(api: Any) -> None:
     cluster = api.parse(api.base("RayCluster"))
     with pytest.raises(ValidationError):
         cluster.spec.ray_version = "2.0.0"
+
+
+@pytest.mark.parametrize(
+    ("model", "data", "path"),
+    [
+        (RayJobSpec, {"entrypoint": "x", "activeDeadlineSeconds": 100_000_000_000_000},
+         ("activeDeadlineSeconds",)),
+        (RayJobSpec, {"entrypoint": "x", "ttlSecondsAfterFinished": 2**31},
+         ("ttlSecondsAfterFinished",)),
+        (RayJobSpec, {"entrypoint": "x", "backoffLimit": -(2**31) - 1}, ("backoffLimit",)),
+        (RayClusterSpec,
+         {"headGroupSpec": {"template": {}},
+          "workerGroupSpecs": [{"groupName": "g", "template": {}, "replicas": 2**31}]},
+         ("workerGroupSpecs", 0, "replicas")),
+        (RayServiceSpec,
+         {"rayClusterConfig": {"headGroupSpec": {"template": {}}},
+          "serviceUnhealthySecondThreshold": 2**40},
+         ("serviceUnhealthySecondThreshold",)),
+    ],
+    ids=["activeDeadlineSeconds", "ttlSecondsAfterFinished", "backoffLimit", "replicas",
+         "serviceUnhealthySecondThreshold"],
+)  # fmt: skip
+def test_int32_fields_refuse_what_go_cannot_hold(
+    model: Any, data: dict[str, Any], path: tuple[object, ...]
+) -> None:
+    """The API server does not enforce ``format: int32``; the models (and the CRDs'
+    minimum/maximum) do, and say which field."""
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate(data)
+    (error,) = caught.value.errors()
+    assert error["loc"] == path and error["type"] in ("less_than_equal", "greater_than_equal")
+
+
+def _integers(schema: dict[str, Any], defs: dict[str, Any], path: str) -> Any:
+    """(path, node) of every integer in a model's JSON schema, Kubernetes types aside."""
+    ref = schema.get("$ref")
+    if ref is not None:
+        name = ref.rsplit("/", 1)[-1]
+        if name != "JSONValue" and f"<{name}>" not in path:
+            yield from _integers(defs[name], defs, f"{path}<{name}>")
+        return
+    if "x-k8s-definition" in schema:
+        return
+    if schema.get("type") == "integer":
+        yield path, schema
+    for key in ("anyOf", "oneOf", "allOf"):
+        for option in schema.get(key, ()):
+            yield from _integers(option, defs, path)
+    for name, child in (schema.get("properties") or {}).items():
+        yield from _integers(child, defs, f"{path}.{name}")
+    for key, suffix in (("items", "[]"), ("additionalProperties", "{}")):
+        if isinstance(schema.get(key), dict):
+            yield from _integers(schema[key], defs, path + suffix)
+
+
+@pytest.mark.parametrize("kind", [RayCluster, RayJob, RayService], ids=lambda k: k.__name__)
+def test_every_int32_of_ours_is_bounded_and_every_bound_is_exact(kind: Any) -> None:
+    schema = kind.model_json_schema(by_alias=True)
+    found = list(_integers(schema, schema.get("$defs", {}), kind.__name__))
+    assert found
+    int32 = [(path, node) for path, node in found if node.get("format") == "int32"]
+    assert int32
+    unbounded = [path for path, node in int32
+                 if node.get("maximum") != 2**31 - 1 or "minimum" not in node]  # fmt: skip
+    assert unbounded == []
+    # The API server reads a schema's bounds as float64: only exact ones are safe (an
+    # int64 maximum of 2^63 - 1 became -2^63 there and refused every status write).
+    inexact = [path for path, node in found
+               for key in ("minimum", "maximum") if abs(node.get(key, 0)) > 2**53]  # fmt: skip
+    assert inexact == []

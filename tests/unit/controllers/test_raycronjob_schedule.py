@@ -169,3 +169,103 @@ def test_zones() -> None:
     assert local_zone({"TZ": ""}) is UTC
     assert local_zone({"TZ": ":Europe/Berlin"}) == BERLIN
     assert local_zone({"TZ": "Nowhere/Else"}) is UTC
+
+
+# --- daylight saving: robfig/cron v3's SpecSchedule.Next ------------------------------
+#
+# robfig walks real time (t.Add of a minute or an hour) and checks the wall clock's
+# fields at each step, so its ticks are exactly the instants whose local time matches:
+# a wall time in a spring-forward gap is no tick (that day is skipped) and a wall time
+# in a fall-back overlap is two ticks (01:30 EDT, then 01:30 EST). The reference below
+# states that rule by brute force, minute by minute.
+
+NEW_YORK = zoneinfo.ZoneInfo("America/New_York")  # 2025-03-09 02:00→03:00, 11-02 02:00→01:00
+SYDNEY = zoneinfo.ZoneInfo("Australia/Sydney")  # 2025-10-05 02:00→03:00, 04-06 03:00→02:00
+LORD_HOWE = zoneinfo.ZoneInfo("Australia/Lord_Howe")  # half an hour: 02:00→02:30, 02:00→01:30
+MINUTE = datetime.timedelta(minutes=1)
+
+
+def robfig_next(fields: str, zone: datetime.tzinfo, after: datetime.datetime) -> datetime.datetime:
+    """The first whole minute after ``after`` whose wall clock in ``zone`` matches (fields
+    with no day or month restriction)."""
+    minute, hour, *rest = fields.split()
+    assert rest == ["*", "*", "*"]
+    moment = after.replace(second=0, microsecond=0) + MINUTE
+    while True:
+        local = moment.astimezone(zone)
+        if (minute == "*" or local.minute in {int(m) for m in minute.split(",")}) and (
+            hour == "*" or local.hour in {int(h) for h in hour.split(",")}
+        ):
+            return moment
+        moment += MINUTE
+
+
+def ticks(fields: str, zone: datetime.tzinfo, start: str, count: int) -> list[str]:
+    schedule, moment, found = parse_schedule(fields, zone), at(start), []
+    for _ in range(count):
+        moment = schedule.next_after(moment)
+        found.append(f"{moment.astimezone(zone):%m-%d %H:%M%Z}")
+    return found
+
+
+@pytest.mark.parametrize(
+    ("fields", "zone", "start", "expected"),
+    [
+        # The gap: 02:30 does not exist on 03-09; robfig fires the next day, not at 03:00.
+        ("30 2 * * *", NEW_YORK, "2025-03-08T12:00:00Z", ["03-10 02:30EDT", "03-11 02:30EDT"]),
+        ("0 2 * * *", BERLIN, "2025-03-29T12:00:00Z", ["03-31 02:00CEST", "04-01 02:00CEST"]),
+        ("30 2 * * *", SYDNEY, "2025-10-04T00:00:00Z", ["10-06 02:30AEDT", "10-07 02:30AEDT"]),
+        ("15 2 * * *", LORD_HOWE, "2025-10-04T00:00:00Z", ["10-06 02:15+11", "10-07 02:15+11"]),
+        # ...but the part of the hour after a half-hour gap exists.
+        ("45 2 * * *", LORD_HOWE, "2025-10-04T00:00:00Z", ["10-05 02:45+11", "10-06 02:45+11"]),
+        # A schedule of every hour simply has no tick in the gap.
+        ("0 * * * *", NEW_YORK, "2025-03-09T05:30:00Z", ["03-09 01:00EST", "03-09 03:00EDT"]),
+    ],
+    ids=["new-york", "berlin", "sydney", "lord-howe-gap", "lord-howe-after-gap", "hourly"],
+)
+def test_spring_forward_skips_a_wall_time_that_does_not_exist(
+    fields: str, zone: datetime.tzinfo, start: str, expected: list[str]
+) -> None:
+    assert ticks(fields, zone, start, len(expected)) == expected
+
+
+@pytest.mark.parametrize(
+    ("fields", "zone", "start", "expected"),
+    [
+        ("30 1 * * *", NEW_YORK, "2025-11-01T12:00:00Z",
+         ["11-02 01:30EDT", "11-02 01:30EST", "11-03 01:30EST"]),
+        ("30 2 * * *", BERLIN, "2025-10-25T12:00:00Z",
+         ["10-26 02:30CEST", "10-26 02:30CET", "10-27 02:30CET"]),
+        ("45 1 * * *", LORD_HOWE, "2025-04-05T00:00:00Z",
+         ["04-06 01:45+11", "04-06 01:45+1030", "04-07 01:45+1030"]),
+    ],
+    ids=["new-york", "berlin", "lord-howe"],
+)  # fmt: skip
+def test_fall_back_fires_at_both_instants_of_a_repeated_wall_time(
+    fields: str, zone: datetime.tzinfo, start: str, expected: list[str]
+) -> None:
+    """Both instants are ticks in robfig (and so in KubeRay): two RayJobs, named by
+    their distinct unix minutes."""
+    assert ticks(fields, zone, start, len(expected)) == expected
+
+
+@pytest.mark.parametrize("zone", [NEW_YORK, BERLIN, SYDNEY, LORD_HOWE], ids=str)
+@pytest.mark.parametrize("fields", ["30 2 * * *", "0,30 1,2 * * *", "0,20,40 * * * *", "5 3 * * *"])
+def test_every_tick_around_both_transitions_is_robfigs(fields: str, zone: datetime.tzinfo) -> None:
+    schedule = parse_schedule(fields, zone)
+    for day in ("03-08", "03-29", "04-05", "10-04", "10-25", "11-01"):
+        moment = at(f"2025-{day}T00:00:00Z")
+        for _ in range(40):
+            expected = robfig_next(fields, zone, moment)
+            assert schedule.next_after(moment) == expected, (fields, zone, moment)
+            moment = expected
+
+
+def test_a_run_is_not_planned_for_a_wall_time_in_the_gap() -> None:
+    """The controller's pass on the gap day: nothing is due at 03:00 EDT; the next tick
+    is the following night's, and the latest one of a backlog is a real one too."""
+    schedule = parse_schedule("30 2 * * *", NEW_YORK)
+    last = at("2025-03-08T07:30:00Z")  # 03-08 02:30 EST
+    outcome = plan(schedule, last, at("2025-03-09T12:00:00Z"))
+    assert outcome.run is None and outcome.next == at("2025-03-10T06:30:00Z")
+    assert schedule.latest(last, at("2025-03-09T12:00:00Z")) == last

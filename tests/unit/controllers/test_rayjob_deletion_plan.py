@@ -139,3 +139,17 @@ def test_the_next_look_is_due_minus_now_plus_two_seconds(
     due: float, now: float, delay: float
 ) -> None:
     assert requeue_delay(at(due), at(now)) == pytest.approx(delay)
+
+
+LAST_SECOND = datetime.datetime.max.replace(tzinfo=datetime.UTC)
+INT32_MAX = 2**31 - 1
+
+
+def test_the_largest_ttl_after_a_time_near_the_calendars_end_does_not_overflow() -> None:
+    """``ended`` comes from a status anyone with status rights can write; the largest
+    TTL the API admits, added to a time close to year 9999, once raised OverflowError
+    on every pass. The deadline is then simply never reached."""
+    ended = datetime.datetime(9999, 12, 1, tzinfo=datetime.UTC)
+    plan = plan_rules([rule("DeleteCluster", INT32_MAX)], SUCCEEDED, ended, ended, never_done)
+    assert plan == Plan(None, LAST_SECOND)
+    assert requeue_delay(LAST_SECOND, ended) > 0
