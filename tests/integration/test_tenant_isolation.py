@@ -497,12 +497,14 @@ def test_operator_rbac_grants_no_proxy_without_use_kubernetes_proxy(stage: Stage
     proxies = sorted(t for t in granted if t[1] in ("pods/proxy", "services/proxy"))
     cron = sorted(t for t in granted if t[1].startswith("raycronjobs"))
     subject = f"system:serviceaccount:{stage.rendered.namespace}:{stage.rendered.service_account}"
+    # `can-i create pods/proxy` would ask about a pod named "proxy": name the subresource.
     can = {
-        resource: stage.cluster.kubectl(
-            "auth", "can-i", "create", resource, "-n", stage.a, f"--as={subject}", check=False
+        f"{resource}/proxy": stage.cluster.kubectl(
+            "auth", "can-i", "create", resource, "--subresource=proxy", "-n", stage.a,
+            f"--as={subject}", check=False,
         ).stdout.strip()
-        for resource in ("pods/proxy", "services/proxy")
-    }
+        for resource in ("pods", "services")
+    }  # fmt: skip
     assert not proxies and set(can.values()) == {"no"}, (
         f"the operator may dial any pod or Service in any namespace through the API server: "
         f"{proxies} (can-i in {stage.a}: {can})"
