@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from hack import sandbox
+from hack.clusterhosts import ClusterHosts
 from hack.localcluster import LocalCluster, start_for_tests
 from hack.localcluster.cluster import free_port
 from hack.rayhead import RayHead, start_ray_head
@@ -59,7 +60,6 @@ from operator_runtime.runtime.transport import UrllibTransport, load_configurati
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CRD_DIR = REPO_ROOT / "operator_runtime" / "api" / "crds"
 MIB = 1024 * 1024
-DOMAIN = "svc.cluster.local"
 READY_TIMEOUT = 180.0
 """Seconds the operator may take to answer /readyz (its informers synced)."""
 RAYJOB_TIMEOUT = 300.0
@@ -126,39 +126,6 @@ class Forwarder:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
-
-
-class ClusterHosts:
-    """Maps each RayCluster's head Service name in the namespace to 127.0.0.1 while the
-    cluster exists: the cluster DNS this machine does not have."""
-
-    def __init__(self, kube: KubeClient, namespace: str) -> None:
-        self._kube, self._namespace = kube, namespace
-        self._names: set[str] = set()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> ClusterHosts:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        for name in self._names:
-            sandbox.remove_host(name)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.2):
-            with contextlib.suppress(Exception):  # a slow API server: next round
-                items = self._kube.list(RAY_CLUSTER, self._namespace)["items"]
-                live = {f"{c['metadata']['name']}-head-svc.{self._namespace}.{DOMAIN}"
-                        for c in items}  # fmt: skip
-                for name in live - self._names:
-                    sandbox.add_host(name, "127.0.0.1")
-                for name in self._names - live:
-                    sandbox.remove_host(name)
-                self._names = live
 
 
 # -- the operator process ------------------------------------------------------------------

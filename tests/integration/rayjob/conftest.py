@@ -17,13 +17,12 @@ Either way the head container declares the real head's dashboard port as its
 from __future__ import annotations
 
 import copy
-import threading
 from contextlib import suppress
 from typing import Any
 
 import pytest
 
-from hack import sandbox
+from hack.clusterhosts import ClusterHosts  # noqa: F401 (the tests import it from here)
 from hack.localcluster import LocalCluster
 from hack.rayhead import RayHead
 from operator_runtime.runtime.client import KubeClient
@@ -40,41 +39,10 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
 from tests.operatorprocess import OperatorProcess
 from tests.rayhead import ray_head  # noqa: F401 (fixture)
 
-DOMAIN = "svc.cluster.local"
-
 
 @pytest.fixture
 def kube(ray_crds: LocalCluster) -> KubeClient:  # noqa: F811
     return make_client(ray_crds)
-
-
-class ClusterHosts:
-    """Maps every RayCluster's head Service name in a namespace to 127.0.0.1, as soon
-    as the cluster exists: the cluster DNS this machine does not have."""
-
-    def __init__(self, kube: KubeClient, namespace: str) -> None:
-        self._client, self._namespace = kube, namespace
-        self._stop = threading.Event()
-        self._names: set[str] = set()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> ClusterHosts:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        for name in self._names:
-            sandbox.remove_host(name)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.2):
-            for cluster in self._client.list(RAY_CLUSTER, self._namespace)["items"]:
-                name = f"{cluster['metadata']['name']}-head-svc.{self._namespace}.{DOMAIN}"
-                if name not in self._names:
-                    sandbox.add_host(name, "127.0.0.1")
-                    self._names.add(name)
 
 
 def operator(
