@@ -49,11 +49,11 @@ from pydantic.alias_generators import to_camel, to_snake
 from components import _workload as w
 from components import cluster, cronjob, job, service
 from components._inputs import RayInputError
-from components._operator_args import DEFAULT_NAMESPACE, RayOperatorArgs
 from components.cluster import RayCluster
 from components.cronjob import RayCronJob
 from components.job import RayJob
 from components.operator import RayOperator
+from components.operator.args import DEFAULT_NAMESPACE, RayOperatorArgs
 from components.service import RayService
 from operator_runtime.render import DocumentError, load_documents
 

@@ -16,8 +16,8 @@ import pytest
 
 from components import RayCluster, RayOperator, RayOperatorArgs
 from components._inputs import RayInputError
-from components._operator_rbac import workload_rules
 from components.operator import OPERATOR_COMMAND, load_crds
+from components.operator.rbac import workload_rules
 from operator_runtime.__main__ import build_parser
 from operator_runtime.api import FeatureGates
 from operator_runtime.render.rbac import OPERATOR_PERMISSIONS, turned_on_by

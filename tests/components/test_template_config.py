@@ -13,7 +13,7 @@ import pytest
 import yaml
 from pydantic.alias_generators import to_camel
 
-from components._operator_args import RayOperatorArgs
+from components.operator.args import RayOperatorArgs
 from components.stack_template import ConfigError, OperatorConfig, deploy
 from tests.components.workload_mocks import Run, annotations, run, secret_paths
 

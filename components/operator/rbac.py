@@ -28,7 +28,7 @@ from typing import Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components._operator_args import Plan, name_of
+from components.operator.args import Plan, name_of
 from operator_runtime.api import JSONObject, JSONValue
 from operator_runtime.render.rbac import (
     OPERATOR_PERMISSIONS,

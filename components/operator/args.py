@@ -1,6 +1,6 @@
 """``RayOperatorArgs``, what a user gives, and ``Plan``, what the builders read.
 
-A ``Plan`` is the same knobs with every default decided by ``_operator_checks.settle``
+A ``Plan`` is the same knobs with every default decided by ``checks.settle``
 (which RBAC mode, whether the namespace and the CRDs are ours, the feature gates), so
 no builder decides anything twice.
 """
@@ -109,7 +109,7 @@ class RayOperatorArgs:
     service_monitor: bool = False
     """A monitoring.coreos.com/v1 ServiceMonitor (needs the Prometheus Operator's CRDs)."""
     prometheus_rule: bool = False
-    """A PrometheusRule with the alerts of ``_operator_monitoring.ALERTS``."""
+    """A PrometheusRule with the alerts of ``monitoring.ALERTS``."""
     monitoring_labels: Mapping[str, str] | None = None
     """Extra labels on both, for a Prometheus that selects by label (e.g. ``release``)."""
     provider: pulumi.ProviderResource | None = None

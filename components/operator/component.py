@@ -7,11 +7,11 @@ What it creates, each a child of the component (``parent=self``):
 - the four CRDs from ``operator_runtime/api/crds`` as typed CustomResourceDefinitions,
   applied server-side (the Kubernetes provider's default; they are too big for a
   client-side apply's last-applied annotation), kept on ``pulumi destroy`` by default;
-- a ServiceAccount and its RBAC (``_operator_rbac``): a ClusterRole and binding, or a
+- a ServiceAccount and its RBAC (``rbac.py``): a ClusterRole and binding, or a
   Role and binding per watched namespace; a leader-election Role in its own namespace;
 - the Deployment, the metrics Service and, with replicas > 1, a PodDisruptionBudget
-  (``_operator_pod``); optionally a ServiceMonitor and a PrometheusRule
-  (``_operator_monitoring``).
+  (``deployment.py``); optionally a ServiceMonitor and a PrometheusRule
+  (``monitoring.py``).
 
 Workload components take it as ``operator=``, so they wait for it on ``up`` and are
 deleted while it still runs on ``destroy``; they read its ``feature_gates`` to validate
@@ -25,35 +25,18 @@ from typing import Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components._operator_args import (
-    DEFAULT_IMAGE,
-    DEFAULT_NAMESPACE,
-    SELF_DELETING_RAYJOB_ENV,
-    Plan,
-    RayOperatorArgs,
-    name_of,
-)
-from components._operator_checks import settle
-from components._operator_monitoring import create_prometheus_rule, create_service_monitor
-from components._operator_pod import (
-    OPERATOR_COMMAND,
+from components.operator.args import Plan, RayOperatorArgs, name_of
+from components.operator.checks import settle
+from components.operator.deployment import (
     create_deployment,
     create_disruption_budget,
     create_metrics_service,
 )
-from components._operator_rbac import create_rbac
+from components.operator.monitoring import create_prometheus_rule, create_service_monitor
+from components.operator.rbac import create_rbac
 from operator_runtime.api import FeatureGates, crds
 
-__all__ = [
-    "DEFAULT_IMAGE",
-    "DEFAULT_NAMESPACE",
-    "OPERATOR_COMMAND",
-    "SELF_DELETING_RAYJOB_ENV",
-    "TYPE_TOKEN",
-    "RayOperator",
-    "RayOperatorArgs",
-    "load_crds",
-]
+__all__ = ["TYPE_TOKEN", "RayOperator", "load_crds"]
 
 TYPE_TOKEN: Final = "pulumi-ray:index:RayOperator"
 _POD_SECURITY: Final = {"pod-security.kubernetes.io/enforce": "restricted"}

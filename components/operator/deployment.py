@@ -15,7 +15,7 @@ from typing import Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components._operator_args import Plan
+from components.operator.args import Plan
 from operator_runtime.render.rbac import USE_KUBERNETES_PROXY
 
 __all__ = [

@@ -14,7 +14,7 @@ from typing import Final
 import pulumi
 
 from components._inputs import RayInputError
-from components._operator_args import (
+from components.operator.args import (
     DEFAULT_RESOURCES,
     METRICS_SUFFIX,
     SELF_DELETING_RAYJOB_ENV,

@@ -14,8 +14,8 @@ from typing import Any, Final, Literal
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components._operator_args import Plan
-from components._operator_pod import METRICS_LABELS
+from components.operator.args import Plan
+from components.operator.deployment import METRICS_LABELS
 
 __all__ = [
     "ALERTS",
