@@ -35,7 +35,7 @@ from operator_runtime.api.common import OBJECT_NAME_PATTERN
 from operator_runtime.api.crds import load_bundle
 from operator_runtime.clients import DashboardPool
 from operator_runtime.controllers.dashboards import Dashboards
-from operator_runtime.controllers.rayservice import status as rayservice_status
+from operator_runtime.controllers.rayservice import switch as rayservice_switch
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import Invalid, InvalidName
 from operator_runtime.runtime.kinds import NAMESPACE, RAY_JOB, SECRET, SERVICE, Object
@@ -291,7 +291,7 @@ def test_a_hostile_serve_service_name_is_neither_read_nor_written(
             event=lambda *args: events_sent.append(" ".join(map(str, args))),
         )  # fmt: skip
         with pytest.raises(InvalidName):
-            rayservice_status._reconcile_service(run, desired)
+            rayservice_switch._reconcile_service(run, desired)
         assert _reaching(proxy, victim) == []
     assert client.get(SERVICE, "dns", victim)["spec"]["selector"] == {"app": "dns"}
     assert client.find(SECRET, "token", victim) is not None

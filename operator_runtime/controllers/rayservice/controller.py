@@ -13,7 +13,8 @@ One pass over a RayService (``reconcile``):
 6. the clusters: create the pending one, update in place where the hash allows;
 7. incremental upgrade: the rollback rule; the head's ``ray.io/serve`` label; Serve on
    the pending and active clusters; the per-cluster Services, Gateway and HTTPRoute;
-8. ``<s>-head-svc``/``<s>-serve-svc`` switched to the ready cluster, then the status.
+8. ``<s>-head-svc``/``<s>-serve-svc`` switched to the ready cluster and the pending
+   cluster promoted (``switch.py``), then the status (``status.py``).
 
 Every pass comes back in 2 s (Serve is polled).
 """
@@ -37,7 +38,14 @@ from operator_runtime.controllers import dashboards, finalizers
 from operator_runtime.controllers.dashboards import Dashboards
 from operator_runtime.controllers.managedby import managed_elsewhere
 from operator_runtime.controllers.parse_errors import describe_parse_error
-from operator_runtime.controllers.rayservice import clusters, serve, status, suspend, traffic
+from operator_runtime.controllers.rayservice import (
+    clusters,
+    serve,
+    status,
+    suspend,
+    switch,
+    traffic,
+)
 from operator_runtime.controllers.rayservice.metrics import ServiceMetrics
 from operator_runtime.controllers.rayservice.options import RayServiceOptions
 from operator_runtime.controllers.rayservice.run import (
@@ -97,6 +105,7 @@ PERMISSIONS: Final[tuple[Permission, ...]] = (
     need("ray.io", "rayservices/finalizers", ("update",), "owner references that block deletion"),
     *clusters.NEEDS,
     *serve.NEEDS,
+    *switch.NEEDS,
     *status.NEEDS,
     *traffic.NEEDS,
     *dashboards.needs(CONTROLLER),
@@ -251,7 +260,7 @@ class RayServiceController:
             if pending_ready and not traffic.in_progress(run):
                 target = pending
             assert target is not None
-            services = status.switch_services(run, target)
+            services = switch.switch_services(run, target)
         status.calculate_status(run, services, active, pending, active_apps, pending_apps, route)
 
     def _valid(self, run: ServiceRun) -> bool:

@@ -28,7 +28,11 @@ from operator_runtime.controllers.rayservice.options import (
     RayServiceOptions,
 )
 from operator_runtime.controllers.suffix import suffixed
-from operator_runtime.render import cluster_spec_hash, incremental_upgrade_enabled
+from operator_runtime.render import (
+    cluster_serve_port,
+    cluster_spec_hash,
+    incremental_upgrade_enabled,
+)
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import Clock, format_time
@@ -208,6 +212,11 @@ class ServiceRun:
         if model is None:
             model = self._models[key] = RayCluster.model_validate(cluster)
         return model
+
+    def serve_port(self, cluster: Object) -> int:
+        """The head container's port named "serve", else 8000 (from the cluster's spec: the
+        pod cache keeps no ports)."""
+        return cluster_serve_port(self.cluster_model(cluster))
 
     def cluster(self, name: str) -> Object | None:
         return self.tools.caches.clusters.get(self.namespace, name) if name else None

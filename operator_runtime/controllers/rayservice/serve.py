@@ -25,6 +25,7 @@ from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action
 from operator_runtime.clients import DashboardClient, DashboardError, DashboardUnavailable
 from operator_runtime.controllers.conditions import is_true
+from operator_runtime.controllers.rayservice import traffic
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
     PENDING,
@@ -33,7 +34,7 @@ from operator_runtime.controllers.rayservice.run import (
     ServiceRun,
     need,
 )
-from operator_runtime.render import cluster_serve_port, serve_config_body
+from operator_runtime.render import serve_config_body
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import BY_OWNER_UID
 from operator_runtime.runtime.errors import ApiError, Invalid, NotFound, TemporaryError
@@ -65,12 +66,6 @@ def head_pod(run: ServiceRun, cluster: Object) -> Object | None:
     return None
 
 
-def serve_port(run: ServiceRun, cluster: Object) -> int:
-    """The head container's port named "serve", else 8000 (from the cluster's spec: the
-    pod cache keeps no ports)."""
-    return cluster_serve_port(run.cluster_model(cluster))
-
-
 def update_head_serve_label(run: ServiceRun, cluster: Object | None) -> None:
     """``ray.io/serve`` on the head: "true" while its serve proxy answers /-/healthz."""
     if cluster is None:
@@ -84,7 +79,7 @@ def update_head_serve_label(run: ServiceRun, cluster: Object | None) -> None:
     if not run.service.spec.exclude_head_pod_from_serve_svc:
         try:
             new = str(
-                run.tools.dashboards.serve_proxy(pod, serve_port(run, cluster)).healthy()
+                run.tools.dashboards.serve_proxy(pod, run.serve_port(cluster)).healthy()
             ).lower()
         except DashboardUnavailable:
             new = "false"
@@ -269,8 +264,6 @@ def _record_config(run: ServiceRun, cluster_name: str, config: str) -> None:
 def step_target_capacity(run: ServiceRun, dashboard: DashboardClient, cluster: Object) -> None:
     """Move this cluster's serve ``target_capacity`` one step (``maxSurgePercent``), once
     the traffic has caught up with the pending cluster's capacity (KubeRay §5.4)."""
-    from operator_runtime.controllers.rayservice import traffic
-
     cluster_name = str(cluster["metadata"]["name"])
     if not traffic.routing_ready(run):
         return

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from operator_runtime.api.reasons import Action
+from operator_runtime.controllers.conditions import is_true
+from operator_runtime.controllers.rayservice.clusters import cluster_hash
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
     PENDING,
@@ -151,13 +153,11 @@ def reconcile_httproute(run: ServiceRun, pending_ready: bool) -> Object | None:
     active = run.cluster(active_name)
     if active is None:
         return None
-    from operator_runtime.controllers.rayservice.serve import serve_port
-
     active_weight, pending_weight = traffic_weights(run, pending_ready)
-    backends = [(f"{active_name}-serve-svc", active_weight, serve_port(run, active))]
+    backends = [(f"{active_name}-serve-svc", active_weight, run.serve_port(active))]
     pending = run.cluster(pending_name)
     if pending is not None:
-        backends.append((f"{pending_name}-serve-svc", pending_weight, serve_port(run, pending)))
+        backends.append((f"{pending_name}-serve-svc", pending_weight, run.serve_port(pending)))
     desired: dict[str, Any] = dict(build_httproute(service=run.service, backends=backends))
     existing = _get(run, kinds.HTTP_ROUTE, httproute_name(run))
     if existing is not None and not ours(run, existing):
@@ -268,8 +268,6 @@ def weights_of(route: Object | None, run: ServiceRun) -> tuple[int, int]:
 def reconcile_rollback_state(run: ServiceRun, active: Object, pending: Object) -> None:
     """Goal hash back to the active cluster's: roll back; to the pending one's: go on;
     anything else mid-upgrade: roll back to the active cluster first."""
-    from operator_runtime.controllers.rayservice.clusters import cluster_hash
-
     target = run.goal_hash
     rolling_back = run.is_true(ROLLBACK_IN_PROGRESS)
     if target == cluster_hash(active):
@@ -295,8 +293,6 @@ def reconcile_rollback_state(run: ServiceRun, active: Object, pending: Object) -
 
 
 def rollback_complete(run: ServiceRun, pending: Object | None) -> bool:
-    from operator_runtime.controllers.conditions import is_true
-
     active, side = run.side(ACTIVE), run.side(PENDING)
     healthy = pending is not None and is_true(
         (pending.get("status") or {}).get("conditions") or (), "HeadPodReady"
