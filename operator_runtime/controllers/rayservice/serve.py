@@ -33,7 +33,7 @@ from operator_runtime.controllers.rayservice.run import (
     ServiceRun,
     need,
 )
-from operator_runtime.render import cluster_serve_port, serve_config_body
+from operator_runtime.render import USE_KUBERNETES_PROXY, cluster_serve_port, serve_config_body
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import BY_OWNER_UID
 from operator_runtime.runtime.errors import ApiError, Invalid, NotFound, TemporaryError
@@ -50,7 +50,7 @@ config is recorded by hash only."""
 NEEDS: Final = (
     need("", "pods", ("patch",), "the head pod's ray.io/serve label"),
     need("", "pods/proxy", ("get", "create"),
-         "--use-kubernetes-proxy: the serve proxy's health through the API server"),
+         "the serve proxy's health through the API server", USE_KUBERNETES_PROXY),
 )  # fmt: skip
 
 
