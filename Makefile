@@ -13,7 +13,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 SANDBOX := $(PY) -m hack.sandbox --
 
-.PHONY: test demo bench shell lint venv localcluster pulumi-engine kuberay crds clean
+.PHONY: test demo bench shell lint venv localcluster pulumi-engine kuberay crds permissions clean
 
 venv: $(STAMP)
 
@@ -41,6 +41,7 @@ lint: venv
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports
 	$(PY) -m hack.deadcode
+	$(PY) -m operator_runtime.controllers.permission_table --check
 
 test: venv localcluster pulumi-engine kuberay lint
 	$(SANDBOX) $(PY) -m pytest --durations=50
@@ -58,6 +59,9 @@ shell: venv localcluster
 
 crds: venv
 	$(PY) -m operator_runtime.api.crds
+
+permissions: venv
+	$(PY) -m operator_runtime.controllers.permission_table
 
 clean:
 	rm -rf $(VENV) .localcluster .pytest_cache .mypy_cache .ruff_cache

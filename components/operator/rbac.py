@@ -1,4 +1,6 @@
-"""The operator's RBAC, from the one permission table in ``operator_runtime.render.rbac``.
+"""The operator's RBAC, from the one permission table, ``OPERATOR_PERMISSIONS`` of
+``operator_runtime/render/operator_permissions.py`` (generated from the controllers'
+``need()`` declarations by ``python -m operator_runtime.controllers.permission_table``).
 
 Two modes:
 

@@ -26,7 +26,7 @@ from operator_runtime.clients import (
     direct_endpoint,
     serve_proxy_endpoint,
 )
-from operator_runtime.render import Permission
+from operator_runtime.render import USE_KUBERNETES_PROXY, Permission
 from operator_runtime.render.names import check_name
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import Cache
@@ -44,7 +44,7 @@ def needs(controller: str) -> tuple[Permission, ...]:
     return (
         Permission(controller, "", ("secrets",), ("get",), "a token-auth cluster's token"),
         Permission(controller, "", ("services/proxy",), ("get", "create"),
-                   "--use-kubernetes-proxy: the dashboard through the API server"),
+                   "the dashboard through the API server", USE_KUBERNETES_PROXY),
     )  # fmt: skip
 
 

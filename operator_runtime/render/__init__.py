@@ -64,6 +64,7 @@ from operator_runtime.render.rayservice_cluster import (
 from operator_runtime.render.raystart import RayStart, RayStartInput, build_ray_start
 from operator_runtime.render.rbac import (
     OPERATOR_PERMISSIONS,
+    USE_KUBERNETES_PROXY,
     AutoscalerRbacParams,
     ClusterRoleParams,
     Permission,
@@ -93,6 +94,7 @@ from operator_runtime.render.storage import (
 __all__ = [
     "OPERATOR_PERMISSIONS",
     "RAY_KINDS",
+    "USE_KUBERNETES_PROXY",
     "AuthSecretParams",
     "AutoscalerRbacParams",
     "ClusterRenderParams",

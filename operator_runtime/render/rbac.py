@@ -1,5 +1,6 @@
 """RBAC: the autoscaler's ServiceAccount/Role/RoleBinding in the cluster's namespace,
-and the operator's own ClusterRole, rendered from one table of what it really uses."""
+and the operator's own ClusterRole, rendered from the table of what its controllers
+declare they use (``operator_permissions.py``, generated from their ``need()`` calls)."""
 
 from __future__ import annotations
 
@@ -17,123 +18,27 @@ from operator_runtime.render.names import (
     cluster_name,
     namespace_of,
 )
+from operator_runtime.render.operator_permissions import OPERATOR_PERMISSIONS
+from operator_runtime.render.permission import USE_KUBERNETES_PROXY, Permission
 
 RBAC_API_VERSION: Final = "rbac.authorization.k8s.io/v1"
 DEFAULT_CLUSTER_ROLE_NAME: Final = "kuberay-operator"
 
-
-@dataclass(frozen=True, slots=True)
-class Permission:
-    """One need of one controller: these verbs on these resources of an API group."""
-
-    controller: str
-    group: str
-    resources: tuple[str, ...]
-    verbs: tuple[str, ...]
-    why: str
-    only_with: str = ""
-    """A feature gate (KubeRay's name) or an operator flag without which the need never
-    arises; empty: always. A deployment grants it only when it turns that on."""
-
-
-USE_KUBERNETES_PROXY: Final = "--use-kubernetes-proxy"
-"""The flag that sends dashboard and serve proxy calls through the API server."""
-_PROXY: Final = USE_KUBERNETES_PROXY
-_CRON: Final = "RayCronJob"
-_INCREMENTAL: Final = "RayServiceIncrementalUpgrade"
-_READ_CREATE: Final = ("get", "list", "watch", "create")
-
-OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
-    # Granted in a Role of the operator's own namespace, never cluster-wide (see
-    # components/_operator_rbac.py): the manager watches its one Lease to hear a release.
-    Permission("manager", "coordination.k8s.io", ("leases",),
-               ("get", "list", "watch", "create", "update"), "leader election"),
-    Permission("manager", "events.k8s.io", ("events",), ("create", "patch"), "events"),
-    Permission("manager", "", ("events",), ("create", "patch"),
-               "events where events.k8s.io/v1 is not served"),
-    # The RayCluster controller: exactly what its steps declare (a unit test compares
-    # this with operator_runtime.controllers.raycluster.PERMISSIONS).
-    Permission("raycluster", "ray.io", ("rayclusters",), ("get", "list", "watch", "patch"),
-               "watch clusters, add/remove the GCS FT finalizer; get/patch are granted to "
-               "the autoscaler Role"),
-    Permission("raycluster", "ray.io", ("rayclusters/status",), ("update",), "status"),
-    Permission("raycluster", "ray.io", ("rayclusters/finalizers",), ("update",),
-               "owner references that block deletion"),
-    Permission("raycluster", "", ("pods",), ("get", "list", "watch", "create", "delete", "patch"),
-               "head and worker pods; patch restamps the head; get is granted to the "
-               "autoscaler Role"),
-    Permission("raycluster", "", ("pods/resize",), ("patch",),
-               "granted to the autoscaler Role, so the operator must hold it too"),
-    Permission("raycluster", "", ("services",), ("list", "watch", "create"),
-               "head, serve and headless Services"),
-    Permission("raycluster", "", ("serviceaccounts",), _READ_CREATE,
-               "autoscaler ServiceAccount; get checks a user-named one"),
-    Permission("raycluster", "", ("secrets",), ("get", "create"),
-               "auth token Secret, read by name: no cache of every Secret"),
-    Permission("raycluster", "", ("persistentvolumeclaims",), (*_READ_CREATE, "update"),
-               "RocksDB GCS storage; get checks a user's claimName"),
-    Permission("raycluster", "rbac.authorization.k8s.io", ("roles",), ("list", "watch", "create"),
-               "autoscaler Role"),
-    Permission("raycluster", "rbac.authorization.k8s.io", ("rolebindings",),
-               ("list", "watch", "create"), "autoscaler RoleBinding"),
-    Permission("raycluster", "networking.k8s.io", ("ingresses",),
-               ("list", "watch", "create", "update"), "dashboard Ingress"),
-    Permission("raycluster", "batch", ("jobs",), ("list", "watch", "create"),
-               "Redis cleanup Job of GCS FT"),
-    # The RayJob controller (compared with operator_runtime.controllers.rayjob.PERMISSIONS).
-    Permission("rayjob", "ray.io", ("rayjobs",), ("list", "watch", "patch", "delete"),
-               "watch RayJobs; patch the finalizer; DeleteSelf"),
-    Permission("rayjob", "ray.io", ("rayjobs/status",), ("update",), "status"),
-    Permission("rayjob", "ray.io", ("rayjobs/finalizers",), ("update",),
-               "owner references that block deletion"),
-    Permission("rayjob", "ray.io", ("rayclusters",),
-               ("get", "list", "watch", "create", "update", "delete"),
-               "the RayJob's cluster; update suspends its workers (DeleteWorkers)"),
-    Permission("rayjob", "", ("services",), ("get", "list", "watch", "create", "update"),
-               "the <job>-head-svc Service; the head Service's dashboard port"),
-    Permission("rayjob", "batch", ("jobs",), ("get", "list", "watch", "create", "delete"),
-               "the submitter Job"),
-    Permission("rayjob", "", ("pods",), ("list", "watch"),
-               "the head pod's submitter container (SidecarMode)"),
-    Permission("rayjob", "", ("secrets",), ("get",), "a token-auth cluster's token"),
-    Permission("rayjob", "", ("services/proxy",), ("get", "create"),
-               "--use-kubernetes-proxy: the dashboard through the API server", _PROXY),
-    # The RayService controller (compared with operator_runtime.controllers.rayservice.PERMISSIONS).
-    Permission("rayservice", "ray.io", ("rayservices",), ("list", "watch", "patch"),
-               "watch RayServices; patch the finalizer"),
-    Permission("rayservice", "ray.io", ("rayservices/status",), ("update",), "status"),
-    Permission("rayservice", "ray.io", ("rayservices/finalizers",), ("update",),
-               "owner references that block deletion"),
-    Permission("rayservice", "ray.io", ("rayclusters",),
-               ("get", "list", "watch", "create", "update", "patch", "delete"),
-               "the RayService's clusters; patch stamps a dangling one's deletion time"),
-    Permission("rayservice", "", ("services",),
-               ("get", "list", "watch", "create", "update", "delete"),
-               "<s>-head-svc and <s>-serve-svc, switched to the ready cluster"),
-    Permission("rayservice", "", ("pods",), ("list", "watch", "patch"),
-               "the head pod's ray.io/serve label"),
-    Permission("rayservice", "discovery.k8s.io", ("endpointslices",), ("list", "watch"),
-               "numServeEndpoints"),
-    Permission("rayservice", "gateway.networking.k8s.io", ("gateways", "httproutes"),
-               ("get", "create", "update", "delete"), "incremental upgrade", _INCREMENTAL),
-    Permission("rayservice", "", ("secrets",), ("get",), "a token-auth cluster's token"),
-    Permission("rayservice", "", ("services/proxy",), ("get", "create"),
-               "--use-kubernetes-proxy: the dashboard through the API server", _PROXY),
-    Permission("rayservice", "", ("pods/proxy",), ("get", "create"),
-               "--use-kubernetes-proxy: the serve proxy's health through the API server",
-               _PROXY),
-    # The RayCronJob controller, with the RayCronJob gate on (compared with
-    # operator_runtime.controllers.raycronjob.PERMISSIONS).
-    Permission("raycronjob", "ray.io", ("raycronjobs",), ("list", "watch"), "watch RayCronJobs",
-               _CRON),
-    Permission("raycronjob", "ray.io", ("raycronjobs/status",), ("update",), "lastScheduleTime",
-               _CRON),
-    Permission("raycronjob", "ray.io", ("raycronjobs/finalizers",), ("update",),
-               "owner references that block deletion", _CRON),
-    Permission("raycronjob", "ray.io", ("rayjobs",), ("create",), "one RayJob per tick", _CRON),
-)  # fmt: skip
-"""Every permission the operator's controllers use; the ClusterRole is rendered from
-this table and a test compares it with what the reconcile steps declare."""
+__all__ = [
+    "DEFAULT_CLUSTER_ROLE_NAME",
+    "OPERATOR_PERMISSIONS",
+    "RBAC_API_VERSION",
+    "USE_KUBERNETES_PROXY",
+    "AutoscalerRbacParams",
+    "ClusterRoleParams",
+    "Permission",
+    "autoscaler_service_account_needed",
+    "build_autoscaler_role",
+    "build_autoscaler_role_binding",
+    "build_autoscaler_service_account",
+    "build_operator_cluster_role",
+    "turned_on_by",
+]
 
 
 @dataclass(frozen=True, slots=True)

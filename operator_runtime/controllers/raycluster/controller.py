@@ -134,7 +134,8 @@ PERMISSIONS: Final[tuple[Permission, ...]] = (
     *POD_NEEDS,
     *STATUS_NEEDS,
 )
-"""Everything the steps use; tests/unit/controllers compares it with render/rbac.py."""
+"""Everything the steps use: the permission table (render/operator_permissions.py) is
+generated from it."""
 
 
 def _new_token() -> str:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from operator_runtime.controllers.raycluster.creates import CreateQueue
 
 CONTROLLER: Final = "raycluster"
-"""The controller's name in the permission table (render/rbac.py)."""
+"""The controller's name in the permission table (render/operator_permissions.py)."""
 
 
 def group_key(namespace: str, cluster: str, group: str) -> str:

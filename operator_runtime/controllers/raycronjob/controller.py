@@ -49,7 +49,7 @@ from operator_runtime.runtime.reconcile import ObjectKey, Result, Watch, own
 
 log = logging.getLogger(__name__)
 NAME: Final = "raycronjob"
-"""The controller's name, also in the permission table (render/rbac.py)."""
+"""The controller's name, also in the permission table (render/operator_permissions.py)."""
 EVENT_SOURCE: Final = "raycronjob-controller"
 GATE: Final = "RayCronJob"
 
@@ -68,7 +68,7 @@ WATCHED: Final[dict[str, tuple[ResourceKind, str | None]]] = {
 }
 
 
-need: Final = declarer(NAME)
+need: Final = declarer(NAME, only_with=GATE)
 
 
 PERMISSIONS: Final[tuple[Permission, ...]] = (
@@ -85,7 +85,8 @@ PERMISSIONS: Final[tuple[Permission, ...]] = (
     ),
     need("ray.io", "rayjobs", ("create",), "one RayJob per tick"),
 )
-"""Everything the controller uses; tests/unit/controllers compares it with render/rbac.py."""
+"""Everything the controller uses: the permission table (render/operator_permissions.py)
+is generated from it."""
 
 
 def enabled(gates: FeatureGates) -> bool:

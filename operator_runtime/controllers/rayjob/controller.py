@@ -93,7 +93,8 @@ PERMISSIONS: Final[tuple[Permission, ...]] = (
     *children.NEEDS,
     *dashboards.needs(CONTROLLER),
 )
-"""Everything the controller uses; tests/unit/controllers compares it with render/rbac.py."""
+"""Everything the controller uses: the permission table (render/operator_permissions.py)
+is generated from it."""
 
 
 def job_changed(event: EventType, obj: Object, old: Object | None) -> bool:

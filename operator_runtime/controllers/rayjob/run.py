@@ -32,7 +32,7 @@ from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import ObjectKey
 
 CONTROLLER: Final = "rayjob"
-"""The controller's name in the permission table (render/rbac.py)."""
+"""The controller's name in the permission table (render/operator_permissions.py)."""
 need: Final = declarer(CONTROLLER)
 
 

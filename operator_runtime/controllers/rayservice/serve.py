@@ -34,7 +34,7 @@ from operator_runtime.controllers.rayservice.run import (
     ServiceRun,
     need,
 )
-from operator_runtime.render import serve_config_body
+from operator_runtime.render import USE_KUBERNETES_PROXY, serve_config_body
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import BY_OWNER_UID
 from operator_runtime.runtime.errors import ApiError, Invalid, NotFound, TemporaryError
@@ -51,7 +51,7 @@ config is recorded by hash only."""
 NEEDS: Final = (
     need("", "pods", ("patch",), "the head pod's ray.io/serve label"),
     need("", "pods/proxy", ("get", "create"),
-         "--use-kubernetes-proxy: the serve proxy's health through the API server"),
+         "the serve proxy's health through the API server", USE_KUBERNETES_PROXY),
 )  # fmt: skip
 
 

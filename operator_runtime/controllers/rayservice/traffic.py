@@ -45,6 +45,7 @@ from operator_runtime.runtime.reconcile import controlled_by
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_SURGE: Final = 100
+INCREMENTAL_UPGRADE_GATE: Final = "RayServiceIncrementalUpgrade"
 
 NEEDS: Final = (
     need(
@@ -52,12 +53,14 @@ NEEDS: Final = (
         "gateways",
         ("get", "create", "update", "delete"),
         "incremental upgrade: the RayService's Gateway",
+        INCREMENTAL_UPGRADE_GATE,
     ),
     need(
         "gateway.networking.k8s.io",
         "httproutes",
         ("get", "create", "update", "delete"),
         "incremental upgrade: the RayService's HTTPRoute and its weights",
+        INCREMENTAL_UPGRADE_GATE,
     ),
 )
 

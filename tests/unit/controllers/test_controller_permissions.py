@@ -1,19 +1,25 @@
-"""The operator's ClusterRole grants exactly what each controller declares it uses."""
+"""The operator's ClusterRole grants exactly what each controller declares it uses: the
+permission table is generated from the declarations and must be up to date."""
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
-from operator_runtime.controllers import raycronjob, rayjob, rayservice
+from operator_runtime.api.features import GATES
+from operator_runtime.controllers import permission_table, raycronjob, rayjob, rayservice
+from operator_runtime.controllers.permissions import MANAGER_NEEDS, declarer
 from operator_runtime.controllers.raycluster import GATE_STEPS, PERMISSIONS, RESOURCE_STEPS
 from operator_runtime.controllers.raycluster.controller import WATCHED
 from operator_runtime.controllers.raycluster.reconciliation import Caches
+from operator_runtime.controllers.raycronjob.controller import GATE as CRON_GATE
 from operator_runtime.controllers.rayjob.run import JobCaches
 from operator_runtime.controllers.rayservice.run import ServiceCaches
 from operator_runtime.render import (
     OPERATOR_PERMISSIONS,
+    USE_KUBERNETES_PROXY,
     ClusterRoleParams,
     Permission,
     build_operator_cluster_role,
@@ -23,6 +29,12 @@ from operator_runtime.runtime.kinds import ResourceKind
 
 def _triples(permissions: tuple[Permission, ...] | list[Permission]) -> set[tuple[str, str, str]]:
     return {(p.group, r, v) for p in permissions for r in p.resources for v in p.verbs}
+
+
+def _conditional(
+    permissions: tuple[Permission, ...] | list[Permission],
+) -> set[tuple[str, str, str, str]]:
+    return {(p.group, r, v, p.only_with) for p in permissions for r in p.resources for v in p.verbs}
 
 
 DECLARED = {
@@ -48,8 +60,59 @@ def test_cluster_role_covers_exactly_what_the_steps_declare(controller: str) -> 
     declared = _triples(DECLARED[controller])
     assert granted - declared == set(), "granted but never used by a step"
     assert declared - granted == set(), "used by a step but not granted"
-    table = _triples([p for p in OPERATOR_PERMISSIONS if p.controller == controller])
-    assert table == declared
+    table = [p for p in OPERATOR_PERMISSIONS if p.controller == controller]
+    assert _conditional(table) == _conditional(DECLARED[controller])
+
+
+def test_the_committed_table_is_generated_from_the_declarations() -> None:
+    """Fails when a ``need()`` changes and the table was not regenerated (run
+    ``python -m operator_runtime.controllers.permission_table``)."""
+    assert permission_table.main(["--check"]) == 0
+    assert permission_table.merged(permission_table.declared()) == OPERATOR_PERMISSIONS
+    assert [p for p in OPERATOR_PERMISSIONS if p.controller == "manager"] == list(
+        permission_table.merged(MANAGER_NEEDS)
+    )
+
+
+def test_check_fails_on_a_stale_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stale = tmp_path / "operator_permissions.py"
+    text = permission_table.TABLE_FILE.read_text(encoding="utf-8")
+    stale.write_text(text.replace('"pods/resize"', '"pods/rezise"'), encoding="utf-8")
+    monkeypatch.setattr(permission_table, "TABLE_FILE", stale)
+    assert permission_table.main(["--check"]) == 1
+    assert '"pods/resize"' in capsys.readouterr().out
+    assert permission_table.main([]) == 0
+    generated = permission_table.render(permission_table.merged(permission_table.declared()))
+    assert stale.read_text(encoding="utf-8") == generated
+
+
+def test_a_new_need_reaches_the_table_with_its_condition() -> None:
+    need = declarer("rayjob")
+    extra = need("", "configmaps", ("get",), "why", USE_KUBERNETES_PROXY)
+    table = permission_table.merged((*permission_table.declared(), extra))
+    assert extra in table
+    assert permission_table.render(table) != permission_table.TABLE_FILE.read_text(encoding="utf-8")
+
+
+def test_needs_of_a_gate_or_flag_say_which() -> None:
+    """The conditions travel with the declarations: the whole RayCronJob controller, the
+    Gateway API of incremental upgrades, and the API server proxy."""
+    assert all(p.only_with == CRON_GATE for p in raycronjob.PERMISSIONS)
+    conditional = {
+        (p.controller, p.resources, p.only_with)
+        for p in OPERATOR_PERMISSIONS
+        if p.only_with and p.controller != "raycronjob"
+    }
+    assert conditional == {
+        ("rayjob", ("services/proxy",), USE_KUBERNETES_PROXY),
+        ("rayservice", ("services/proxy",), USE_KUBERNETES_PROXY),
+        ("rayservice", ("pods/proxy",), USE_KUBERNETES_PROXY),
+        ("rayservice", ("gateways",), "RayServiceIncrementalUpgrade"),
+        ("rayservice", ("httproutes",), "RayServiceIncrementalUpgrade"),
+    }
+    assert {p.only_with for p in OPERATOR_PERMISSIONS} <= {"", USE_KUBERNETES_PROXY, *GATES}
 
 
 @pytest.mark.parametrize("controller", sorted(DECLARED))
