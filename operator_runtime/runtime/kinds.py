@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final
 
+from operator_runtime.api.validation import is_dns1123_label, is_dns1123_subdomain
 from operator_runtime.runtime.errors import InvalidName
 
 Object = dict[str, Any]
@@ -33,13 +34,7 @@ def being_deleted(obj: Object) -> bool:
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
-_DNS1123_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN: Final = re.compile(
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-)
 _SUBRESOURCE: Final = re.compile(r"[a-z]+")
-DNS1123_LABEL_MAX: Final = 63
-DNS1123_SUBDOMAIN_MAX: Final = 253
 _NAMESPACE_RULE: Final = "a DNS-1123 label (lowercase alphanumerics and '-', at most 63)"
 
 
@@ -48,16 +43,6 @@ class NameRule(Enum):
 
     DNS_SUBDOMAIN = "a DNS-1123 subdomain (lowercase alphanumerics, '-' and '.', at most 253)"
     PATH_SEGMENT = "a path segment (not '.' or '..', no '/' or '%')"
-
-
-def is_dns1123_label(value: str) -> bool:
-    """A valid namespace: lowercase alphanumerics and '-', alphanumeric ends, <= 63."""
-    return len(value) <= DNS1123_LABEL_MAX and _DNS1123_LABEL.fullmatch(value) is not None
-
-
-def is_dns1123_subdomain(value: str) -> bool:
-    """A valid object name of most kinds: dot-separated DNS-1123 labels, <= 253."""
-    return len(value) <= DNS1123_SUBDOMAIN_MAX and _DNS1123_SUBDOMAIN.fullmatch(value) is not None
 
 
 def is_path_segment(value: str) -> bool:

@@ -53,11 +53,17 @@ from operator_runtime.api.validation._service import (
     service_spec_violations,
     timeout_annotation_violations,
 )
-from operator_runtime.api.validation._syntax import is_dns1035_label
+from operator_runtime.api.validation._syntax import (
+    is_dns1035_label,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+)
 
 __all__ = [
     "KINDS",
     "check_object",
+    "is_dns1123_label",
+    "is_dns1123_subdomain",
     "load_object",
     "parse_object",
     "validate",
