@@ -70,6 +70,9 @@ class Head:
             except OSError:
                 return
             with self._lock:
+                if self._stop.is_set():  # accepted as stop() closed the rest: close it too
+                    connection.close()
+                    return
                 self._connections.append(connection)
             threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
 
