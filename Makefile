@@ -12,6 +12,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 SANDBOX := $(PY) -m hack.sandbox --
+# The suite runs on pytest-xdist workers: its tests mostly wait (on the operator, a Ray head,
+# the Pulumi engine), so three workers keep two cores busy. tests/conftest.py orders and
+# groups the tests (one group per module, slowest tier first).
+TEST_WORKERS ?= 3
 
 .PHONY: test demo bench shell lint venv localcluster pulumi-engine kuberay crds permissions clean
 
@@ -44,7 +48,7 @@ lint: venv
 	$(PY) -m operator_runtime.controllers.permission_table --check
 
 test: venv localcluster pulumi-engine kuberay lint
-	$(SANDBOX) $(PY) -m pytest --durations=50
+	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
 
 demo: venv localcluster
 	$(SANDBOX) $(PY) -m hack.demo

@@ -14,9 +14,13 @@ the Go builds), so it stands on the standard library alone.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 __all__ = [
     "DIR_ENV",
@@ -103,20 +107,32 @@ def machine_hosts_file() -> Path:
 
 
 def add_host(name: str, address: str) -> None:
-    """Map ``name`` to ``address`` for every process in this sandbox (and only there).
-
-    The file is rewritten in place: it is a bind mount, which a rename would not replace.
-    """
-    path = hosts_file()
-    kept = [line for line in path.read_text().splitlines() if not _names(line, name)]
-    path.write_text("\n".join([*kept, f"{address}\t{name}\t{_HOSTS_MARK}"]) + "\n")
+    """Map ``name`` to ``address`` for every process in this sandbox (and only there)."""
+    with _hosts_locked() as hosts:
+        kept = [line for line in hosts.read().splitlines() if not _names(line, name)]
+        _rewrite(hosts, [*kept, f"{address}\t{name}\t{_HOSTS_MARK}"])
 
 
 def remove_host(name: str) -> None:
     """Forget a mapping that :func:`add_host` made."""
-    path = hosts_file()
-    kept = [line for line in path.read_text().splitlines() if not _names(line, name)]
-    path.write_text("\n".join(kept) + "\n")
+    with _hosts_locked() as hosts:
+        _rewrite(hosts, [line for line in hosts.read().splitlines() if not _names(line, name)])
+
+
+@contextlib.contextmanager
+def _hosts_locked() -> Iterator[TextIO]:
+    """The hosts file, open for update under an exclusive lock: the test processes of one
+    session (pytest-xdist's workers) edit it side by side."""
+    with open(hosts_file(), "r+") as hosts:
+        fcntl.flock(hosts, fcntl.LOCK_EX)
+        yield hosts  # closing the file releases the lock
+
+
+def _rewrite(hosts: TextIO, lines: list[str]) -> None:
+    # In place: the file is a bind mount, which a rename would not replace.
+    hosts.seek(0)
+    hosts.write("\n".join(lines) + "\n")
+    hosts.truncate()
 
 
 def _names(line: str, name: str) -> bool:

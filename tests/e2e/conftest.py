@@ -17,8 +17,9 @@ from typing import Any
 import pulumi.automation as auto
 import pytest
 
-from hack.localcluster import LocalCluster
-from hack.pulumi import Engine, start_for_tests
+from hack.localcluster import LocalCluster, start_for_tests
+from hack.pulumi import Engine
+from hack.pulumi import start_for_tests as start_engine_for_tests
 from tests.e2e.stacks import ProgramStack, crd_files, crd_names, program_copy
 
 
@@ -31,8 +32,21 @@ class PulumiEngine:
 
 
 @pytest.fixture(scope="session")
+def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """The e2e tier's own control plane (it replaces the session one of ``tests/conftest.py``
+    here). A stack's destroy deletes our CRDs, which is cluster-wide: on a control plane
+    shared with the integration tier, that deletion would wait forever for the objects
+    with finalizers those tests leave behind once their operators are gone."""
+    cluster = start_for_tests(tmp_path_factory.mktemp("e2e-localcluster"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
 def pulumi_engine(tmp_path_factory: pytest.TempPathFactory) -> PulumiEngine:
-    built, env = start_for_tests(tmp_path_factory.mktemp("pulumi-engine"))
+    built, env = start_engine_for_tests(tmp_path_factory.mktemp("pulumi-engine"))
     return PulumiEngine(engine=built, env=env)
 
 
@@ -42,7 +56,7 @@ def program_stack(
 ) -> Iterator[Callable[..., ProgramStack]]:
     """Factory of fresh stacks of the e2e program; each is destroyed and removed afterwards.
 
-    The CRDs are cluster-wide and shared with the other tiers. Server-side apply makes
+    The CRDs are cluster-wide and shared by the e2e modules. Server-side apply makes
     Pulumi adopt ones that already exist, and destroy then deletes them, so any that were
     there before are applied again afterwards: the cluster is left as the test found it.
     """
