@@ -38,7 +38,7 @@ from operator_runtime.controllers.raycluster.options import (
     SHORT_REQUEUE_SECONDS,
     RayClusterOptions,
 )
-from operator_runtime.controllers.raycluster.podops import POD_NEEDS
+from operator_runtime.controllers.raycluster.podwrites import POD_NEEDS
 from operator_runtime.controllers.raycluster.run import (
     ClusterCaches,
     ClusterRun,

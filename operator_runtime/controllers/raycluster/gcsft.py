@@ -28,7 +28,7 @@ from operator_runtime.controllers.raycluster.options import (
     HEAD_TERMINATION_REQUEUE_SECONDS,
     SHORT_REQUEUE_SECONDS,
 )
-from operator_runtime.controllers.raycluster.podops import delete_all
+from operator_runtime.controllers.raycluster.podwrites import delete_all
 from operator_runtime.controllers.raycluster.run import (
     ClusterRun,
     ClusterTools,

@@ -9,12 +9,12 @@ from collections import defaultdict
 from operator_runtime.api import WorkerGroupSpec
 from operator_runtime.api.labels import LabelKey
 from operator_runtime.controllers.raycluster.creates import take_budget
-from operator_runtime.controllers.raycluster.podhealth import (
+from operator_runtime.controllers.raycluster.podrules import (
     live_pods,
     running_and_ready,
     should_delete_pod,
 )
-from operator_runtime.controllers.raycluster.podops import (
+from operator_runtime.controllers.raycluster.podwrites import (
     create_worker,
     delete_pod,
     free_replica_indexes,

@@ -1,4 +1,6 @@
-"""The pod step: suspend, Recreate upgrades, the head pod, then each worker group.
+"""The pod step, which decides: what pods to create and delete, by podrules.py, via podwrites.py.
+
+In order: suspend, Recreate upgrades, the head pod, then each worker group.
 
 Per worker group (single host), in KubeRay's order:
 1. a suspended group loses all its pods;
@@ -22,12 +24,12 @@ from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers.conditions import is_true
 from operator_runtime.controllers.raycluster import multihost, upgrade
 from operator_runtime.controllers.raycluster.creates import take_budget
-from operator_runtime.controllers.raycluster.podhealth import (
+from operator_runtime.controllers.raycluster.podrules import (
     live_pods,
     running_and_ready,
     should_delete_pod,
 )
-from operator_runtime.controllers.raycluster.podops import (
+from operator_runtime.controllers.raycluster.podwrites import (
     create_pod,
     create_worker,
     delete_all,

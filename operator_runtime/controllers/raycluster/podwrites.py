@@ -1,5 +1,6 @@
-"""Creating and deleting one pod, with the scale expectation and the event each needs.
+"""The pod writes and their expectations: pods.py decides them, podrules.py holds pure rules.
 
+Creating or deleting one pod, with the scale expectation and the event each needs.
 Every create or delete is recorded in the expectations under its group
 (``ns/cluster/group``) *before* the next pass can look at that group again: until the
 cache shows the new pod (or no longer shows the deleted one) the group is skipped.
