@@ -53,7 +53,7 @@ from operator_runtime.controllers.raycluster.status import (
     compute_status,
     provisioned_now,
 )
-from operator_runtime.controllers.settings import gates_of
+from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.clock import Clock
