@@ -14,7 +14,7 @@ from operator_runtime.controllers.raycluster import RayClusterController
 from operator_runtime.controllers.raycronjob import RayCronJobController
 from operator_runtime.controllers.rayjob import RayJobController
 from operator_runtime.controllers.rayservice import RayServiceController
-from operator_runtime.controllers.settings import gates_of
+from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.runtime.context import ControllerContext
 from operator_runtime.runtime.registry import ControllerRegistry
 

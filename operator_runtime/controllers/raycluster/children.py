@@ -14,7 +14,7 @@ from operator_runtime.api import JSONObject
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason
-from operator_runtime.controllers.raycluster.reconciliation import Reconciliation, loose, need
+from operator_runtime.controllers.raycluster.run import ClusterRun, loose, need
 from operator_runtime.render import (
     AuthSecretParams,
     AutoscalerRbacParams,
@@ -47,7 +47,7 @@ _CACHE = ("list", "watch")
 
 
 def create_child(
-    run: Reconciliation,
+    run: ClusterRun,
     obj: JSONObject,
     *,
     what: str,
@@ -77,7 +77,7 @@ def create_child(
 
 
 def create_missing(
-    run: Reconciliation,
+    run: ClusterRun,
     cache: Cache,
     name: str,
     render: Callable[[], JSONObject],
@@ -92,7 +92,7 @@ def create_missing(
         create_child(run, render(), what=what, created=created, failed=failed)
 
 
-def _autoscaling(run: Reconciliation) -> bool:
+def _autoscaling(run: ClusterRun) -> bool:
     return bool(run.cluster.spec.enable_in_tree_autoscaling)
 
 
@@ -102,7 +102,7 @@ AUTOSCALER_SERVICE_ACCOUNT_NEEDS: Final = (
 )
 
 
-def reconcile_autoscaler_service_account(run: Reconciliation) -> None:
+def reconcile_autoscaler_service_account(run: ClusterRun) -> None:
     if not _autoscaling(run):
         return
     cluster = run.cluster
@@ -144,7 +144,7 @@ AUTOSCALER_ROLE_NEEDS: Final = (
 )
 
 
-def reconcile_autoscaler_role(run: Reconciliation) -> None:
+def reconcile_autoscaler_role(run: ClusterRun) -> None:
     if not _autoscaling(run):
         return
     create_missing(
@@ -168,7 +168,7 @@ AUTOSCALER_ROLE_BINDING_NEEDS: Final = (
 )
 
 
-def reconcile_autoscaler_role_binding(run: Reconciliation) -> None:
+def reconcile_autoscaler_role_binding(run: ClusterRun) -> None:
     if not _autoscaling(run):
         return
     create_missing(
@@ -192,7 +192,7 @@ INGRESS_NEEDS: Final = (
 )
 
 
-def reconcile_ingress(run: Reconciliation) -> None:
+def reconcile_ingress(run: ClusterRun) -> None:
     if not run.cluster.spec.head_group_spec.enable_ingress:
         return
     desired = loose(build_head_ingress(params=IngressParams(cluster=run.cluster)))
@@ -232,7 +232,7 @@ def reconcile_ingress(run: Reconciliation) -> None:
     )
 
 
-def _foreign_ingress(run: Reconciliation, name: str) -> None:
+def _foreign_ingress(run: ClusterRun, name: str) -> None:
     run.event(
         "Warning",
         Reason.FAILED_TO_CREATE_INGRESS,
@@ -267,7 +267,7 @@ AUTH_SECRET_NEEDS: Final = (
 )
 
 
-def reconcile_auth_secret(run: Reconciliation) -> None:
+def reconcile_auth_secret(run: ClusterRun) -> None:
     """Read the one Secret by name instead of caching Secrets: a cache would need
     list/watch on every Secret of every watched namespace, and hold them all in memory,
     to know about one."""
@@ -288,14 +288,14 @@ SERVICE_NEEDS: Final = (
 )
 
 
-def head_services(run: Reconciliation) -> list[Object]:
+def head_services(run: ClusterRun) -> list[Object]:
     """Services carrying this cluster's head labels (KubeRay finds the head Service by
     labels, not by name, so a renamed ``headService`` is still found)."""
     wanted = {LabelKey.CLUSTER.value: run.name, LabelKey.NODE_TYPE.value: NodeType.HEAD.value}
     return _services_labelled(run, wanted)
 
 
-def _services_labelled(run: Reconciliation, wanted: dict[str, str]) -> list[Object]:
+def _services_labelled(run: ClusterRun, wanted: dict[str, str]) -> list[Object]:
     return [
         s
         for s in run.tools.caches.services.list(run.namespace)
@@ -303,7 +303,7 @@ def _services_labelled(run: Reconciliation, wanted: dict[str, str]) -> list[Obje
     ]
 
 
-def reconcile_head_service(run: Reconciliation) -> None:
+def reconcile_head_service(run: ClusterRun) -> None:
     found = head_services(run)
     if len(found) > 1:
         names = sorted(s["metadata"]["name"] for s in found)
@@ -316,7 +316,7 @@ def reconcile_head_service(run: Reconciliation) -> None:
     _create_service(run, service)
 
 
-def reconcile_headless_service(run: Reconciliation) -> None:
+def reconcile_headless_service(run: ClusterRun) -> None:
     if not needs_headless_service(run.cluster):
         return
     if _services_labelled(run, {LabelKey.HEADLESS_WORKER_SVC.value: run.name}):
@@ -324,7 +324,7 @@ def reconcile_headless_service(run: Reconciliation) -> None:
     _create_service(run, build_headless_service(params=ServiceParams(run.cluster)))
 
 
-def reconcile_serve_service(run: Reconciliation) -> None:
+def reconcile_serve_service(run: ClusterRun) -> None:
     annotations = run.cluster.metadata.annotations or {}
     if annotations.get(AnnotationKey.ENABLE_SERVE_SERVICE) != "true":
         return
@@ -340,7 +340,7 @@ def reconcile_serve_service(run: Reconciliation) -> None:
     )
 
 
-def _create_service(run: Reconciliation, service: JSONObject) -> None:
+def _create_service(run: ClusterRun, service: JSONObject) -> None:
     create_child(
         run,
         service,

@@ -38,13 +38,13 @@ from operator_runtime.controllers.raycluster.options import (
     SHORT_REQUEUE_SECONDS,
     RayClusterOptions,
 )
-from operator_runtime.controllers.raycluster.podops import POD_NEEDS
-from operator_runtime.controllers.raycluster.reconciliation import (
-    Caches,
-    Reconciliation,
+from operator_runtime.controllers.raycluster.podwrites import POD_NEEDS
+from operator_runtime.controllers.raycluster.run import (
+    ClusterCaches,
+    ClusterRun,
+    ClusterTools,
     ResourceStep,
     Step,
-    Toolkit,
     group_key,
     need,
 )
@@ -53,7 +53,7 @@ from operator_runtime.controllers.raycluster.status import (
     compute_status,
     provisioned_now,
 )
-from operator_runtime.controllers.settings import gates_of
+from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.clock import Clock
@@ -94,7 +94,7 @@ RESOURCE_STEPS: Final[tuple[ResourceStep, ...]] = (
     storage.reconcile_gcs_storage_pvc,
     pods.reconcile_pods,
 )
-# Every cache the controller reads: Caches field -> (kind, label selector).
+# Every cache the controller reads: ClusterCaches field -> (kind, label selector).
 WATCHED: Final[dict[str, tuple[ResourceKind, str | None]]] = {
     "clusters": (kinds.RAY_CLUSTER, None),
     "pods": (kinds.POD, POD_SELECTOR),
@@ -193,14 +193,14 @@ class RayClusterController:
             field: self._informer(context, kind, selector)
             for field, (kind, selector) in WATCHED.items()
         }
-        caches = Caches(**{field: informer.cache for field, informer in informers.items()})
+        caches = ClusterCaches(**{field: informer.cache for field, informer in informers.items()})
         self.metrics = ClusterMetrics(caches.clusters)
         if metrics_registry is not None:
             self.metrics.register(metrics_registry)
         # The context picks the timeout: its informers' stall detection plus a relist,
         # so a create event held up by a stalled watch arrives before it lapses.
         expectations = context.expectations()
-        self.tools = Toolkit(
+        self.tools = ClusterTools(
             client=context.client,
             caches=caches,
             events=context.events(EVENT_SOURCE),
@@ -291,7 +291,7 @@ class RayClusterController:
                 Action.VALIDATE.value,
             )
             return Result()
-        run = Reconciliation(self.tools, key, raw, cluster)
+        run = ClusterRun(self.tools, key, raw, cluster)
         for gate in GATE_STEPS:
             outcome = gate(run)
             if outcome is not None:
@@ -310,7 +310,7 @@ class RayClusterController:
         soon = changed or run.more_to_create or run.waiting_on_cache
         return Result(requeue_after=SHORT_REQUEUE_SECONDS if soon else self.options.requeue_seconds)
 
-    def _write_status(self, run: Reconciliation) -> bool:
+    def _write_status(self, run: ClusterRun) -> bool:
         """Write the status if a reader would see a difference; whether to look again
         soon (a write happened, or one was put off)."""
         tools, raw = self.tools, run.raw

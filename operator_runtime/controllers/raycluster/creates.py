@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
+from operator_runtime.controllers.raycluster.run import ClusterRun
 from operator_runtime.runtime.expectations import Expectations
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ with 16, the bursts of pod events made the API server drop kwok's watch for bein
 
 
 def take_budget(
-    run: Reconciliation, wanted: int, *, pods_each: int = 1, at_most: int | None = None
+    run: ClusterRun, wanted: int, *, pods_each: int = 1, at_most: int | None = None
 ) -> int:
     """How many of ``wanted`` creations (of ``pods_each`` pods: a multi-host replica is
     created whole; never more than ``at_most``) this pass may do. A fresh budget always

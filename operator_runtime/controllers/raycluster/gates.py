@@ -13,7 +13,7 @@ from operator_runtime.api import InvalidObjectError, InvalidStatusError, validat
 from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers.managedby import managed_elsewhere
 from operator_runtime.controllers.raycluster.options import SHORT_REQUEUE_SECONDS
-from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
+from operator_runtime.controllers.raycluster.run import ClusterRun
 from operator_runtime.runtime.reconcile import Result
 
 _REASONS: Final = {
@@ -23,12 +23,12 @@ _REASONS: Final = {
 }
 
 
-def skip_unmanaged(run: Reconciliation) -> Result | None:
+def skip_unmanaged(run: ClusterRun) -> Result | None:
     """``spec.managedBy`` names another controller (e.g. MultiKueue): hands off."""
     return Result() if managed_elsewhere(run.key, run.raw) else None
 
 
-def validate(run: Reconciliation) -> Result | None:
+def validate(run: ClusterRun) -> Result | None:
     """An invalid object gets a Warning event and no children; the user must fix it,
     so there is no retry, except for an inconsistent status, which we may correct."""
     try:
@@ -48,7 +48,7 @@ def validate(run: Reconciliation) -> Result | None:
     return None
 
 
-def _warn_autoscaler_v1_restart_policy(run: Reconciliation) -> None:
+def _warn_autoscaler_v1_restart_policy(run: ClusterRun) -> None:
     spec = run.cluster.spec
     options = spec.autoscaler_options
     if not spec.enable_in_tree_autoscaling or (options is not None and options.version == "v2"):
@@ -70,6 +70,6 @@ def _warn_autoscaler_v1_restart_policy(run: Reconciliation) -> None:
         )
 
 
-def stop_if_deleting(run: Reconciliation) -> Result | None:
+def stop_if_deleting(run: ClusterRun) -> Result | None:
     """Children go with the cluster (owner references); nothing to build any more."""
     return Result() if run.raw["metadata"].get("deletionTimestamp") else None

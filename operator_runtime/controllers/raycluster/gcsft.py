@@ -28,10 +28,10 @@ from operator_runtime.controllers.raycluster.options import (
     HEAD_TERMINATION_REQUEUE_SECONDS,
     SHORT_REQUEUE_SECONDS,
 )
-from operator_runtime.controllers.raycluster.podops import delete_all
-from operator_runtime.controllers.raycluster.reconciliation import (
-    Reconciliation,
-    Toolkit,
+from operator_runtime.controllers.raycluster.podwrites import delete_all
+from operator_runtime.controllers.raycluster.run import (
+    ClusterRun,
+    ClusterTools,
     loose,
     need,
 )
@@ -50,13 +50,13 @@ GCS_FT_NEEDS: Final = (
 )
 
 
-def set_finalizer(run: Reconciliation, present: bool) -> None:
+def set_finalizer(run: ClusterRun, present: bool) -> None:
     """Add or remove the finalizer; conditional on resourceVersion, so a concurrent
     change to the list is never overwritten (a conflict retries the pass)."""
     _patch_finalizer(run.tools, run.raw, present)
 
 
-def _patch_finalizer(tools: Toolkit, raw: Object, present: bool) -> None:
+def _patch_finalizer(tools: ClusterTools, raw: Object, present: bool) -> None:
     finalizers.set_finalizer(tools.client, RAY_CLUSTER, raw, FINALIZER, present=present)
 
 
@@ -88,7 +88,7 @@ def job_outcome(job: Object) -> str:
     return ""
 
 
-def gcs_ft_finalizer(run: Reconciliation) -> Result | None:
+def gcs_ft_finalizer(run: ClusterRun) -> Result | None:
     """Gate step: add the finalizer to a live cluster with Redis GCS FT. A cluster being
     deleted with the finalizer never gets here (``finish_deletion`` runs instead)."""
     cluster, raw = run.cluster, run.raw
@@ -103,7 +103,7 @@ def gcs_ft_finalizer(run: Reconciliation) -> Result | None:
     return Result(requeue_after=SHORT_REQUEUE_SECONDS)
 
 
-def finish_deletion(tools: Toolkit, key: ObjectKey, raw: Object) -> Result:
+def finish_deletion(tools: ClusterTools, key: ObjectKey, raw: Object) -> Result:
     """A cluster being deleted while our finalizer holds it. Runs before anything else
     of the pass (parsing, validation), so a deletion always ends: at the latest when
     ``ray.io/gcs-ft-deletion-timeout`` has passed, whatever is wrong with the object,
@@ -133,7 +133,7 @@ def finish_deletion(tools: Toolkit, key: ObjectKey, raw: Object) -> Result:
         log.info("%s: nothing to clean up in Redis; removing finalizer %s", key, FINALIZER)
         _patch_finalizer(tools, raw, present=False)
         return Result()
-    run = Reconciliation(tools, key, raw, cluster)
+    run = ClusterRun(tools, key, raw, cluster)
     try:
         return _cleanup(run, left)
     except ApiError as exc:
@@ -143,7 +143,7 @@ def finish_deletion(tools: Toolkit, key: ObjectKey, raw: Object) -> Result:
         return Result(requeue_after=min(SHORT_REQUEUE_SECONDS, left))
 
 
-def _cleanup(run: Reconciliation, left: float) -> Result:
+def _cleanup(run: ClusterRun, left: float) -> Result:
     pods = run.ray_pods()
     delete_all(
         run,
@@ -182,7 +182,7 @@ def _cleanup(run: Reconciliation, left: float) -> Result:
     return Result()
 
 
-def _give_up(tools: Toolkit, raw: Object, timeout: float) -> None:
+def _give_up(tools: ClusterTools, raw: Object, timeout: float) -> None:
     _patch_finalizer(tools, raw, present=False)
     annotations = raw["metadata"].get("annotations") or {}
     storage_namespace = annotations.get(
@@ -199,12 +199,12 @@ def _give_up(tools: Toolkit, raw: Object, timeout: float) -> None:
     )
 
 
-def _storage_namespace(run: Reconciliation) -> str:
+def _storage_namespace(run: ClusterRun) -> str:
     annotations = run.cluster.metadata.annotations or {}
     return annotations.get(AnnotationKey.EXTERNAL_STORAGE_NAMESPACE, run.uid)
 
 
-def _create_job(run: Reconciliation) -> None:
+def _create_job(run: ClusterRun) -> None:
     options = run.tools.options
     job = loose(build_redis_cleanup_job(params=RedisCleanupJobParams(run.cluster, options.render)))
     container = job["spec"]["template"]["spec"]["containers"][0]

@@ -9,17 +9,17 @@ from collections import defaultdict
 from operator_runtime.api import WorkerGroupSpec
 from operator_runtime.api.labels import LabelKey
 from operator_runtime.controllers.raycluster.creates import take_budget
-from operator_runtime.controllers.raycluster.podhealth import (
+from operator_runtime.controllers.raycluster.podrules import (
     live_pods,
     running_and_ready,
     should_delete_pod,
 )
-from operator_runtime.controllers.raycluster.podops import (
+from operator_runtime.controllers.raycluster.podwrites import (
     create_worker,
     delete_pod,
     free_replica_indexes,
 )
-from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
+from operator_runtime.controllers.raycluster.run import ClusterRun
 from operator_runtime.controllers.raycluster.scaledown import scale_down_victims
 from operator_runtime.controllers.suffix import suffixed
 from operator_runtime.render import desired_worker_replicas
@@ -34,9 +34,7 @@ def _labels(pod: Object) -> dict[str, str]:
     return dict(pod["metadata"].get("labels") or {})
 
 
-def reconcile_multi_host_group(
-    run: Reconciliation, group: WorkerGroupSpec, pods: list[Object]
-) -> None:
+def reconcile_multi_host_group(run: ClusterRun, group: WorkerGroupSpec, pods: list[Object]) -> None:
     name, hosts = group.group_name, group.num_of_hosts
     # Hosts that are Terminating do not count (``live_pods``): a replica with one of
     # them is incomplete, so its other hosts are deleted and the replica is recreated.
@@ -83,13 +81,13 @@ def reconcile_multi_host_group(
             _delete_replica(run, name, replicas[replica], "scaling down")
 
 
-def _delete_replica(run: Reconciliation, group: str, members: list[Object], why: str) -> None:
+def _delete_replica(run: ClusterRun, group: str, members: list[Object], why: str) -> None:
     for pod in members:
         delete_pod(run, pod, group=group, head=False, why=why)
 
 
 def _create_replicas(
-    run: Reconciliation, group: WorkerGroupSpec, existing: list[list[Object]], count: int
+    run: ClusterRun, group: WorkerGroupSpec, existing: list[list[Object]], count: int
 ) -> None:
     # A replica is created whole or not at all, so the budget is counted in replicas.
     allowed = take_budget(run, count, pods_each=group.num_of_hosts)

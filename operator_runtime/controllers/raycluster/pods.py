@@ -1,4 +1,6 @@
-"""The pod step: suspend, Recreate upgrades, the head pod, then each worker group.
+"""The pod step, which decides: what pods to create and delete, by podrules.py, via podwrites.py.
+
+In order: suspend, Recreate upgrades, the head pod, then each worker group.
 
 Per worker group (single host), in KubeRay's order:
 1. a suspended group loses all its pods;
@@ -22,12 +24,12 @@ from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers.conditions import is_true
 from operator_runtime.controllers.raycluster import multihost, upgrade
 from operator_runtime.controllers.raycluster.creates import take_budget
-from operator_runtime.controllers.raycluster.podhealth import (
+from operator_runtime.controllers.raycluster.podrules import (
     live_pods,
     running_and_ready,
     should_delete_pod,
 )
-from operator_runtime.controllers.raycluster.podops import (
+from operator_runtime.controllers.raycluster.podwrites import (
     create_pod,
     create_worker,
     delete_all,
@@ -35,7 +37,7 @@ from operator_runtime.controllers.raycluster.podops import (
     free_replica_indexes,
     satisfied,
 )
-from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
+from operator_runtime.controllers.raycluster.run import ClusterRun
 from operator_runtime.controllers.raycluster.scaledown import scale_down_victims
 from operator_runtime.controllers.raycluster.status import (
     PROVISIONED,
@@ -56,7 +58,7 @@ class PodsReplaced(Exception):
     """Unhealthy pods were deleted; nothing is created in the same pass (KubeRay)."""
 
 
-def reconcile_pods(run: Reconciliation) -> None:
+def reconcile_pods(run: ClusterRun) -> None:
     cluster, options = run.cluster, run.tools.options
     conditions = (run.raw.get("status") or {}).get("conditions") or []
     suspend = suspend_status(conditions)
@@ -75,7 +77,7 @@ def reconcile_pods(run: Reconciliation) -> None:
         _reconcile_group(run, group)
 
 
-def _delete_for_suspend(run: Reconciliation) -> None:
+def _delete_for_suspend(run: ClusterRun) -> None:
     if delete_all(
         run,
         run.ray_pods(),
@@ -91,7 +93,7 @@ def _delete_for_suspend(run: Reconciliation) -> None:
         )
 
 
-def _upgrade(run: Reconciliation, expected_hash: str) -> bool:
+def _upgrade(run: ClusterRun, expected_hash: str) -> bool:
     """Apply the Recreate strategy; True when the pods are being replaced."""
     version = run.tools.options.render.kuberay_version
     heads = run.head_pods()
@@ -135,7 +137,7 @@ def _group_of(pod: Object) -> str:
     return str(labels.get(LabelKey.GROUP, ""))
 
 
-def _reconcile_head(run: Reconciliation, expected_hash: str) -> bool:
+def _reconcile_head(run: ClusterRun, expected_hash: str) -> bool:
     """False: stop the pod step (a provisioned head that must not be restarted)."""
     if not satisfied(run, HEAD):
         return True
@@ -180,7 +182,7 @@ def _reconcile_head(run: Reconciliation, expected_hash: str) -> bool:
     return True
 
 
-def _terminating_head_blocks(run: Reconciliation) -> str:
+def _terminating_head_blocks(run: ClusterRun) -> str:
     """Why a head pod that is still Terminating may not be replaced yet ("" if it may).
 
     It is replaced, like a worker, unless two heads could clash: a deterministic head
@@ -194,7 +196,7 @@ def _terminating_head_blocks(run: Reconciliation) -> str:
     return ""
 
 
-def _reconcile_group(run: Reconciliation, group: WorkerGroupSpec) -> None:
+def _reconcile_group(run: ClusterRun, group: WorkerGroupSpec) -> None:
     name = group.group_name
     key, creates = run.group_key(name), run.tools.creates
     failed = creates.take_failure(key)
@@ -234,7 +236,7 @@ def _reconcile_group(run: Reconciliation, group: WorkerGroupSpec) -> None:
         _scale_down(run, name, remaining, -diff)
 
 
-def _replace_unhealthy(run: Reconciliation, group: str, pods: list[Object]) -> None:
+def _replace_unhealthy(run: ClusterRun, group: str, pods: list[Object]) -> None:
     replaced = 0
     for pod in pods:
         verdict = should_delete_pod(pod, "worker")
@@ -245,7 +247,7 @@ def _replace_unhealthy(run: Reconciliation, group: str, pods: list[Object]) -> N
         raise PodsReplaced(f"delete {replaced} unhealthy worker Pods")
 
 
-def _delete_requested(run: Reconciliation, group: WorkerGroupSpec, pods: list[Object]) -> set[str]:
+def _delete_requested(run: ClusterRun, group: WorkerGroupSpec, pods: list[Object]) -> set[str]:
     """Delete the ``workersToDelete`` pods of this group. The list is not cleared (the
     autoscaler owns it); a name that is not a pod of this group is never deleted."""
     strategy = group.scale_strategy
@@ -267,7 +269,7 @@ def _delete_requested(run: Reconciliation, group: WorkerGroupSpec, pods: list[Ob
 
 
 def _create_workers(
-    run: Reconciliation, group: WorkerGroupSpec, remaining: list[Object], count: int
+    run: ClusterRun, group: WorkerGroupSpec, remaining: list[Object], count: int
 ) -> None:
     """Create the missing pods through the create queue (``creates.py``): the pass goes
     on at once, and the group waits for them through its expectations."""
@@ -286,7 +288,7 @@ def _create_workers(
         run.waiting_on_cache = True
 
 
-def _still_current(run: Reconciliation) -> bool:
+def _still_current(run: ClusterRun) -> bool:
     """Whether what ``run`` decided still holds: the cache shows the same cluster at the
     same generation, neither being deleted nor suspended."""
     now = run.tools.caches.clusters.get(run.namespace, run.name)
@@ -301,6 +303,6 @@ def _still_current(run: Reconciliation) -> bool:
     )
 
 
-def _scale_down(run: Reconciliation, group: str, remaining: list[Object], count: int) -> None:
+def _scale_down(run: ClusterRun, group: str, remaining: list[Object], count: int) -> None:
     for pod in scale_down_victims(run, group, remaining, count, serving=running_and_ready):
         delete_pod(run, pod, group=group, head=False, why="scaling down")

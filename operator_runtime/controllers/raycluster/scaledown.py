@@ -12,14 +12,14 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from operator_runtime.controllers.raycluster.reconciliation import Reconciliation
+from operator_runtime.controllers.raycluster.run import ClusterRun
 
 log = logging.getLogger(__name__)
 Unit = TypeVar("Unit")
 
 
 def scale_down_victims(
-    run: Reconciliation,
+    run: ClusterRun,
     group: str,
     candidates: Sequence[Unit],
     count: int,

@@ -26,8 +26,8 @@ from typing import Any, Final
 from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.controllers.conditions import is_true, set_condition
-from operator_runtime.controllers.raycluster import podhealth
-from operator_runtime.controllers.raycluster.podops import ReplicaFailureError
+from operator_runtime.controllers.raycluster import podrules
+from operator_runtime.controllers.raycluster.podwrites import ReplicaFailureError
 from operator_runtime.controllers.raycluster.resources import desired_resources
 from operator_runtime.render import desired_worker_replicas
 from operator_runtime.runtime.clock import format_time
@@ -110,7 +110,7 @@ def _counts(cluster: RayCluster, pods: Sequence[Object]) -> dict[str, int]:
         for g in active
     )
     return {
-        "readyWorkerReplicas": sum(1 for p in workers if podhealth.running_and_ready(p)),
+        "readyWorkerReplicas": sum(1 for p in workers if podrules.running_and_ready(p)),
         "availableWorkerReplicas": sum(
             1 for p in workers if (p.get("status") or {}).get("phase") == "Running"
         ),
@@ -140,11 +140,11 @@ def compute_status(inputs: StatusInputs) -> Object:
     status.update(desired_resources(inputs.cluster))
     pods = inputs.pods
     complete = error is None and len(pods) == status["desiredWorkerReplicas"] + 1
-    if complete and podhealth.all_running_and_ready(pods):
+    if complete and podrules.all_running_and_ready(pods):
         status["state"] = "ready"
         status.pop("reason", None)
     # A head pod still Terminating next to its replacement is not the head (``live_pods``).
-    heads = [p for p in podhealth.live_pods(pods) if _node_type(p) == NodeType.HEAD]
+    heads = [p for p in podrules.live_pods(pods) if _node_type(p) == NodeType.HEAD]
     if inputs.conditions_gate:
         _head_condition(conditions, heads, now)
         _provisioning_conditions(conditions, inputs, now)
@@ -179,7 +179,7 @@ def _provisioning_conditions(conditions: list[Object], inputs: StatusInputs, now
     suspend = suspend_status(conditions)
     pods = inputs.pods
     if not is_true(conditions, PROVISIONED) and suspend != SUSPENDED:
-        if podhealth.all_running_and_ready(pods):
+        if podrules.all_running_and_ready(pods):
             set_condition(
                 conditions,
                 PROVISIONED,

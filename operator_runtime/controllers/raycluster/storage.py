@@ -15,7 +15,7 @@ from typing import Final
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers.raycluster.children import create_child
-from operator_runtime.controllers.raycluster.reconciliation import Reconciliation, loose, need
+from operator_runtime.controllers.raycluster.run import ClusterRun, loose, need
 from operator_runtime.render import GcsStoragePvcParams, build_gcs_storage_pvc, owner_reference
 from operator_runtime.render.gcsft import ft_embedded, ft_enabled
 from operator_runtime.render.names import gcs_storage_pvc_name
@@ -34,7 +34,7 @@ PVC_NEEDS: Final = (
 )
 
 
-def reconcile_gcs_storage_pvc(run: Reconciliation) -> None:
+def reconcile_gcs_storage_pvc(run: ClusterRun) -> None:
     cluster = run.cluster
     options = cluster.spec.gcs_fault_tolerance_options
     if options is None or not (ft_enabled(cluster) and ft_embedded(cluster)):
@@ -80,7 +80,7 @@ def reconcile_gcs_storage_pvc(run: Reconciliation) -> None:
     _align_owner(run, existing, retain="ownerReferences" not in desired["metadata"])
 
 
-def _align_owner(run: Reconciliation, pvc: Object, *, retain: bool) -> None:
+def _align_owner(run: ClusterRun, pvc: Object, *, retain: bool) -> None:
     owned = run.controls(pvc)
     if owned == (not retain):
         return
@@ -105,7 +105,7 @@ def _align_owner(run: Reconciliation, pvc: Object, *, retain: bool) -> None:
     run.tools.client.update(updated)
 
 
-def _created_by(run: Reconciliation, pvc: Object) -> bool:
+def _created_by(run: ClusterRun, pvc: Object) -> bool:
     annotations = pvc["metadata"].get("annotations") or {}
     return bool(run.uid) and annotations.get(AnnotationKey.GCS_STORAGE_CREATOR_UID) == run.uid
 

@@ -35,7 +35,7 @@ from operator_runtime.api.reasons import Action
 from operator_runtime.controllers.parse_errors import describe_parse_error
 from operator_runtime.controllers.permissions import declarer
 from operator_runtime.controllers.raycronjob import schedule as sched
-from operator_runtime.controllers.settings import gates_of
+from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.render import Permission, build_cron_rayjob
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import Cache

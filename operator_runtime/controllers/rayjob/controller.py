@@ -49,7 +49,7 @@ from operator_runtime.controllers.rayjob.run import (
     need,
 )
 from operator_runtime.controllers.rayjob.states import STATES
-from operator_runtime.controllers.settings import gates_of
+from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.context import ControllerContext

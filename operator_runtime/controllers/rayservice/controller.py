@@ -62,7 +62,7 @@ from operator_runtime.controllers.rayservice.run import (
     need,
 )
 from operator_runtime.controllers.rayservice.written import OwnWrites
-from operator_runtime.controllers.settings import gates_of
+from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.clock import format_time

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from operator_runtime.api import FeatureGates
-from operator_runtime.controllers.settings import render_options
+from operator_runtime.controllers.rendering import render_options
 from operator_runtime.render import RenderOptions
 from operator_runtime.runtime.configuration import OperatorConfiguration
 from operator_runtime.runtime.settings import OperatorEnvironment

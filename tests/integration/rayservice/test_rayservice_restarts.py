@@ -24,7 +24,7 @@ from hack.localcluster import LocalCluster
 from operator_runtime import controllers
 from operator_runtime.controllers.rayservice.controller import RayServiceController
 from operator_runtime.controllers.rayservice.options import RayServiceOptions
-from operator_runtime.controllers.settings import gates_of
+from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import EVENT, GATEWAY, HTTP_ROUTE, RAY_SERVICE
 from operator_runtime.runtime.manager import Manager, ManagerOptions

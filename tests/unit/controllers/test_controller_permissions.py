@@ -13,7 +13,7 @@ from operator_runtime.controllers import permission_table, raycronjob, rayjob, r
 from operator_runtime.controllers.permissions import MANAGER_NEEDS, declarer
 from operator_runtime.controllers.raycluster import GATE_STEPS, PERMISSIONS, RESOURCE_STEPS
 from operator_runtime.controllers.raycluster.controller import WATCHED
-from operator_runtime.controllers.raycluster.reconciliation import Caches
+from operator_runtime.controllers.raycluster.run import ClusterCaches
 from operator_runtime.controllers.raycronjob.controller import GATE as CRON_GATE
 from operator_runtime.controllers.rayjob.run import JobCaches
 from operator_runtime.controllers.rayservice.run import ServiceCaches
@@ -139,7 +139,7 @@ def test_every_watched_kind_is_listable_and_watchable(
 
 
 def test_the_caches_are_the_watched_kinds() -> None:
-    assert [f.name for f in dataclasses.fields(Caches)] == list(WATCHED)
+    assert [f.name for f in dataclasses.fields(ClusterCaches)] == list(WATCHED)
     assert [f.name for f in dataclasses.fields(JobCaches)] == list(rayjob.WATCHED)
     assert [f.name for f in dataclasses.fields(raycronjob.CronCaches)] == list(raycronjob.WATCHED)
     assert [f.name for f in dataclasses.fields(ServiceCaches)] == list(rayservice.WATCHED)

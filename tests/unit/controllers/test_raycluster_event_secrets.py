@@ -20,7 +20,7 @@ from operator_runtime.controllers.raycluster import gates
 from operator_runtime.controllers.raycluster.creates import CreateQueue
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
 from operator_runtime.controllers.raycluster.options import RayClusterOptions
-from operator_runtime.controllers.raycluster.reconciliation import Caches, Reconciliation, Toolkit
+from operator_runtime.controllers.raycluster.run import ClusterCaches, ClusterRun, ClusterTools
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.clock import FakeClock
 from operator_runtime.runtime.events import EventData, EventRecorder
@@ -117,10 +117,10 @@ CASES = {
 }
 
 
-def reconciliation(raw: Object, sink: ListSink) -> Reconciliation:
+def cluster_run(raw: Object, sink: ListSink) -> ClusterRun:
     clock = FakeClock()
     clusters = Cache(RAY_CLUSTER)
-    caches = Caches(
+    caches = ClusterCaches(
         clusters=clusters,
         **{
             name: Cache(POD)
@@ -137,7 +137,7 @@ def reconciliation(raw: Object, sink: ListSink) -> Reconciliation:
         },
     )
     expectations = Expectations(clock=clock, timeout=90.0)
-    tools = Toolkit(
+    tools = ClusterTools(
         client=None,  # type: ignore[arg-type]  # the gate never writes
         caches=caches,
         events=EventRecorder(sink, clock=clock),
@@ -149,13 +149,13 @@ def reconciliation(raw: Object, sink: ListSink) -> Reconciliation:
         rng=random.Random(0),
         new_token=lambda: "token",
     )
-    return Reconciliation(tools, ObjectKey("ns", "c"), raw, RayCluster.model_validate(raw))
+    return ClusterRun(tools, ObjectKey("ns", "c"), raw, RayCluster.model_validate(raw))
 
 
 @pytest.mark.parametrize("raw", CASES.values(), ids=list(CASES))
 def test_a_validation_event_names_the_field_not_the_value(raw: Object) -> None:
     sink = ListSink()
-    result = gates.validate(reconciliation(copy.deepcopy(raw), sink))
+    result = gates.validate(cluster_run(copy.deepcopy(raw), sink))
     assert result is not None, "the cluster must be refused"
     assert [e.reason for e in sink.events] == ["InvalidRayClusterSpec"], sink.events
     message = sink.events[0].note

@@ -20,7 +20,7 @@ from operator_runtime.controllers.raycluster.creates import CreateQueue
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
 from operator_runtime.controllers.raycluster.options import RayClusterOptions
 from operator_runtime.controllers.raycluster.pods import PodsReplaced, reconcile_pods
-from operator_runtime.controllers.raycluster.reconciliation import Caches, Reconciliation, Toolkit
+from operator_runtime.controllers.raycluster.run import ClusterCaches, ClusterRun, ClusterTools
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.clock import FakeClock
 from operator_runtime.runtime.events import EventData, EventRecorder
@@ -118,9 +118,9 @@ class World:
             )
         }
         expectations = Expectations(clock=self.clock, timeout=30.0)
-        self.tools = Toolkit(
+        self.tools = ClusterTools(
             client=self.client,  # type: ignore[arg-type]
-            caches=Caches(clusters=clusters, pods=self.pods, **empty),
+            caches=ClusterCaches(clusters=clusters, pods=self.pods, **empty),
             events=EventRecorder(self.sink, clock=self.clock),
             expectations=expectations,
             creates=CreateQueue(expectations),
@@ -131,13 +131,13 @@ class World:
             new_token=lambda: "token",
         )
 
-    def reconcile(self, replicas: int) -> Reconciliation:
+    def reconcile(self, replicas: int) -> ClusterRun:
         return self.pass_over(raw_cluster(replicas))
 
-    def pass_over(self, raw: Object) -> Reconciliation:
+    def pass_over(self, raw: Object) -> ClusterRun:
         """One pod step, and then the creates it queued (a real queue, run to the end)."""
         self.clusters.upsert(raw)
-        run = Reconciliation(self.tools, ObjectKey("ns", "c"), raw, RayCluster.model_validate(raw))
+        run = ClusterRun(self.tools, ObjectKey("ns", "c"), raw, RayCluster.model_validate(raw))
         try:
             reconcile_pods(run)
         finally:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from operator_runtime.controllers.raycluster.podhealth import (
+from operator_runtime.controllers.raycluster.podrules import (
     all_running_and_ready,
     ray_container_terminated,
     running_and_ready,

@@ -10,7 +10,7 @@ import pytest
 from operator_runtime.api import RayCluster
 from operator_runtime.api.reasons import ReplicaFailure
 from operator_runtime.controllers.clusterstatus import status_changed
-from operator_runtime.controllers.raycluster.podops import ReplicaFailureError
+from operator_runtime.controllers.raycluster.podwrites import ReplicaFailureError
 from operator_runtime.controllers.raycluster.resources import Amount, format_quantity
 from operator_runtime.controllers.raycluster.status import (
     StatusError,

@@ -15,7 +15,7 @@ import pytest
 from operator_runtime.api import FeatureGates
 from operator_runtime.controllers.raycluster.multihost import ReplicasReplaced
 from operator_runtime.controllers.raycluster.options import RayClusterOptions
-from operator_runtime.controllers.raycluster.podhealth import live_pods
+from operator_runtime.controllers.raycluster.podrules import live_pods
 from operator_runtime.render import RenderOptions
 from operator_runtime.runtime.kinds import Object
 from tests.unit.controllers.test_raycluster_pod_expectations import World, pod, raw_cluster

@@ -10,7 +10,7 @@ import pytest
 from operator_runtime.controllers.raycluster.options import RayClusterOptions
 from operator_runtime.controllers.rayjob.options import RayJobOptions
 from operator_runtime.controllers.rayservice.options import RayServiceOptions
-from operator_runtime.controllers.settings import render_options
+from operator_runtime.controllers.rendering import render_options
 from operator_runtime.runtime.configuration import OperatorConfiguration
 from operator_runtime.runtime.settings import OperatorEnvironment, go_atoi
 

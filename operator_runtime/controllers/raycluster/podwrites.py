@@ -1,5 +1,6 @@
-"""Creating and deleting one pod, with the scale expectation and the event each needs.
+"""The pod writes and their expectations: pods.py decides them, podrules.py holds pure rules.
 
+Creating or deleting one pod, with the scale expectation and the event each needs.
 Every create or delete is recorded in the expectations under its group
 (``ns/cluster/group``) *before* the next pass can look at that group again: until the
 cache shows the new pod (or no longer shows the deleted one) the group is skipped.
@@ -21,7 +22,7 @@ from typing import Final
 from operator_runtime.api import JSONObject, WorkerGroupSpec
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
-from operator_runtime.controllers.raycluster.reconciliation import Reconciliation, need
+from operator_runtime.controllers.raycluster.run import ClusterRun, need
 from operator_runtime.render import PodParams, build_pod
 from operator_runtime.runtime.errors import ApiError, Conflict, NotFound, OutcomeUnknown
 from operator_runtime.runtime.kinds import POD, Object, being_deleted
@@ -80,7 +81,7 @@ _WORKER: Final = _Role(
 
 
 def _failure(
-    run: Reconciliation,
+    run: ClusterRun,
     reason: Reason,
     message: str,
     action: Action,
@@ -92,7 +93,7 @@ def _failure(
     return ReplicaFailureError(marker, exc)
 
 
-def satisfied(run: Reconciliation, group: str) -> bool:
+def satisfied(run: ClusterRun, group: str) -> bool:
     key = run.group_key(group)
     pods = run.tools.caches.pods
     if run.tools.expectations.has_unknown(key):
@@ -110,7 +111,7 @@ def satisfied(run: Reconciliation, group: str) -> bool:
     return done
 
 
-def list_group(run: Reconciliation, group: str) -> list[tuple[str, str]]:
+def list_group(run: ClusterRun, group: str) -> list[tuple[str, str]]:
     """(namespace, name) of the group's pods this cluster controls, from a fresh LIST
     of the API server (not the cache, which may not show a create yet)."""
     labels = {LabelKey.CLUSTER.value: run.name}
@@ -123,7 +124,7 @@ def list_group(run: Reconciliation, group: str) -> list[tuple[str, str]]:
     return [(run.namespace, str(pod["metadata"]["name"])) for pod in items if run.controls(pod)]
 
 
-def create_pod(run: Reconciliation, pod: JSONObject, *, group: str, head: bool) -> str:
+def create_pod(run: ClusterRun, pod: JSONObject, *, group: str, head: bool) -> str:
     """Create ``pod``; returns its server-made name. Failures become ReplicaFailure."""
     role = _HEAD if head else _WORKER
     try:
@@ -153,7 +154,7 @@ def create_pod(run: Reconciliation, pod: JSONObject, *, group: str, head: bool) 
     return name
 
 
-def delete_pod(run: Reconciliation, pod: Object, *, group: str, head: bool, why: str) -> None:
+def delete_pod(run: ClusterRun, pod: Object, *, group: str, head: bool, why: str) -> None:
     """Delete ``pod`` (this very pod: its UID is a precondition, so a namesake created
     meanwhile is never hit). Already gone counts as done."""
     metadata = pod["metadata"]
@@ -175,7 +176,7 @@ def delete_pod(run: Reconciliation, pod: Object, *, group: str, head: bool, why:
 
 
 def delete_all(
-    run: Reconciliation,
+    run: ClusterRun,
     pods: list[Object],
     *,
     why: str,
@@ -227,7 +228,7 @@ def free_replica_indexes(pods: Iterable[Object], count: int) -> Iterator[int]:
 
 
 def create_worker(
-    run: Reconciliation,
+    run: ClusterRun,
     group: WorkerGroupSpec,
     *,
     replica_index: int,

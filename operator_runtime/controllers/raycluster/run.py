@@ -1,9 +1,9 @@
 """What every step of a RayCluster reconcile works with.
 
-``Toolkit`` holds the controller's injected dependencies (built once); a
-``Reconciliation`` is one pass over one cluster: the cached object, its parsed model
+``ClusterTools`` holds the controller's injected dependencies (built once); a
+``ClusterRun`` is one pass over one cluster: the cached object, its parsed model
 and the outcome of the pod step, which the status step reads. Steps are plain
-functions of a ``Reconciliation``; they read from the caches and write through the
+functions of a ``ClusterRun``; they read from the caches and write through the
 client, so a step never sees a different world than the one before it.
 """
 
@@ -51,7 +51,7 @@ need: Final = declarer(CONTROLLER)
 
 
 @dataclass(frozen=True, slots=True)
-class Caches:
+class ClusterCaches:
     """The informer caches the controller reads (never the API server on hot paths)."""
 
     clusters: Cache
@@ -66,9 +66,9 @@ class Caches:
 
 
 @dataclass(frozen=True, slots=True)
-class Toolkit:
+class ClusterTools:
     client: KubeClient
-    caches: Caches
+    caches: ClusterCaches
     events: EventRecorder
     expectations: Expectations
     creates: CreateQueue
@@ -83,10 +83,10 @@ class Toolkit:
 
 
 @dataclass(slots=True)
-class Reconciliation:
+class ClusterRun:
     """One pass over one RayCluster."""
 
-    tools: Toolkit
+    tools: ClusterTools
     key: ObjectKey
     raw: Object
     """The cached object: shared with the cache, never mutated."""
@@ -102,7 +102,7 @@ class Reconciliation:
     """A group waits for the cache to show its own creates/deletes: look again soon, so
     a lost event costs one expectation timeout, not that plus the periodic resync."""
     started: float = -1.0
-    """When the pass began (the toolkit clock's monotonic seconds); set on creation."""
+    """When the pass began (the tools' clock's monotonic seconds); set on creation."""
 
     def __post_init__(self) -> None:
         if self.started < 0:
@@ -164,7 +164,7 @@ def _label(obj: Object, key: str) -> str:
     return str(((obj.get("metadata") or {}).get("labels") or {}).get(key, ""))
 
 
-Step = Callable[[Reconciliation], Result | None]
+Step = Callable[[ClusterRun], Result | None]
 """A gate step: returns a Result to end the pass there (no status write), else None."""
-ResourceStep = Callable[[Reconciliation], None]
+ResourceStep = Callable[[ClusterRun], None]
 """A resource step: raises to stop the chain; the status still records the error."""

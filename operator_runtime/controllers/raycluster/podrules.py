@@ -1,7 +1,8 @@
-"""Pure questions about pods: should it be replaced, is it running and ready.
+"""Pure rules about pods, unit-tested row by row: pods.py decides by them, podwrites.py writes.
 
-Kept apart from the steps so the rules KubeRay's behaviour hinges on (which pods are
-deleted and recreated) are unit-tested row by row.
+Should a pod be replaced, is it running and ready, does it still count. No cache, client
+or clock: KubeRay's behaviour hinges on these rules (which pods are deleted and
+recreated), so they stand alone where a test can hold each row.
 """
 
 from __future__ import annotations
@@ -91,5 +92,5 @@ def live_pods(pods: Iterable[Object]) -> list[Object]:
     Terminating. A pod with a ``deletionTimestamp`` is on its way out, as the ReplicaSet
     controller treats it, so one stuck Terminating on a lost node is replaced instead of
     holding its place for good. A pod we delete ourselves is covered by its delete
-    expectation until the cache shows it Terminating (``podops.satisfied``)."""
+    expectation until the cache shows it Terminating (``podwrites.satisfied``)."""
     return [pod for pod in pods if not being_deleted(pod)]

@@ -1,6 +1,10 @@
-"""Settings every controller reads the same way: KubeRay's environment variables (one
-``OperatorEnvironment``, read once by ``main`` and found on the controller's context)
-and the operator's feature gates."""
+"""How the controllers render: the feature gates and ``RenderOptions`` every controller
+derives the same way from what the operator was started with.
+
+The settings themselves are ``runtime/settings.py``'s ``OperatorEnvironment`` (KubeRay's
+environment variables, read once by ``main`` and found on the controller's context) and
+the ``--config`` file's ``OperatorConfiguration``; this module only turns them into
+what render takes."""
 
 from __future__ import annotations
 
