@@ -1,5 +1,5 @@
-"""Smoke test of ``python -m benchmarks.scale``: a small run (5 RayClusters x 20 workers,
-fairness with 50) of our operator, KubeRay's and the plain-client ceiling completes and
+"""Smoke test of ``python -m benchmarks.scale``: a small run (2 RayClusters x 5 workers,
+fairness with 10) of our operator, KubeRay's and the plain-client ceiling completes and
 prints its side-by-side table. No timing is asserted: the figures are the benchmark's
 business (benchmarks/README.md), not a test's."""
 
@@ -18,8 +18,8 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 def test_scale_benchmark_completes_and_prints_the_table(tmp_path: Path) -> None:
     report = tmp_path / "scale.json"
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.scale", "--clusters=5", "--workers=20",
-         "--fairness-workers=50", "--timeout=300", f"--json={report}"],
+        [sys.executable, "-m", "benchmarks.scale", "--clusters=2", "--workers=5",
+         "--fairness-workers=10", "--timeout=300", f"--json={report}"],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=840,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-4000:]
