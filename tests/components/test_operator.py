@@ -3,6 +3,7 @@ the Deployment against the operator's real flag parser and the Dockerfile, valid
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import runpy
@@ -44,8 +45,23 @@ Triple = tuple[str, str, str]
 
 
 def deploy(args: RayOperatorArgs | None = None, name: str = "ray-operator") -> Run:
-    """Run a program with one RayOperator; ``Run.value`` holds its outputs."""
+    """Run a program with one RayOperator; ``Run.value`` holds its outputs.
 
+    Its four CRDs are megabytes through Pulumi's serializer and the mocks: about 2 s of a
+    run, 0.05 s without them. So the default program runs once per module (tests read
+    its ``Run``, never change it), and a test that does not look at the CRDs deploys
+    with ``install_crds=False``."""
+    if args is None and name == "ray-operator":
+        return _default_run()
+    return _run_operator(args, name)
+
+
+@functools.cache
+def _default_run() -> Run:
+    return _run_operator(None, "ray-operator")
+
+
+def _run_operator(args: RayOperatorArgs | None, name: str) -> Run:
     def program() -> dict[str, Any]:
         operator = RayOperator(name, args)
         return {
@@ -144,7 +160,9 @@ def test_default_registers_exactly_these_children_under_the_component() -> None:
 
 
 def test_the_namespace_enforces_the_restricted_pod_security_standard() -> None:
-    namespace = deploy(RayOperatorArgs(namespace="ray-ops", name="ops")).one(NAMESPACE)
+    namespace = deploy(RayOperatorArgs(namespace="ray-ops", name="ops", install_crds=False)).one(
+        NAMESPACE
+    )
 
     assert namespace.inputs["metadata"]["name"] == "ray-ops"
     assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == (
@@ -218,23 +236,26 @@ def test_the_cluster_role_follows_the_flags_and_gates_it_deploys_with() -> None:
     granted only with ``--use-kubernetes-proxy``. A controller behind a gate that is off
     (RayCronJob), or a gated path (the Gateway API of incremental upgrades), gets nothing."""
 
-    def granted(args: RayOperatorArgs) -> tuple[set[Triple], Any]:
+    def granted(args: RayOperatorArgs | None) -> tuple[set[Triple], Any]:
         result = deploy(args)
         parsed = build_parser().parse_args(container(result)["args"])
         return triples(result.one(CLUSTER_ROLE).inputs["rules"]), parsed
 
-    default, parsed = granted(RayOperatorArgs())
+    default, parsed = granted(None)  # with CRDs: RBAC must not depend on them
     assert not parsed.use_kubernetes_proxy
     assert default & (PROXY | CRON) == set()
     assert default >= GATEWAY  # RayServiceIncrementalUpgrade is on by default
     assert PROXY and CRON and GATEWAY
 
-    proxied, parsed = granted(RayOperatorArgs(use_kubernetes_proxy=True))
+    proxied, parsed = granted(RayOperatorArgs(use_kubernetes_proxy=True, install_crds=False))
     assert parsed.use_kubernetes_proxy
     assert proxied == default | PROXY
 
     gated, _ = granted(
-        RayOperatorArgs(feature_gates={"RayCronJob": True, "RayServiceIncrementalUpgrade": False})
+        RayOperatorArgs(
+            feature_gates={"RayCronJob": True, "RayServiceIncrementalUpgrade": False},
+            install_crds=False,
+        )
     )
     assert gated == (default | CRON) - GATEWAY
 
@@ -362,6 +383,7 @@ def test_flags_reflect_every_arg() -> None:
         image_pull_policy="Always",
         resources={"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}},
         env={"ENABLE_INIT_CONTAINER_INJECTION": "false", "CLUSTER_DOMAIN": "corp.local"},
+        install_crds=False,
     )
     result = deploy(args)
 
@@ -383,7 +405,7 @@ def test_flags_reflect_every_arg() -> None:
 
 
 def test_leader_election_can_be_turned_off_for_a_single_replica() -> None:
-    result = deploy(RayOperatorArgs(leader_election=False))
+    result = deploy(RayOperatorArgs(leader_election=False, install_crds=False))
 
     assert build_parser().parse_args(container(result)["args"]).enable_leader_election is False
     assert result.of_type(ROLE) == result.of_type(ROLE_BINDING) == []
@@ -419,7 +441,10 @@ def test_a_namespace_from_another_resource_is_used_not_created() -> None:
     def program() -> None:
         namespace = k8s.core.v1.Namespace("platform", metadata={"name": "platform"})
         name = namespace.metadata.apply(lambda meta: str(meta.name))
-        RayOperator("ray-operator", RayOperatorArgs(namespace=name, create_namespace=False))
+        RayOperator(
+            "ray-operator",
+            RayOperatorArgs(namespace=name, create_namespace=False, install_crds=False),
+        )
 
     result = run(program)
 
@@ -442,7 +467,9 @@ def test_a_workload_waits_for_the_operator() -> None:
 
 
 def test_service_monitor_scrapes_the_metrics_service_keeping_ray_labels() -> None:
-    args = RayOperatorArgs(service_monitor=True, monitoring_labels={"release": "prom"})
+    args = RayOperatorArgs(
+        service_monitor=True, monitoring_labels={"release": "prom"}, install_crds=False
+    )
     result = deploy(args)
 
     monitor = result.one(SERVICE_MONITOR).inputs
@@ -462,7 +489,7 @@ def test_service_monitor_scrapes_the_metrics_service_keeping_ray_labels() -> Non
 
 
 def test_prometheus_rule_carries_the_six_alerts_of_the_design() -> None:
-    result = deploy(RayOperatorArgs(prometheus_rule=True))
+    result = deploy(RayOperatorArgs(prometheus_rule=True, install_crds=False))
 
     (group,) = result.one(PROMETHEUS_RULE).inputs["spec"]["groups"]
     alerts = {

@@ -69,7 +69,8 @@ def test_an_empty_config_deploys_the_operator_alone() -> None:
 def test_workloads_are_created_per_namespace_after_the_operator() -> None:
     result = _with_config(
         {
-            "operator": {"namespace": "ray-ops", "replicas": 2},
+            # The CRDs are megabytes through the mocks (2 s) and nothing here reads them.
+            "operator": {"namespace": "ray-ops", "replicas": 2, "installCrds": False},
             "workloads": {
                 "ml": {
                     "createNamespace": True,
@@ -210,7 +211,8 @@ def test_every_kind_is_deleted_before_the_operator() -> None:
     result = _with_config(
         {
             "operator": {
-                "featureGates": {"RayCronJob": True, "RayServiceIncrementalUpgrade": True}
+                "featureGates": {"RayCronJob": True, "RayServiceIncrementalUpgrade": True},
+                "installCrds": False,  # megabytes through the mocks; not what this is about
             },
             "manifests": [
                 str(MANIFESTS / name)

@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
 
 from operator_runtime.api import WorkerGroupSpec, crds
+from operator_runtime.api._structural import KubernetesSchemas
 from operator_runtime.render import desired_worker_replicas
+from tests.unit.api.crdfiles import committed_schema
 
 # Where each kind embeds a RayClusterSpec's worker groups, as property paths.
 WORKER_GROUP_PATHS = {
@@ -29,10 +30,7 @@ WORKER_GROUP_PATHS = {
 
 def _schema(kind: str) -> dict[str, Any]:
     resource = next(r for r in crds.RESOURCES if r.kind == kind)
-    text = (crds.CRD_DIR / resource.file_name).read_text(encoding="utf-8")
-    manifest = yaml.safe_load(text)
-    schema: dict[str, Any] = manifest["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    return schema
+    return committed_schema(resource.file_name)
 
 
 def _at(schema: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
@@ -79,8 +77,8 @@ def test_no_worker_group_list_is_left_atomic(kind: str) -> None:
 def test_generated_schema_says_so_before_yaml() -> None:
     """The model metadata, not a YAML edit, carries the list type (the CRDs are
     generated; a hand edit would be lost on the next regeneration)."""
-    generated = yaml.safe_load(crds.generate()["ray.io_rayclusters.yaml"])
-    schema = generated["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    kubernetes = KubernetesSchemas(crds.load_kubernetes_definitions())
+    schema = crds.root_schema(crds.load_models()["RayCluster"], kubernetes)
     assert _at(schema, WORKER_GROUP_PATHS["RayCluster"])["x-kubernetes-list-type"] == "map"
 
 

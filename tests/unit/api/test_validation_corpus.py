@@ -4,21 +4,22 @@ error format (``<Kind> <namespace>/<name>: <path>: <what>; <fix> [CODE]``), what
 caught the mistake: the models, the Kubernetes schema of a pod template, a KubeRay rule
 (facts section 7) or the YAML loader. ``# gates:`` sets the operator's feature gates.
 
-The same files go through ``python -m operator_runtime render`` here and through the
+The same files go through ``operator_runtime render``'s ``main`` here and through the
 stack template in ``tests/e2e/test_stack_template.py``.
 """
 
 from __future__ import annotations
 
 import datetime
+import io
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from operator_runtime.api import ErrorCode, FeatureGates, InvalidObjectError, load_object
+from operator_runtime.controllers.rendercli import main as render_main
 from operator_runtime.render import DocumentError, load_documents
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -75,8 +76,11 @@ def test_no_message_leaks_pydantic_or_python() -> None:
 
 
 def render(*args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "operator_runtime", "render", *args]
-    return subprocess.run(command, capture_output=True, text=True, cwd=REPO, check=False)
+    """``python -m operator_runtime render ARGS``, in this process: a subprocess costs a
+    second of start-up a call (tests/components/test_render_cli.py runs the real one)."""
+    out, err = io.StringIO(), io.StringIO()
+    code = render_main(args, stdout=out, stderr=err)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def test_render_reports_every_expected_line_and_exits_1() -> None:

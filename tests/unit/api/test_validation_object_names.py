@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from operator_runtime.api import ErrorCode, FeatureGates
 from operator_runtime.api.common import OBJECT_NAME_PATTERN
+from tests.unit.api.crdfiles import committed_schema
 from tests.unit.api.rulecases import Obj
 
 CODE = ErrorCode.FIELD_NOT_OBJECT_NAME.value
 GATES = FeatureGates(gcs_fault_tolerance_embedded_storage=True)
-CRDS = Path(__file__).parents[3] / "operator_runtime" / "api" / "crds"
 HOSTILE = ["../../victim/rayclusters/prod", "..", "a/b", "UPPER", "a" * 254, "x%2F..%2Fy"]
 VALID = ["prod", "prod-1", "team.prod", "a" * 253, "0abc"]
 
@@ -106,8 +104,7 @@ def test_a_valid_object_name_passes(
 
 
 def _schema_at(crd_file: str, *path: str) -> dict[str, Any]:
-    crd = yaml.safe_load((CRDS / crd_file).read_text())
-    node: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    node = committed_schema(crd_file)
     for part in path:
         node = node["properties"][part]
     return node

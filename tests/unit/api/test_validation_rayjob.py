@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pydantic
 import pytest
-import yaml
 
 from operator_runtime.api import ErrorCode, FeatureGates
+from tests.unit.api.crdfiles import committed_schema
 from tests.unit.api.rulecases import Obj, case_params, codes, do, spec_set
 
 C = ErrorCode
 DS = "spec.deletionStrategy"
 NO_DELETION_POLICY = FeatureGates(ray_job_deletion_policy=False)
-CRD = yaml.safe_load(
-    (Path(__file__).parents[3] / "operator_runtime/api/crds/ray.io_rayjobs.yaml").read_text()
-)
 
 
 def selector(name: str = "shared") -> Callable[[Obj], None]:
@@ -239,7 +235,7 @@ def test_schema_bounds_refuse_the_object_in_the_model_and_the_crd(
     with pytest.raises(pydantic.ValidationError) as caught:
         api.parse(obj)
     assert [e["loc"] for e in caught.value.errors()] == [loc]
-    schema = CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema = committed_schema("ray.io_rayjobs.yaml")
     for part in loc:
         schema = schema["items"] if isinstance(part, int) else schema["properties"][part]
     assert schema["minimum"] == minimum

@@ -4,14 +4,13 @@ good ones accepted."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pydantic
 import pytest
-import yaml
 
 from operator_runtime.api import ErrorCode, FeatureGates
+from tests.unit.api.crdfiles import committed_schema
 from tests.unit.api.rulecases import Obj, case_params, codes, do
 
 C = ErrorCode
@@ -171,12 +170,7 @@ def test_a_negative_deletion_delay_is_refused_by_the_model_and_the_crd(api: Any)
     with pytest.raises(pydantic.ValidationError) as caught:
         api.parse(obj)
     assert [e["loc"] for e in caught.value.errors()] == [("spec", "rayClusterDeletionDelaySeconds")]
-    crd = yaml.safe_load(
-        (
-            Path(__file__).parents[3] / "operator_runtime/api/crds/ray.io_rayservices.yaml"
-        ).read_text()
-    )
-    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec = committed_schema("ray.io_rayservices.yaml")["properties"]["spec"]
     assert spec["properties"]["rayClusterDeletionDelaySeconds"]["minimum"] == 0
 
 
