@@ -77,7 +77,6 @@ ClusterState
 RayClusterConditionType
 JobDeploymentStatus
 JobFailedReason
-RayServiceUpgradeType
 ServiceStatus
 ApplicationStatus
 DeploymentStatus

@@ -24,6 +24,7 @@ from operator_runtime.api.raycluster import RayClusterSpec, RayClusterStatus
 RayServiceUpgradeType = Literal["NewCluster", "NewClusterWithIncrementalUpgrade", "None"]
 """Valid ``spec.upgradeStrategy.type`` values. The CRD leaves the field a free string
 (as KubeRay's does); the validator rejects anything else."""
+INCREMENTAL_UPGRADE: Final[RayServiceUpgradeType] = "NewClusterWithIncrementalUpgrade"
 
 ServiceStatus = Literal["Running", ""]
 ApplicationStatus = Literal[
