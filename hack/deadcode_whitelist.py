@@ -77,7 +77,3 @@ ClusterState
 RayClusterConditionType
 JobDeploymentStatus
 JobFailedReason
-ServiceStatus
-ApplicationStatus
-DeploymentStatus
-RayServiceConditionType

@@ -18,7 +18,12 @@ from typing import Final
 
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey
-from operator_runtime.api.rayservice import INCREMENTAL_UPGRADE, RayServiceUpgradeType
+from operator_runtime.api.rayservice import (
+    INCREMENTAL_UPGRADE,
+    ROLLBACK_IN_PROGRESS,
+    UPGRADE_IN_PROGRESS,
+    RayServiceUpgradeType,
+)
 from operator_runtime.api.reasons import Action
 from operator_runtime.controllers.rayservice.options import (
     DEFAULT_DELETION_DELAY_SECONDS,
@@ -27,8 +32,6 @@ from operator_runtime.controllers.rayservice.options import (
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
     PENDING,
-    ROLLBACK_IN_PROGRESS,
-    UPGRADE_IN_PROGRESS,
     ServiceRun,
     need,
 )

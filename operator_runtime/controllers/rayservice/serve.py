@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.api.rayservice import APP_RUNNING, ROLLBACK_IN_PROGRESS, UPGRADE_IN_PROGRESS
 from operator_runtime.api.reasons import Action
 from operator_runtime.clients import DashboardClient, DashboardError, DashboardUnavailable
 from operator_runtime.controllers.conditions import is_true
@@ -29,8 +30,6 @@ from operator_runtime.controllers.rayservice import traffic
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
     PENDING,
-    ROLLBACK_IN_PROGRESS,
-    UPGRADE_IN_PROGRESS,
     ServiceRun,
     need,
 )
@@ -180,7 +179,7 @@ def _serve_status(dashboard: DashboardClient) -> tuple[bool, dict[str, Any]]:
     applications: dict[str, Any] = {}
     ready = bool(details.applications)
     for app_name, app in details.applications.items():
-        if app.status != "RUNNING":
+        if app.status != APP_RUNNING:
             ready = False
         entry: dict[str, Any] = {"status": app.status}
         if app.message:

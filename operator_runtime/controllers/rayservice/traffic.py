@@ -17,14 +17,13 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
+from operator_runtime.api.rayservice import ROLLBACK_IN_PROGRESS, UPGRADE_IN_PROGRESS
 from operator_runtime.api.reasons import Action
 from operator_runtime.controllers.conditions import is_true
 from operator_runtime.controllers.rayservice.clusters import cluster_hash
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
     PENDING,
-    ROLLBACK_IN_PROGRESS,
-    UPGRADE_IN_PROGRESS,
     ServiceRun,
     need,
 )
