@@ -73,7 +73,5 @@ _.root_directory  # pulumi.runtime.settings
 # The value sets of KubeRay's API enums, written down as Literal aliases for the reader;
 # nothing in the code refers to them yet (a candidate for use by the validation, or for
 # removal).
-ClusterState
-RayClusterConditionType
 JobDeploymentStatus
 JobFailedReason

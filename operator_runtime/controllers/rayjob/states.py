@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
+from operator_runtime.api.raycluster import STATE_READY
 from operator_runtime.api.rayjob import TERMINAL_JOB_STATUSES
 from operator_runtime.api.useryaml import load_yaml
 from operator_runtime.clients import (
@@ -141,7 +142,7 @@ def on_initializing(run: JobRun) -> Result | None:
     cluster = children.get_or_create_cluster(run)
     if not run.get("dashboardURL"):
         cluster_status = cluster.get("status") or {}
-        if cluster_status.get("state") != "ready":
+        if cluster_status.get("state") != STATE_READY:
             run.set("rayClusterStatus", cluster_status)
             return None
         run.set("dashboardURL", children.dashboard_url(run, cluster))
