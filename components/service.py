@@ -14,13 +14,13 @@ from components import _workload as w
 from components._inputs import RayInputError, object_ref
 from components.edges import Backend, GatewayEdgeArgs, IngressEdgeArgs, check_edges, create_edges
 from operator_runtime import api
+from operator_runtime.api.rayservice import INCREMENTAL_UPGRADE
 from operator_runtime.render.names import serve_service_name as default_serve_service_name
 from operator_runtime.render.services import DEFAULT_PORTS, service_ports
 
 __all__ = ["RayService"]
 
 TYPE_TOKEN: Final = "pulumi-ray:index:RayService"
-INCREMENTAL_UPGRADE: Final = "NewClusterWithIncrementalUpgrade"
 
 RULES: Final = w.KindRules(
     kind="RayService",

@@ -69,16 +69,3 @@ ray_services
 ray_cron_jobs
 _.new_resource  # pulumi.runtime.Mocks
 _.root_directory  # pulumi.runtime.settings
-
-# The value sets of KubeRay's API enums, written down as Literal aliases for the reader;
-# nothing in the code refers to them yet (a candidate for use by the validation, or for
-# removal).
-ClusterState
-RayClusterConditionType
-JobDeploymentStatus
-JobFailedReason
-RayServiceUpgradeType
-ServiceStatus
-ApplicationStatus
-DeploymentStatus
-RayServiceConditionType

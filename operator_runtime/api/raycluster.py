@@ -41,6 +41,8 @@ MAX_INT32: Final = 2**31 - 1
 
 ClusterState = Literal["ready", "failed", "suspended"]
 """The deprecated ``status.state``; ``failed`` is never written any more."""
+STATE_READY: Final[ClusterState] = "ready"
+STATE_SUSPENDED: Final[ClusterState] = "suspended"
 
 RayClusterConditionType = Literal[
     "RayClusterProvisioned",
@@ -49,6 +51,13 @@ RayClusterConditionType = Literal[
     "RayClusterSuspending",
     "RayClusterSuspended",
 ]
+"""The RayCluster's conditions; the RayJob and RayService controllers and the validation
+read some of them too, so each is named here, once."""
+PROVISIONED: Final[RayClusterConditionType] = "RayClusterProvisioned"
+HEAD_POD_READY: Final[RayClusterConditionType] = "HeadPodReady"
+REPLICA_FAILURE: Final[RayClusterConditionType] = "ReplicaFailure"
+SUSPENDING: Final[RayClusterConditionType] = "RayClusterSuspending"
+SUSPENDED: Final[RayClusterConditionType] = "RayClusterSuspended"
 
 
 _SERVICE_NAME_RULE: Final = object_name_cel(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+from typing import Annotated, Final, Literal, TypeGuard, get_args
 
 from pydantic import ConfigDict, Field, WithJsonSchema
 
@@ -37,7 +37,7 @@ JobDeploymentStatus = Literal[
     "Retrying",
     "Waiting",
 ]
-"""Lifecycle state of the RayJob object itself."""
+"""Lifecycle state of the RayJob object itself; "" (New) is the unset field."""
 
 JobFailedReason = Literal[
     "SubmissionFailed",
@@ -48,6 +48,7 @@ JobFailedReason = Literal[
     "JobStatusCheckTimeoutExceeded",
     "ValidationFailed",
 ]
+"""``status.reason`` of a Failed (or ValidationFailed) RayJob."""
 
 JobSubmissionMode = Literal["K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode"]
 DeletionPolicyType = Literal["DeleteCluster", "DeleteWorkers", "DeleteSelf", "DeleteNone"]
@@ -55,8 +56,15 @@ DeletionPolicyType = Literal["DeleteCluster", "DeleteWorkers", "DeleteSelf", "De
 # A one-value Literal becomes ``const`` in JSON schema, which CRD schemas do not support.
 _FailedOnly = Annotated[Literal["Failed"], WithJsonSchema({"type": "string", "enum": ["Failed"]})]
 
-TERMINAL_JOB_STATUSES: frozenset[str] = frozenset({"STOPPED", "SUCCEEDED", "FAILED"})
-TERMINAL_JOB_DEPLOYMENT_STATUSES: frozenset[str] = frozenset({"Complete", "Failed"})
+TERMINAL_JOB_STATUSES: frozenset[JobStatus] = frozenset({"STOPPED", "SUCCEEDED", "FAILED"})
+TERMINAL_JOB_DEPLOYMENT_STATUSES: frozenset[JobDeploymentStatus] = frozenset({"Complete", "Failed"})
+_JOB_DEPLOYMENT_STATUSES: Final[frozenset[str]] = frozenset(get_args(JobDeploymentStatus))
+
+
+def is_job_deployment_status(value: object) -> TypeGuard[JobDeploymentStatus]:
+    """``value`` is a JobDeploymentStatus (the status field itself is a free string)."""
+    return value in _JOB_DEPLOYMENT_STATUSES
+
 
 _DELETION_STRATEGY_RULES = cel_rules(
     (

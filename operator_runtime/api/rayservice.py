@@ -24,15 +24,26 @@ from operator_runtime.api.raycluster import RayClusterSpec, RayClusterStatus
 RayServiceUpgradeType = Literal["NewCluster", "NewClusterWithIncrementalUpgrade", "None"]
 """Valid ``spec.upgradeStrategy.type`` values. The CRD leaves the field a free string
 (as KubeRay's does); the validator rejects anything else."""
+INCREMENTAL_UPGRADE: Final[RayServiceUpgradeType] = "NewClusterWithIncrementalUpgrade"
 
 ServiceStatus = Literal["Running", ""]
+"""The deprecated ``status.serviceStatus``: Running while Ready is True, else unset."""
+
 ApplicationStatus = Literal[
     "NOT_STARTED", "DEPLOYING", "RUNNING", "DEPLOY_FAILED", "DELETING", "UNHEALTHY"
 ]
-DeploymentStatus = Literal["UPDATING", "HEALTHY", "UNHEALTHY"]
+"""A Serve application's status, as Ray reports it and the status copies it (the field
+and the dashboard client keep a free string, so a newer Ray's value is passed on)."""
+APP_RUNNING: Final[ApplicationStatus] = "RUNNING"
+
 RayServiceConditionType = Literal[
     "Ready", "UpgradeInProgress", "RollbackInProgress", "Suspending", "Suspended"
 ]
+READY: Final[RayServiceConditionType] = "Ready"
+UPGRADE_IN_PROGRESS: Final[RayServiceConditionType] = "UpgradeInProgress"
+ROLLBACK_IN_PROGRESS: Final[RayServiceConditionType] = "RollbackInProgress"
+SUSPENDING: Final[RayServiceConditionType] = "Suspending"
+SUSPENDED: Final[RayServiceConditionType] = "Suspended"
 
 
 class ClusterUpgradeOptions(KubeModel):

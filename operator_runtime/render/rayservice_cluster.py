@@ -31,12 +31,12 @@ from operator_runtime.api import (
 )
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey
+from operator_runtime.api.rayservice import INCREMENTAL_UPGRADE
 from operator_runtime.render._json import child, objects, sorted_map
 from operator_runtime.render.metadata import owner_reference
 from operator_runtime.render.names import namespace_of
 from operator_runtime.render.options import RenderOptions
 
-INCREMENTAL_UPGRADE: Final = "NewClusterWithIncrementalUpgrade"
 _POD_SPEC_IGNORED: Final = ("tolerations", "schedulingGates")
 _GROUP_IGNORED: Final = ("replicas", "minReplicas", "maxReplicas")
 _GO_ATOI: Final = re.compile(r"[+-]?[0-9]+")

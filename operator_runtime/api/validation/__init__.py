@@ -36,7 +36,7 @@ from operator_runtime.api.errors import (
     Violation,
 )
 from operator_runtime.api.features import FeatureGates
-from operator_runtime.api.raycluster import RayCluster
+from operator_runtime.api.raycluster import SUSPENDED, SUSPENDING, RayCluster
 from operator_runtime.api.raycronjob import RayCronJob
 from operator_runtime.api.rayjob import RayJob
 from operator_runtime.api.rayservice import RayService
@@ -221,9 +221,7 @@ def _upgrade_strategy_violations(cluster: RayCluster) -> Iterator[Violation]:
 
 def _cluster_status_violations(cluster: RayCluster) -> Iterator[Violation]:
     conditions = cluster.status.conditions if cluster.status else None
-    if is_condition_true(conditions, "RayClusterSuspending") and is_condition_true(
-        conditions, "RayClusterSuspended"
-    ):
+    if is_condition_true(conditions, SUSPENDING) and is_condition_true(conditions, SUSPENDED):
         yield Violation(
             ErrorCode.RAYCLUSTER_SUSPENDING_AND_SUSPENDED,
             "status.conditions",

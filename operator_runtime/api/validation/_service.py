@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import Final, get_args
 
 from operator_runtime.api.errors import ErrorCode as C
 from operator_runtime.api.errors import Violation
 from operator_runtime.api.features import FeatureGates
-from operator_runtime.api.rayservice import RayServiceSpec
+from operator_runtime.api.rayservice import (
+    INCREMENTAL_UPGRADE,
+    RayServiceSpec,
+    RayServiceUpgradeType,
+)
 from operator_runtime.api.useryaml import UserYamlError, load_yaml
 from operator_runtime.api.validation import _names
 from operator_runtime.api.validation._cluster import cluster_spec_violations
@@ -19,7 +24,7 @@ from operator_runtime.api.validation._pod import metadata_name
 from operator_runtime.api.validation._refs import name_violations
 from operator_runtime.api.validation._syntax import parse_go_duration, parse_go_int
 
-UPGRADE_TYPES = ("NewCluster", "NewClusterWithIncrementalUpgrade", "None")
+UPGRADE_TYPES: Final[tuple[str, ...]] = get_args(RayServiceUpgradeType)
 
 
 def timeout_annotation_violations(annotations: Mapping[str, str]) -> Iterator[Violation]:
@@ -68,7 +73,7 @@ def service_spec_violations(
             f"unknown upgrade strategy type {kind!r}",
             f"use one of {', '.join(UPGRADE_TYPES)}",
         )
-    if gates.ray_service_incremental_upgrade and kind == "NewClusterWithIncrementalUpgrade":
+    if gates.ray_service_incremental_upgrade and kind == INCREMENTAL_UPGRADE:
         yield from _incremental(spec)
     yield from name_violations(
         "spec.serveService.metadata.name", metadata_name(spec.serve_service), "Service"

@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from operator_runtime.api.labels import LabelKey
+from operator_runtime.api.raycluster import PROVISIONED
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.kinds import Object
 
@@ -96,6 +97,4 @@ def _identity(cluster: Object) -> list[str]:
 
 def _provisioned(cluster: Object) -> bool:
     conditions = (cluster.get("status") or {}).get("conditions") or ()
-    return any(
-        c.get("type") == "RayClusterProvisioned" and c.get("status") == "True" for c in conditions
-    )
+    return any(c.get("type") == PROVISIONED and c.get("status") == "True" for c in conditions)

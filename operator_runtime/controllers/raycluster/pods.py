@@ -20,6 +20,7 @@ import logging
 from operator_runtime.api import WorkerGroupSpec
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.api.raycluster import PROVISIONED, SUSPENDED, SUSPENDING
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers.conditions import is_true
 from operator_runtime.controllers.raycluster import multihost, upgrade
@@ -39,12 +40,7 @@ from operator_runtime.controllers.raycluster.podwrites import (
 )
 from operator_runtime.controllers.raycluster.run import ClusterRun
 from operator_runtime.controllers.raycluster.scaledown import scale_down_victims
-from operator_runtime.controllers.raycluster.status import (
-    PROVISIONED,
-    SUSPENDED,
-    SUSPENDING,
-    suspend_status,
-)
+from operator_runtime.controllers.raycluster.status import suspend_status
 from operator_runtime.render import PodParams, build_pod, desired_worker_replicas
 from operator_runtime.render.gcsft import ft_enabled
 from operator_runtime.runtime.kinds import POD, Object, being_deleted

@@ -25,6 +25,15 @@ from typing import Any, Final
 
 from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.api.raycluster import (
+    HEAD_POD_READY,
+    PROVISIONED,
+    REPLICA_FAILURE,
+    STATE_READY,
+    STATE_SUSPENDED,
+    SUSPENDED,
+    SUSPENDING,
+)
 from operator_runtime.controllers.conditions import is_true, set_condition
 from operator_runtime.controllers.raycluster import podrules
 from operator_runtime.controllers.raycluster.podwrites import ReplicaFailureError
@@ -33,11 +42,6 @@ from operator_runtime.render import desired_worker_replicas
 from operator_runtime.runtime.clock import format_time
 from operator_runtime.runtime.kinds import Object
 
-PROVISIONED: Final = "RayClusterProvisioned"
-HEAD_POD_READY: Final = "HeadPodReady"
-REPLICA_FAILURE: Final = "ReplicaFailure"
-SUSPENDING: Final = "RayClusterSuspending"
-SUSPENDED: Final = "RayClusterSuspended"
 MAX_INT32: Final = 2**31 - 1
 
 
@@ -141,7 +145,7 @@ def compute_status(inputs: StatusInputs) -> Object:
     pods = inputs.pods
     complete = error is None and len(pods) == status["desiredWorkerReplicas"] + 1
     if complete and podrules.all_running_and_ready(pods):
-        status["state"] = "ready"
+        status["state"] = STATE_READY
         status.pop("reason", None)
     # A head pod still Terminating next to its replacement is not the head (``live_pods``).
     heads = [p for p in podrules.live_pods(pods) if _node_type(p) == NodeType.HEAD]
@@ -149,7 +153,7 @@ def compute_status(inputs: StatusInputs) -> Object:
         _head_condition(conditions, heads, now)
         _provisioning_conditions(conditions, inputs, now)
     if inputs.cluster.spec.suspend and not pods:
-        status["state"] = "suspended"
+        status["state"] = STATE_SUSPENDED
     if conditions:
         status["conditions"] = conditions
     else:

@@ -31,6 +31,7 @@ from operator_runtime.api.labels import CREATED_BY_SELECTOR, POD_SELECTOR
 from operator_runtime.api.rayjob import (
     TERMINAL_JOB_DEPLOYMENT_STATUSES,
     TERMINAL_JOB_STATUSES,
+    JobFailedReason,
 )
 from operator_runtime.api.reasons import Action, JobReason
 from operator_runtime.controllers import dashboards, finalizers
@@ -69,6 +70,11 @@ log = logging.getLogger(__name__)
 NAME: Final = CONTROLLER
 EVENT_SOURCE: Final = "rayjob-controller"
 FINALIZER: Final = Finalizer.RAYJOB.value
+_NOT_RETRIED: Final[tuple[JobFailedReason, ...]] = (
+    "DeadlineExceeded",
+    "JobStatusCheckTimeoutExceeded",
+)
+"""Reasons of a Failed attempt that never retries, whatever ``backoffLimit`` says."""
 _INVALID: Final = {
     "InvalidRayJobMetadata": JobReason.INVALID_METADATA,
     "InvalidRayJobSpec": JobReason.INVALID_SPEC,
@@ -177,7 +183,7 @@ class RayJobController:
         if not self._valid(run):
             self._write_status(run)
             return Result()
-        state = str(run.get("jobDeploymentStatus") or "")
+        state = run.state
         if state == "ValidationFailed":
             # Ours: KubeRay leaves a fixed RayJob in ValidationFailed for good.
             for field in ("jobDeploymentStatus", "reason", "message"):
@@ -187,9 +193,9 @@ class RayJobController:
             run.raw = finalizers.set_finalizer(
                 self.tools.client, kinds.RAY_JOB, raw, FINALIZER, present=True
             )
-        handler = STATES.get(state)
+        handler = STATES.get(state) if state is not None else None
         if handler is None:
-            log.info("%s: unknown jobDeploymentStatus %r", key, state)
+            log.info("%s: unknown jobDeploymentStatus %r", key, run.get("jobDeploymentStatus"))
             return Result(requeue_after=self.options.requeue_seconds)
         outcome = handler(run)
         if outcome is not None:
@@ -255,7 +261,7 @@ class RayJobController:
 def _count_attempt(run: JobRun) -> None:
     """Attempt counters, and the retry rule: a Failed attempt with backoffLimit left
     (not a deadline or a status-check timeout) retries on a new cluster."""
-    state = run.get("jobDeploymentStatus")
+    state = run.state
     failed = int(run.get("failed") or 0) + (1 if state == "Failed" else 0)
     succeeded = int(run.get("succeeded") or 0)
     if run.get("jobStatus") == "SUCCEEDED" and state == "Complete":
@@ -264,13 +270,13 @@ def _count_attempt(run: JobRun) -> None:
     limit = run.job.spec.backoff_limit
     if state != "Failed" or limit is None or failed >= limit + 1:
         return
-    if run.get("reason") in ("DeadlineExceeded", "JobStatusCheckTimeoutExceeded"):
+    if run.get("reason") in _NOT_RETRIED:
         return
-    run.set("jobDeploymentStatus", "Retrying")
+    run.set_state("Retrying")
 
 
 def _observe_execution(run: JobRun, old: dict[str, Any]) -> None:
-    new_state = run.get("jobDeploymentStatus")
+    new_state = run.state
     if old.get("jobDeploymentStatus") in TERMINAL_JOB_DEPLOYMENT_STATUSES:
         return
     if new_state not in TERMINAL_JOB_DEPLOYMENT_STATUSES and new_state != "Retrying":

@@ -18,6 +18,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from operator_runtime.api import RayJob
+from operator_runtime.api.rayjob import (
+    JobDeploymentStatus,
+    JobFailedReason,
+    is_job_deployment_status,
+)
 from operator_runtime.api.reasons import Action, JobReason
 from operator_runtime.controllers.dashboards import Dashboards
 from operator_runtime.controllers.permissions import declarer
@@ -121,9 +126,25 @@ class JobRun:
     def time(self, field: str) -> datetime.datetime | None:
         return parse_time(self.status.get(field))
 
-    def fail(self, reason: str, message: str | None, *, deployment: str = "Failed") -> None:
+    @property
+    def state(self) -> JobDeploymentStatus | None:
+        """``jobDeploymentStatus``, "" when unset; None for a value KubeRay never writes."""
+        value = self.status.get("jobDeploymentStatus") or ""
+        return value if is_job_deployment_status(value) else None
+
+    def set_state(self, state: JobDeploymentStatus) -> None:
+        """Set ``jobDeploymentStatus``; "" (New) unsets it."""
+        self.set("jobDeploymentStatus", state)
+
+    def fail(
+        self,
+        reason: JobFailedReason,
+        message: str | None,
+        *,
+        deployment: JobDeploymentStatus = "Failed",
+    ) -> None:
         """Move to ``deployment`` (Failed) with a reason; ``message=None`` keeps it."""
-        self.set("jobDeploymentStatus", deployment)
+        self.set_state(deployment)
         self.set("reason", reason)
         if message is not None:
             self.set("message", message)

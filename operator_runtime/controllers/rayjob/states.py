@@ -13,7 +13,12 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
-from operator_runtime.api.rayjob import TERMINAL_JOB_STATUSES
+from operator_runtime.api.raycluster import STATE_READY
+from operator_runtime.api.rayjob import (
+    TERMINAL_JOB_STATUSES,
+    JobDeploymentStatus,
+    JobFailedReason,
+)
 from operator_runtime.api.useryaml import load_yaml
 from operator_runtime.clients import (
     DashboardClient,
@@ -36,6 +41,7 @@ SUBMITTER_CONTAINER: Final = "ray-job-submitter"
 NOT_FOUND_AFTER_SUBMITTER: Final = "Submitter completed but Ray job not found in RayCluster."
 
 Handler = Callable[[JobRun], Result | None]
+_SUSPENDABLE: Final[tuple[JobDeploymentStatus, ...]] = ("Running", "Initializing")
 
 
 def _again(run: JobRun) -> Result:
@@ -48,9 +54,9 @@ def _again(run: JobRun) -> Result:
 def suspend_requested(run: JobRun) -> bool:
     if not run.job.spec.suspend:
         return False
-    if run.get("jobDeploymentStatus") not in ("Running", "Initializing"):
+    if run.state not in _SUSPENDABLE:
         return False
-    run.set("jobDeploymentStatus", "Suspending")
+    run.set_state("Suspending")
     return True
 
 
@@ -87,7 +93,7 @@ def grace_period_passed(run: JobRun) -> bool:
     grace = run.tools.options.transition_grace_seconds
     if ended is None or run.now() < later(ended, grace):
         return False
-    state = "Failed" if run.get("jobStatus") == "FAILED" else "Complete"
+    state: JobDeploymentStatus = "Failed" if run.get("jobStatus") == "FAILED" else "Complete"
     run.fail("JobDeploymentStatusTransitionGracePeriodExceeded", "JobDeploymentStatus does "
              "not transition to Complete or Failed within the grace period after JobStatus "
              "reaches a terminal state.", deployment=state)  # fmt: skip
@@ -130,7 +136,7 @@ def on_new(run: JobRun) -> Result | None:
         selected = (spec.cluster_selector or {}).get(children.CLUSTER_SELECTOR_KEY)
         run.set("rayClusterName", selected or tools.suffixed(run.name))
     run.set("jobStatus", None)
-    run.set("jobDeploymentStatus", "Initializing")
+    run.set_state("Initializing")
     run.set_time("startTime", run.now())
     return None
 
@@ -141,16 +147,16 @@ def on_initializing(run: JobRun) -> Result | None:
     cluster = children.get_or_create_cluster(run)
     if not run.get("dashboardURL"):
         cluster_status = cluster.get("status") or {}
-        if cluster_status.get("state") != "ready":
+        if cluster_status.get("state") != STATE_READY:
             run.set("rayClusterStatus", cluster_status)
             return None
         run.set("dashboardURL", children.dashboard_url(run, cluster))
     if run.mode == "InteractiveMode":
-        run.set("jobDeploymentStatus", "Waiting")
+        run.set_state("Waiting")
         return None
     if run.mode == "K8sJobMode":
         children.create_submitter_if_needed(run, cluster)
-    run.set("jobDeploymentStatus", "Running")
+    run.set_state("Running")
     return None
 
 
@@ -160,7 +166,7 @@ def on_waiting(run: JobRun) -> Result | None:
     if not run.job.spec.job_id:
         return _again(run)
     run.set("jobId", run.job.spec.job_id)
-    run.set("jobDeploymentStatus", "Running")
+    run.set_state("Running")
     return None
 
 
@@ -200,12 +206,13 @@ def on_running(run: JobRun) -> Result | None:
 
 def _copy_job_info(run: JobRun, info: JobInfo, cluster: Object, *, submitter_done: bool) -> None:
     terminal = info.status.is_terminal and (submitter_done or not run.has_submitter)
-    state, reason = "Running", None
+    state: JobDeploymentStatus = "Running"
+    reason: JobFailedReason | None = None
     if terminal:
         state, reason = ("Failed", "AppFailed") if info.status == "FAILED" else ("Complete", None)
     run.set("rayClusterStatus", cluster.get("status") or {})
     run.set("jobStatus", info.status.value)
-    run.set("jobDeploymentStatus", state)
+    run.set_state(state)
     run.set("reason", reason)
     run.set("message", info.message)
     times = dict(run.get("rayJobInfo") or {})
@@ -349,8 +356,7 @@ def on_suspending_or_retrying(run: JobRun) -> Result | None:
     ):
         run.set(field, None)  # fmt: skip
     # Retrying goes back to New, which KubeRay spells "" (unset), the key of on_new.
-    nxt = "Suspended" if run.get("jobDeploymentStatus") == "Suspending" else None
-    run.set("jobDeploymentStatus", nxt)
+    run.set_state("Suspended" if run.state == "Suspending" else "")
     return None
 
 
@@ -358,11 +364,11 @@ def on_suspended(run: JobRun) -> Result | None:
     if run.job.spec.suspend:
         return Result()
     run.set("jobStatus", None)
-    run.set("jobDeploymentStatus", None)
+    run.set_state("")
     return None
 
 
-STATES: Final[dict[str, Handler]] = {
+STATES: Final[dict[JobDeploymentStatus, Handler]] = {
     "": on_new,
     "Initializing": on_initializing,
     "Waiting": on_waiting,

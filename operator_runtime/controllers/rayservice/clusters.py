@@ -18,6 +18,12 @@ from typing import Final
 
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey
+from operator_runtime.api.rayservice import (
+    INCREMENTAL_UPGRADE,
+    ROLLBACK_IN_PROGRESS,
+    UPGRADE_IN_PROGRESS,
+    RayServiceUpgradeType,
+)
 from operator_runtime.api.reasons import Action
 from operator_runtime.controllers.rayservice.options import (
     DEFAULT_DELETION_DELAY_SECONDS,
@@ -26,8 +32,6 @@ from operator_runtime.controllers.rayservice.options import (
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
     PENDING,
-    ROLLBACK_IN_PROGRESS,
-    UPGRADE_IN_PROGRESS,
     ServiceRun,
     need,
 )
@@ -298,8 +302,8 @@ def zero_downtime(run: ServiceRun) -> bool:
     """Whether a changed cluster spec gets a new cluster (else nothing happens)."""
     strategy = run.service.spec.upgrade_strategy
     if strategy is not None and strategy.type is not None:
-        allowed = {"NewCluster"}
+        allowed: set[RayServiceUpgradeType] = {"NewCluster"}
         if run.tools.options.gates.ray_service_incremental_upgrade:
-            allowed.add("NewClusterWithIncrementalUpgrade")
+            allowed.add(INCREMENTAL_UPGRADE)
         return strategy.type in allowed
     return run.tools.options.zero_downtime

@@ -33,6 +33,7 @@ from prometheus_client import CollectorRegistry
 from operator_runtime.api import InvalidObjectError, RayService, validate_rayservice
 from operator_runtime.api.finalizers import Finalizer
 from operator_runtime.api.labels import POD_SELECTOR
+from operator_runtime.api.rayservice import READY, SUSPENDED, UPGRADE_IN_PROGRESS
 from operator_runtime.api.reasons import Action
 from operator_runtime.controllers import dashboards, finalizers
 from operator_runtime.controllers.dashboards import Dashboards
@@ -52,9 +53,6 @@ from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
     CONTROLLER,
     PENDING,
-    READY,
-    SUSPENDED,
-    UPGRADE_IN_PROGRESS,
     ServeConfigCache,
     ServiceCaches,
     ServiceRun,

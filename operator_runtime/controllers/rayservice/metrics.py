@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from operator_runtime.api.rayservice import READY, UPGRADE_IN_PROGRESS
 from operator_runtime.controllers.conditions import is_true
 from operator_runtime.runtime.cache import Cache
 
@@ -31,7 +32,7 @@ class ServiceMetrics:
             info.add_metric(labels, 1)
             conditions = (service.get("status") or {}).get("conditions") or ()
             # Always one series each, "false" when the condition is absent (as KubeRay).
-            for family, type_ in ((ready, "Ready"), (upgrading, "UpgradeInProgress")):
+            for family, type_ in ((ready, READY), (upgrading, UPGRADE_IN_PROGRESS)):
                 family.add_metric([*labels, str(is_true(conditions, type_)).lower()], 1)
         return [info, ready, upgrading]
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from operator_runtime.api import RayCluster, RayService
+from operator_runtime.api.rayservice import RayServiceConditionType
 from operator_runtime.api.reasons import Action
 from operator_runtime.controllers import conditions
 from operator_runtime.controllers.dashboards import Dashboards
@@ -43,11 +44,6 @@ from operator_runtime.runtime.reconcile import ObjectKey
 CONTROLLER: Final = "rayservice"
 ACTIVE: Final = "activeServiceStatus"
 PENDING: Final = "pendingServiceStatus"
-READY: Final = "Ready"
-UPGRADE_IN_PROGRESS: Final = "UpgradeInProgress"
-ROLLBACK_IN_PROGRESS: Final = "RollbackInProgress"
-SUSPENDING: Final = "Suspending"
-SUSPENDED: Final = "Suspended"
 
 
 need: Final = declarer(CONTROLLER)
@@ -172,13 +168,15 @@ class ServiceRun:
         found: list[Object] = self.status.setdefault("conditions", [])
         return found
 
-    def is_true(self, type_: str) -> bool:
+    def is_true(self, type_: RayServiceConditionType) -> bool:
         return conditions.is_true(self.status.get("conditions") or [], type_)
 
-    def condition(self, type_: str) -> Object | None:
+    def condition(self, type_: RayServiceConditionType) -> Object | None:
         return conditions.find(self.status.get("conditions") or [], type_)
 
-    def set_condition(self, type_: str, status: str, reason: str, message: str) -> None:
+    def set_condition(
+        self, type_: RayServiceConditionType, status: str, reason: str, message: str
+    ) -> None:
         conditions.set_condition(
             self.conditions,
             type_,
@@ -189,7 +187,7 @@ class ServiceRun:
             observed_generation=int(self.status.get("observedGeneration") or 0),
         )
 
-    def remove_condition(self, type_: str) -> None:
+    def remove_condition(self, type_: RayServiceConditionType) -> None:
         conditions.remove_condition(self.conditions, type_)
 
     def event(self, type_: EventType, reason: str, note: str, action: Action) -> None:

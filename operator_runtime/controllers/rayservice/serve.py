@@ -22,6 +22,8 @@ from typing import Any, Final
 
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey, NodeType
+from operator_runtime.api.raycluster import HEAD_POD_READY
+from operator_runtime.api.rayservice import APP_RUNNING, ROLLBACK_IN_PROGRESS, UPGRADE_IN_PROGRESS
 from operator_runtime.api.reasons import Action
 from operator_runtime.clients import DashboardClient, DashboardError, DashboardUnavailable
 from operator_runtime.controllers.conditions import is_true
@@ -29,8 +31,6 @@ from operator_runtime.controllers.rayservice import traffic
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
     PENDING,
-    ROLLBACK_IN_PROGRESS,
-    UPGRADE_IN_PROGRESS,
     ServiceRun,
     need,
 )
@@ -42,7 +42,6 @@ from operator_runtime.runtime.kinds import Object
 
 log = logging.getLogger(__name__)
 DEFAULT_APP_NAME: Final = "default"
-HEAD_POD_READY: Final = "HeadPodReady"
 RECORDED_CONFIG_LIMIT: Final = 128 * 1024
 """Bytes of config text recorded beside its hash: the API server allows 256 KiB of
 annotations on an object, and the user's own come from ``rayClusterConfig``. A larger
@@ -180,7 +179,7 @@ def _serve_status(dashboard: DashboardClient) -> tuple[bool, dict[str, Any]]:
     applications: dict[str, Any] = {}
     ready = bool(details.applications)
     for app_name, app in details.applications.items():
-        if app.status != "RUNNING":
+        if app.status != APP_RUNNING:
             ready = False
         entry: dict[str, Any] = {"status": app.status}
         if app.message:

@@ -8,15 +8,18 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
+from operator_runtime.api.rayservice import (
+    READY,
+    ROLLBACK_IN_PROGRESS,
+    UPGRADE_IN_PROGRESS,
+    ServiceStatus,
+)
 from operator_runtime.api.reasons import Action
 from operator_runtime.api.validation._syntax import parse_go_duration, parse_go_int
 from operator_runtime.controllers.rayservice import clusters, switch, traffic
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
     PENDING,
-    READY,
-    ROLLBACK_IN_PROGRESS,
-    UPGRADE_IN_PROGRESS,
     ServiceRun,
     need,
 )
@@ -88,8 +91,9 @@ def calculate_status(
         endpoints += _serve_endpoints(run, f"{pending['metadata']['name']}-serve-svc")
     status["numServeEndpoints"] = endpoints
     _conditions(run)
-    status["serviceStatus"] = "Running" if run.is_true(READY) else ""
-    if not status["serviceStatus"]:
+    service_status: ServiceStatus = "Running" if run.is_true(READY) else ""
+    status["serviceStatus"] = service_status
+    if not service_status:
         status.pop("serviceStatus")
     for which in (ACTIVE, PENDING):
         if not status.get(which):

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 from typing import Final
 
-from operator_runtime.api.reasons import Action
-from operator_runtime.controllers.rayservice import clusters, traffic
-from operator_runtime.controllers.rayservice.run import (
-    ACTIVE,
-    PENDING,
+from operator_runtime.api.rayservice import (
     READY,
     ROLLBACK_IN_PROGRESS,
     SUSPENDED,
     SUSPENDING,
     UPGRADE_IN_PROGRESS,
+)
+from operator_runtime.api.reasons import Action
+from operator_runtime.controllers.rayservice import clusters, traffic
+from operator_runtime.controllers.rayservice.run import (
+    ACTIVE,
+    PENDING,
     ServiceRun,
 )
 from operator_runtime.runtime import kinds

@@ -9,13 +9,12 @@ import logging
 from typing import Any, Final
 
 from operator_runtime.api.labels import LabelKey
+from operator_runtime.api.rayservice import ROLLBACK_IN_PROGRESS, UPGRADE_IN_PROGRESS
 from operator_runtime.api.reasons import Action
 from operator_runtime.controllers.rayservice import traffic
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
     PENDING,
-    ROLLBACK_IN_PROGRESS,
-    UPGRADE_IN_PROGRESS,
     ServiceRun,
     need,
 )

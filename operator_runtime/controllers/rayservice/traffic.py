@@ -17,14 +17,14 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
+from operator_runtime.api.raycluster import HEAD_POD_READY
+from operator_runtime.api.rayservice import ROLLBACK_IN_PROGRESS, UPGRADE_IN_PROGRESS
 from operator_runtime.api.reasons import Action
 from operator_runtime.controllers.conditions import is_true
 from operator_runtime.controllers.rayservice.clusters import cluster_hash
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
     PENDING,
-    ROLLBACK_IN_PROGRESS,
-    UPGRADE_IN_PROGRESS,
     ServiceRun,
     need,
 )
@@ -298,7 +298,7 @@ def reconcile_rollback_state(run: ServiceRun, active: Object, pending: Object) -
 def rollback_complete(run: ServiceRun, pending: Object | None) -> bool:
     active, side = run.side(ACTIVE), run.side(PENDING)
     healthy = pending is not None and is_true(
-        (pending.get("status") or {}).get("conditions") or (), "HeadPodReady"
+        (pending.get("status") or {}).get("conditions") or (), HEAD_POD_READY
     )
     return (
         active.get("targetCapacity") == 100
