@@ -23,6 +23,7 @@ from operator_runtime.api.clusteroptions import (
 )
 from operator_runtime.api.common import (
     API_VERSION,
+    INT32_MAX,
     Condition,
     Int32,
     Int64,
@@ -36,8 +37,6 @@ from operator_runtime.api.common import (
     managed_by_field,
     object_name_cel,
 )
-
-MAX_INT32: Final = 2**31 - 1
 
 ClusterState = Literal["ready", "failed", "suspended"]
 """The deprecated ``status.state``; ``failed`` is never written any more."""
@@ -120,7 +119,7 @@ class WorkerGroupSpec(KubeModel):
     group_name: str = Field(description="Name of the group, unique in the cluster.")
     replicas: Int32 | None = Field(default=0, description="Desired number of replicas.")
     min_replicas: Int32 | None = Field(default=0, description="Lower bound of replicas.")
-    max_replicas: Int32 | None = Field(default=MAX_INT32, description="Upper bound of replicas.")
+    max_replicas: Int32 | None = Field(default=INT32_MAX, description="Upper bound of replicas.")
     idle_timeout_seconds: Int32 | None = Field(
         default=None,
         description="Seconds before autoscaler v2 removes an idle worker of this group.",

@@ -21,9 +21,10 @@ import copy
 import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from operator_runtime.api import RayCluster
+from operator_runtime.api.common import INT32_MAX
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.raycluster import (
     HEAD_POD_READY,
@@ -41,8 +42,6 @@ from operator_runtime.controllers.raycluster.resources import desired_resources
 from operator_runtime.render import desired_worker_replicas
 from operator_runtime.runtime.clock import format_time
 from operator_runtime.runtime.kinds import Object
-
-MAX_INT32: Final = 2**31 - 1
 
 
 class StatusError(Exception):
@@ -110,7 +109,7 @@ def _counts(cluster: RayCluster, pods: Sequence[Object]) -> dict[str, int]:
     groups = cluster.spec.worker_group_specs or ()
     active = [g for g in groups if not g.suspend]
     maximum = sum(
-        (g.max_replicas if g.max_replicas is not None else MAX_INT32) * g.num_of_hosts
+        (g.max_replicas if g.max_replicas is not None else INT32_MAX) * g.num_of_hosts
         for g in active
     )
     return {
@@ -120,7 +119,7 @@ def _counts(cluster: RayCluster, pods: Sequence[Object]) -> dict[str, int]:
         ),
         "desiredWorkerReplicas": sum(desired_worker_replicas(g) * g.num_of_hosts for g in groups),
         "minWorkerReplicas": sum((g.min_replicas or 0) * g.num_of_hosts for g in active),
-        "maxWorkerReplicas": min(maximum, MAX_INT32),
+        "maxWorkerReplicas": min(maximum, INT32_MAX),
     }
 
 
