@@ -7,6 +7,7 @@ fixture raises and every test using it errors with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Callable, Iterator
@@ -54,18 +55,38 @@ def pulumi_engine(tmp_path_factory: pytest.TempPathFactory) -> PulumiEngine:
 def program_stack(
     pulumi_engine: PulumiEngine, local_cluster: LocalCluster, tmp_path: Path
 ) -> Iterator[Callable[..., ProgramStack]]:
-    """Factory of fresh stacks of the e2e program; each is destroyed and removed afterwards.
+    """Factory of fresh stacks of the e2e program; each is destroyed and removed after the
+    test (see ``_stacks``)."""
+    with _stacks(pulumi_engine, local_cluster, tmp_path) as create:
+        yield create
+
+
+@pytest.fixture(scope="class")
+def class_program_stack(
+    pulumi_engine: PulumiEngine,
+    local_cluster: LocalCluster,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., ProgramStack]]:
+    """``program_stack`` for a stack that the tests of one class share: its lifecycle
+    (stack, first ``up``, operator, ``destroy``) is paid once, and it is gone when the
+    class ends, before any other test's stack runs an operator of its own."""
+    with _stacks(pulumi_engine, local_cluster, tmp_path_factory.mktemp("stacks")) as create:
+        yield create
+
+
+@contextlib.contextmanager
+def _stacks(
+    pulumi_engine: PulumiEngine, local_cluster: LocalCluster, work_root: Path
+) -> Iterator[Callable[..., ProgramStack]]:
+    """Factory of fresh stacks of the e2e program under ``work_root``; each is destroyed and
+    removed on exit.
 
     The CRDs are cluster-wide and shared by the e2e modules. Server-side apply makes
     Pulumi adopt ones that already exist, and destroy then deletes them, so any that were
     there before are applied again afterwards: the cluster is left as the test found it.
     """
     created: list[ProgramStack] = []
-    pre_existing_crds = [
-        path
-        for path, name in zip(crd_files(), crd_names(), strict=True)
-        if local_cluster.kubectl("get", "crd", name, "-o", "name", check=False).returncode == 0
-    ]
+    pre_existing_crds = _present_crds(local_cluster)
 
     def create(
         *,
@@ -78,7 +99,7 @@ def program_stack(
         root stack template."""
         suffix = uuid.uuid4().hex[:8]
         template = template_manifests is not None or template_config is not None
-        work_dir = program_copy(tmp_path / suffix, template=template)
+        work_dir = program_copy(work_root / suffix, template=template)
         workspace = auto.LocalWorkspace(
             work_dir=str(work_dir),
             pulumi_home=pulumi_engine.env["PULUMI_HOME"],
@@ -111,7 +132,15 @@ def program_stack(
             program.write_config(template_config)
         return program
 
-    yield create
+    try:
+        yield create
+    finally:
+        _destroy(created, local_cluster, pre_existing_crds)
+
+
+def _destroy(
+    created: list[ProgramStack], local_cluster: LocalCluster, pre_existing_crds: list[Path]
+) -> None:
     for program in created:
         # A failed test may leave resources behind; destroy is idempotent on an empty stack.
         # An operator run for the stack keeps running until then, to honour finalizers.
@@ -121,5 +150,21 @@ def program_stack(
         finally:
             if program.operator is not None:
                 program.operator.stop()
-    for path in pre_existing_crds:
-        local_cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
+    present = _present_crds(local_cluster)
+    gone = [path for path in pre_existing_crds if path not in present]
+    if gone:
+        # One kubectl for all of them: each run costs a discovery and a process start.
+        files = [arg for path in gone for arg in ("-f", str(path))]
+        local_cluster.kubectl("apply", "--server-side", "--force-conflicts", *files)
+
+
+def _present_crds(cluster: LocalCluster) -> list[Path]:
+    """The manifests of our CRDs that are in the cluster, asked in one ``kubectl get``."""
+    found = cluster.kubectl(
+        "get", "crd", *crd_names(), "-o", "name", "--ignore-not-found"
+    ).stdout.split()
+    return [
+        path
+        for path, name in zip(crd_files(), crd_names(), strict=True)
+        if f"customresourcedefinition.apiextensions.k8s.io/{name}" in found
+    ]

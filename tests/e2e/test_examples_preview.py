@@ -25,8 +25,8 @@ EXAMPLE_DIRS = sorted(p.parent for p in EXAMPLES.glob("*/Pulumi.yaml"))
 def ray_crds(local_cluster: LocalCluster) -> Iterator[None]:
     """Our CRDs in the cluster, as a user previewing an example has them (the provider
     dry-runs each custom resource against the API server)."""
-    for path in crd_files():
-        local_cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
+    files = [arg for path in crd_files() for arg in ("-f", str(path))]
+    local_cluster.kubectl("apply", "--server-side", "--force-conflicts", *files)
     yield
 
 

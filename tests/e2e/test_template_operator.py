@@ -12,6 +12,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -77,22 +78,24 @@ def _template_stack(
     return program, operator_namespace
 
 
-def _workloads(namespace: str, cluster: dict[str, Any]) -> dict[str, Any]:
+def _workloads(namespace: str, *clusters: dict[str, Any]) -> dict[str, Any]:
+    """The ``workloads`` key: ``clusters`` in ``namespace``, each named ``c`` unless its
+    entry names it."""
     return {
         namespace: {
             "createNamespace": True,
-            "rayClusters": [{"name": "c", "timeout": 300, **cluster}],
+            "rayClusters": [{"name": "c", "timeout": 300, **entry} for entry in clusters],
         }
     }
 
 
-def _ray_cluster(cluster: LocalCluster, namespace: str) -> dict[str, Any]:
-    return cluster.get_json("-n", namespace, "raycluster", "c")
+def _ray_cluster(cluster: LocalCluster, namespace: str, name: str = "c") -> dict[str, Any]:
+    return cluster.get_json("-n", namespace, "raycluster", name)
 
 
-def _workers(cluster: LocalCluster, namespace: str) -> list[dict[str, Any]]:
+def _workers(cluster: LocalCluster, namespace: str, name: str = "c") -> list[dict[str, Any]]:
     pods = cluster.get_json(
-        "-n", namespace, "pods", "-l", "ray.io/cluster=c,ray.io/node-type=worker"
+        "-n", namespace, "pods", "-l", f"ray.io/cluster={name},ray.io/node-type=worker"
     )
     return [p for p in pods["items"] if not p["metadata"].get("deletionTimestamp")]
 
@@ -111,8 +114,18 @@ def _set_replicas(count: int) -> str:
     return json.dumps([{"op": "replace", "path": path, "value": count}])
 
 
-def _changes(steps: list[auto.StepEventMetadata]) -> list[tuple[str, str]]:
-    return [(s.op.value, s.type) for s in steps if s.op not in (auto.OpType.SAME, auto.OpType.READ)]
+def _changes(steps: list[auto.StepEventMetadata]) -> list[tuple[str, str, str]]:
+    """(operation, type, resource name) of each step that changes something."""
+    return [
+        (s.op.value, s.type, s.urn.rsplit("::", 1)[1])
+        for s in steps
+        if s.op not in (auto.OpType.SAME, auto.OpType.READ)
+    ]
+
+
+def _cluster_resource(namespace: str, name: str) -> str:
+    """The template's resource name of the RayCluster ``name`` of ``namespace``."""
+    return f"raycluster-{namespace}-{name}"
 
 
 def _assert_operator_healthy(program: ProgramStack) -> None:
@@ -123,62 +136,114 @@ def _assert_operator_healthy(program: ProgramStack) -> None:
     assert operator.forbidden_requests() == [], operator.forbidden_requests()[:5]
 
 
-def test_up_returns_once_the_cluster_is_ready_and_a_replicas_change_is_one_update(
-    program_stack: Callable[..., ProgramStack], tmp_path: Path
-) -> None:
-    program, _ = _template_stack(program_stack, tmp_path, {"spec": _spec(replicas=1)})
+FIXED = "fixed"
+"""The shared stack's RayCluster whose replicas Pulumi owns."""
+AUTOSCALED = "autoscaled"
+"""The shared stack's RayCluster with in-tree autoscaling: the autoscaler owns replicas."""
+
+
+@dataclass
+class SharedStack:
+    """One template stack, one operator and two RayClusters in one namespace, that the two
+    replicas tests share: each changes only its own cluster, so neither depends on the
+    other having run, and one up, operator start and destroy serve both."""
+
+    program: ProgramStack
+    clusters: dict[str, dict[str, Any]]
+    """Each cluster's entry as the stack's config has it now."""
+    states_after_up: dict[str, str]
+    """Each RayCluster's ``status.state``, read as soon as the first ``up`` returned."""
+
+    def configure(self, name: str, entry: dict[str, Any]) -> None:
+        self.clusters[name] = entry
+        workloads = _workloads(
+            self.program.namespace, *({"name": n, **e} for n, e in self.clusters.items())
+        )
+        self.program.write_config({"workloads": workloads})
+
+
+@pytest.fixture(scope="class")
+def shared_stack(
+    class_program_stack: Callable[..., ProgramStack], tmp_path_factory: pytest.TempPathFactory
+) -> SharedStack:
+    suffix = uuid.uuid4().hex[:6]
+    operator_name = f"ray-op-{suffix}"
+    program = class_program_stack(
+        template_config={"operator": {"name": operator_name, "namespace": operator_name}}
+    )
+    shared = SharedStack(program=program, clusters={}, states_after_up={})
+    shared.configure(FIXED, {"spec": _spec(replicas=1)})
+    shared.configure(AUTOSCALED, {"spec": _spec(replicas=1, autoscaling=True)})
+    program.run_operator(
+        namespace=operator_name, name=operator_name, work_dir=tmp_path_factory.mktemp("operator")
+    )
     started = time.monotonic()
     program.up()
     up_seconds = time.monotonic() - started
     # Read at once: `pulumi up` must not have returned before the operator said ready.
-    assert _ray_cluster(program.cluster, program.namespace)["status"]["state"] == "ready"
-    _assert_operator_healthy(program)
-    print(f"pulumi up of the template (operator + cluster): {up_seconds:.1f}s")
-
-    program.write_config({"workloads": _workloads(program.namespace, {"spec": _spec(replicas=2)})})
-    _, steps = program.preview()
-    assert _changes(steps) == [("update", RAY_CLUSTER)], _changes(steps)
-    program.up()
-    _wait("two workers", lambda: len(_workers(program.cluster, program.namespace)) == 2)
-
-    # Not autoscaled, so Pulumi owns replicas: a change by hand shows in preview --refresh
-    # and the next up puts it back, with no server-side apply conflict (patchForce).
-    program.cluster.kubectl(
-        "-n", program.namespace, "patch", "raycluster", "c", "--type=json",
-        "--field-manager=by-hand",
-        "-p", _set_replicas(4),
-    )  # fmt: skip
-    _, steps = program.preview(refresh=True)
-    assert ("update", RAY_CLUSTER) in _changes(steps), _changes(steps)
-    program.stack.up(color="never", refresh=True, on_output=program.output.append)
-    spec = _ray_cluster(program.cluster, program.namespace)["spec"]
-    assert spec["workerGroupSpecs"][0]["replicas"] == 2
-    _assert_operator_healthy(program)
+    shared.states_after_up = {
+        name: _ray_cluster(program.cluster, program.namespace, name)["status"]["state"]
+        for name in shared.clusters
+    }
+    print(f"pulumi up of the template (operator + two clusters): {up_seconds:.1f}s")
+    return shared
 
 
-def test_the_autoscalers_replicas_survive_preview_and_an_unrelated_up(
-    program_stack: Callable[..., ProgramStack], tmp_path: Path
-) -> None:
-    cluster = {"spec": _spec(replicas=1, autoscaling=True)}
-    program, _ = _template_stack(program_stack, tmp_path, cluster)
-    program.up()
-    # What the Ray autoscaler does: another field manager patches replicas.
-    program.cluster.kubectl(
-        "-n", program.namespace, "patch", "raycluster", "c", "--type=json",
-        "--field-manager=autoscaler", "-p", _set_replicas(3),
-    )  # fmt: skip
-    _, steps = program.preview(refresh=True)
-    assert ("update", RAY_CLUSTER) not in _changes(steps), _changes(steps)
-    # An unrelated change: a label on the cluster.
-    program.write_config(
-        {"workloads": _workloads(program.namespace, {**cluster, "labels": {"team": "ml"}})}
-    )
-    program.up()
-    live = _ray_cluster(program.cluster, program.namespace)
-    assert live["metadata"]["labels"]["team"] == "ml"
-    assert live["spec"]["workerGroupSpecs"][0]["replicas"] == 3
-    _wait("three workers", lambda: len(_workers(program.cluster, program.namespace)) == 3)
-    _assert_operator_healthy(program)
+class TestOneStackTwoClusters:
+    """The replicas tests, on one ``shared_stack``: its stack is destroyed (and its
+    operator stopped) when the class ends, since two operators watching every namespace
+    would both reconcile the next test's cluster."""
+
+    def test_up_returns_once_the_cluster_is_ready_and_a_replicas_change_is_one_update(
+        self, shared_stack: SharedStack
+    ) -> None:
+        program, name = shared_stack.program, FIXED
+        resource = _cluster_resource(program.namespace, name)
+        assert shared_stack.states_after_up == {FIXED: "ready", AUTOSCALED: "ready"}
+        _assert_operator_healthy(program)
+
+        shared_stack.configure(name, {"spec": _spec(replicas=2)})
+        _, steps = program.preview()
+        assert _changes(steps) == [("update", RAY_CLUSTER, resource)], _changes(steps)
+        program.up()
+        _wait("two workers", lambda: len(_workers(program.cluster, program.namespace, name)) == 2)
+
+        # Not autoscaled, so Pulumi owns replicas: a change by hand shows in preview --refresh
+        # and the next up puts it back, with no server-side apply conflict (patchForce).
+        program.cluster.kubectl(
+            "-n", program.namespace, "patch", "raycluster", name, "--type=json",
+            "--field-manager=by-hand",
+            "-p", _set_replicas(4),
+        )  # fmt: skip
+        _, steps = program.preview(refresh=True)
+        assert ("update", RAY_CLUSTER, resource) in _changes(steps), _changes(steps)
+        program.stack.up(color="never", refresh=True, on_output=program.output.append)
+        spec = _ray_cluster(program.cluster, program.namespace, name)["spec"]
+        assert spec["workerGroupSpecs"][0]["replicas"] == 2
+        _assert_operator_healthy(program)
+
+    def test_the_autoscalers_replicas_survive_preview_and_an_unrelated_up(
+        self, shared_stack: SharedStack
+    ) -> None:
+        program, name = shared_stack.program, AUTOSCALED
+        cluster = shared_stack.clusters[name]
+        assert shared_stack.states_after_up[name] == "ready"
+        # What the Ray autoscaler does: another field manager patches replicas.
+        program.cluster.kubectl(
+            "-n", program.namespace, "patch", "raycluster", name, "--type=json",
+            "--field-manager=autoscaler", "-p", _set_replicas(3),
+        )  # fmt: skip
+        _, steps = program.preview(refresh=True)
+        update = ("update", RAY_CLUSTER, _cluster_resource(program.namespace, name))
+        assert update not in _changes(steps), _changes(steps)
+        # An unrelated change: a label on the cluster.
+        shared_stack.configure(name, {**cluster, "labels": {"team": "ml"}})
+        program.up()
+        live = _ray_cluster(program.cluster, program.namespace, name)
+        assert live["metadata"]["labels"]["team"] == "ml"
+        assert live["spec"]["workerGroupSpecs"][0]["replicas"] == 3
+        _wait("three workers", lambda: len(_workers(program.cluster, program.namespace, name)) == 3)
+        _assert_operator_healthy(program)
 
 
 def test_gcs_ft_password_stays_secret_and_destroy_honours_the_finalizer(
