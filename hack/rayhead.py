@@ -100,7 +100,16 @@ def start_ray_head(
     ]
     # Entrypoints run `python` and `ray` from PATH: make them this environment's.
     path = f"{RAY.parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    head_env = {**os.environ, "PATH": path, **(env or {}), "RAY_USAGE_STATS_ENABLED": "0"}
+    head_env = {
+        **os.environ,
+        "PATH": path,
+        # Ray's dashboard gives each of its module subprocesses 30 s to start, then exits:
+        # on a loaded machine (make test's workers on two cores) that fails `ray start`.
+        # Our own bound, START_TIMEOUT, is the one that should decide.
+        "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT": str(START_TIMEOUT),
+        **(env or {}),
+        "RAY_USAGE_STATS_ENABLED": "0",
+    }
     started = time.monotonic()
     with (temp_dir / "ray-start.log").open("wb") as log:
         process = subprocess.Popen(
