@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +14,11 @@ import yaml
 from hack.localcluster import LocalCluster
 from hack.localcluster.deployed_operator import OperatorAsServiceAccount
 from hack.pulumi import python_executable
+from operator_runtime.api import crds
 
 PROGRAM_DIR = Path(__file__).resolve().parent / "program"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CRD_DIR = REPO_ROOT / "operator_runtime" / "api" / "crds"
+CRD_DIR = crds.CRD_DIR
 TEMPLATE_FILES = ("Pulumi.yaml", "__main__.py")
 """The repository's own stack template (the root program)."""
 
@@ -31,15 +31,10 @@ def crd_files() -> list[Path]:
     return files
 
 
-@functools.cache
 def crd_names() -> tuple[str, ...]:
-    """The CRDs' names, read once per session: the four manifests are 6 MB of YAML, which
-    the pure-Python parser took 14 s to read, and every stack's setup asked again (libyaml
-    reads them in well under a second)."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return tuple(
-        str(yaml.load(path.read_text(), Loader=loader)["metadata"]["name"]) for path in crd_files()
-    )
+    """The CRDs' names, in ``crd_files()`` order, from the committed JSON bundle (parsed
+    once per process; test_crds holds it to the YAML files)."""
+    return tuple(str(manifest["metadata"]["name"]) for manifest in crds.load_bundle())
 
 
 @dataclass
