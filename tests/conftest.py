@@ -56,11 +56,21 @@ def tier_rank(nodeid: str) -> int:
     return TIER_ORDER.index(tier) if tier in TIER_ORDER else len(TIER_ORDER)
 
 
+WHOLE_TIER_GROUPS = ("tests/e2e", "tests/components")
+"""Tiers one worker runs whole, in pytest's order: e2e, whose control plane of its own
+(``tests/e2e/conftest.py``) one worker then starts once; components, whose in-process
+program runs (``components._program``) leave the thread without an event loop, which
+Pulumi's mocks in a later module of the same worker need (a module order that happens
+to hold in pytest's order, not on any worker's)."""
+
+
 def work_group(nodeid: str) -> str:
     """What one pytest-xdist worker runs together: a module, so that its fixtures (its
-    Ray head, its operator) start once; the whole e2e tier, whose control plane of its
-    own (``tests/e2e/conftest.py``) one worker then starts once."""
-    return "tests/e2e" if nodeid.startswith("tests/e2e/") else nodeid.split("::", 1)[0]
+    Ray head, its operator) start once; or a whole tier of ``WHOLE_TIER_GROUPS``."""
+    for tier in WHOLE_TIER_GROUPS:
+        if nodeid.startswith(f"{tier}/"):
+            return tier
+    return nodeid.split("::", 1)[0]
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,14 +73,20 @@ def write_program(directory: Path, source: str, *, config: str = "", **files: st
     return directory
 
 
-def cli(*args: object) -> subprocess.CompletedProcess[str]:
-    """``python -m components ARGS`` in this process. A program's prints go to
-    ``sys.stderr`` (stdout is the YAML), so that is captured with ``main``'s stderr."""
+def in_process(entry: Callable[..., int], *args: object) -> subprocess.CompletedProcess[str]:
+    """A CLI's ``main(argv, stdout=, stderr=)`` run in this process, with the shape of a
+    finished subprocess. A program's prints go to ``sys.stderr`` (stdout is the YAML), so
+    that is captured with ``main``'s stderr."""
     argv = [str(a) for a in args]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err):
-        code = main(argv, stdout=out, stderr=err)
+        code = entry(argv, stdout=out, stderr=err)
     return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
+def cli(*args: object) -> subprocess.CompletedProcess[str]:
+    """``python -m components ARGS`` in this process."""
+    return in_process(main, *args)
 
 
 def cli_process(*args: object) -> subprocess.CompletedProcess[str]:
@@ -90,10 +97,7 @@ def cli_process(*args: object) -> subprocess.CompletedProcess[str]:
 
 def operator_render(*args: object) -> subprocess.CompletedProcess[str]:
     """``python -m operator_runtime render ARGS`` in this process."""
-    argv = [str(a) for a in args]
-    out, err = io.StringIO(), io.StringIO()
-    code = render_main(argv, stdout=out, stderr=err)
-    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+    return in_process(render_main, *args)
 
 
 def documents(text: str) -> list[dict[str, Any]]:
