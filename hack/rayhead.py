@@ -103,9 +103,11 @@ def start_ray_head(
     head_env = {
         **os.environ,
         "PATH": path,
-        # Ray's dashboard gives each of its module subprocesses 30 s to start, then exits:
-        # on a loaded machine (make test's workers on two cores) that fails `ray start`.
-        # Our own bound, START_TIMEOUT, is the one that should decide.
+        # Ray gives its dashboard 60 s to publish its address and each of the dashboard's
+        # module subprocesses 30 s to start; past either, `ray start` exits 1. On a loaded
+        # machine (make test's workers on two cores) both have been missed. Our own bound,
+        # START_TIMEOUT, is the one that should decide.
+        "RAY_DASHBOARD_STARTUP_TIMEOUT_S": str(int(START_TIMEOUT)),
         "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT": str(START_TIMEOUT),
         **(env or {}),
         "RAY_USAGE_STATS_ENABLED": "0",
@@ -138,8 +140,11 @@ def _wait_until_ready(head: RayHead, started: float) -> None:
     with httpx.Client(base_url=head.dashboard_url, timeout=2.0) as client:
         while True:
             if head.process.poll() is not None:
-                text = (head.temp_dir / "ray-start.log").read_text(errors="replace")
-                raise RuntimeError(f"ray start exited {head.process.returncode}:\n{text[-3000:]}")
+                lines = (head.temp_dir / "ray-start.log").read_text(errors="replace").splitlines()
+                # Ray ends its own complaint with the dashboard log's tail: keep both.
+                said = [line for line in lines if "ERROR" in line or "Failed" in line]
+                text = "\n".join([*said[:10], "...", *lines[-30:]])
+                raise RuntimeError(f"ray start exited {head.process.returncode}:\n{text}")
             try:
                 health = client.get("/api/gcs_healthz")
                 if health.status_code == 200 and "success" in health.text:

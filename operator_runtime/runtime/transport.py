@@ -122,7 +122,10 @@ class _UrllibStream:
             # Raises when the stream already ended and urllib3 took the connection back.
             with contextlib.suppress(ValueError, RuntimeError, OSError):
                 shutdown()
-        self._response.close()
+        # The reader thread may be closing the same response as it unwinds: http.client
+        # then says "I/O operation on closed file". Closed either way; a stop must not crash.
+        with contextlib.suppress(ValueError, OSError):
+            self._response.close()
 
 
 class UrllibTransport:

@@ -12,7 +12,7 @@ from operator_runtime.runtime.client import KubeClient, RetryPolicy
 from operator_runtime.runtime.clock import FakeClock
 from operator_runtime.runtime.kinds import CONFIG_MAP, LEASE, POD, RAY_CLUSTER, KindRegistry
 from operator_runtime.runtime.ratelimit import TokenBucket
-from operator_runtime.runtime.transport import Response
+from operator_runtime.runtime.transport import Response, _UrllibStream
 
 
 class ScriptedTransport:
@@ -271,3 +271,25 @@ def test_list_items_get_their_api_version_and_kind() -> None:
     client, _, _ = make(transport)
     [item] = client.list(RAY_CLUSTER, "ns")["items"]
     assert (item["apiVersion"], item["kind"]) == ("ray.io/v1", "RayCluster")
+
+
+class _ClosedByTheReader:
+    """A response the watch's reader thread is closing at the same moment (what http.client
+    raises then, seen when the operator stopped mid-watch under load)."""
+
+    status = 200
+    closed = False
+
+    def shutdown(self) -> None:
+        raise ValueError("I/O operation on closed file.")
+
+    def close(self) -> None:
+        self.closed = True
+        raise ValueError("I/O operation on closed file.")
+
+
+def test_closing_a_watch_the_reader_is_closing_too_is_not_an_error() -> None:
+    response = _ClosedByTheReader()
+    stream = _UrllibStream(response)  # type: ignore[arg-type]
+    stream.close()
+    assert response.closed
