@@ -28,7 +28,7 @@ import yaml
 
 from hack import sandbox
 from hack.localcluster import start_for_tests
-from hack.localcluster.deployed_operator import OperatorAsServiceAccount
+from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE, OperatorAsServiceAccount
 from hack.pulumi import python_executable
 from hack.pulumi import start_for_tests as start_engine
 
@@ -127,7 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         stack = auto.Stack.create(f"bench-{uuid.uuid4().hex[:6]}", workspace)
         config = {
             "kubeconfig": str(cluster.kubeconfig),
-            "operator": {"name": "ray-bench", "namespace": "ray-bench"},
+            "operator": {
+                "image": NEVER_PULLED_IMAGE,
+                "name": "ray-bench",
+                "namespace": "ray-bench",
+            },
             "workloads": {
                 "bench": {
                     "createNamespace": True,

@@ -1,12 +1,13 @@
 """The platform team's stack template (the repository's root ``Pulumi.yaml``), driven by
 stack config alone.
 
-Every key is optional; the schema is declared in ``Pulumi.yaml`` and documented in the
-README::
+Every key but ``operator.image`` is optional; the schema is declared in ``Pulumi.yaml``
+and documented in the README::
 
     pulumi-ray:kubeconfig   path of a kubeconfig; the ambient one when unset
-    pulumi-ray:operator     RayOperator settings in camelCase (``namespace``, ``image``,
-                            ``replicas``, ``featureGates``, ``watchNamespaces``, ...);
+    pulumi-ray:operator     RayOperator settings in camelCase: ``image`` (required, your
+                            registry's copy: docs/releasing.md), ``namespace``,
+                            ``replicas``, ``featureGates``, ``watchNamespaces``, ...;
                             ``enabled: false`` deploys no operator (one is already there)
     pulumi-ray:workloads    {namespace: {createNamespace, rayClusters, rayJobs,
                             rayServices, rayCronJobs}}; each entry is {name, spec,
@@ -53,7 +54,7 @@ from components.cluster import RayCluster
 from components.cronjob import RayCronJob
 from components.job import RayJob
 from components.operator import RayOperator
-from components.operator.args import DEFAULT_NAMESPACE, RayOperatorArgs
+from components.operator.args import DEFAULT_NAMESPACE, OperatorServiceAccount, RayOperatorArgs
 from components.service import RayService
 from operator_runtime.render import DocumentError, load_documents
 
@@ -67,6 +68,14 @@ __all__ = [
     "deploy",
     "read_config",
 ]
+
+_IMAGE_HINT: Final = (
+    "build the image with `make image`, push it to your registry with `python -m hack.image "
+    "push <registry>/<repo>:<tag>` (it prints the reference with its digest), then `pulumi "
+    "config set --path operator.image <registry>/<repo>@sha256:<digest>` (pinned by digest, "
+    "recommended); see docs/releasing.md"
+)
+"""The component's guidance for an image (missing or malformed), as stack config spells it."""
 
 CONFIG_NAMESPACE: Final = "pulumi-ray"
 """The project's name, and so the prefix of every config key of the template."""
@@ -117,6 +126,14 @@ class _ConfigModel(BaseModel):
     )
 
 
+class ServiceAccountConfig(_ConfigModel):
+    """``pulumi-ray:operator.serviceAccount``: ``OperatorServiceAccount`` in camelCase."""
+
+    create: bool = True
+    name: str | None = None
+    annotations: dict[str, str] | None = None
+
+
 class OperatorConfig(_ConfigModel):
     """``pulumi-ray:operator``: the fields of ``RayOperatorArgs`` in camelCase (a test keeps
     the two in step), plus ``enabled``."""
@@ -128,7 +145,9 @@ class OperatorConfig(_ConfigModel):
     install_crds: bool | None = None
     retain_crds_on_delete: bool = True
     image: str | None = None
+    """Required when ``enabled``; no default (docs/releasing.md)."""
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] | None = None
+    image_pull_secrets: list[str] = []
     replicas: int = Field(default=1, ge=1)
     resources: dict[str, dict[str, str]] | None = None
     log_format: Literal["json", "console"] | None = None
@@ -145,6 +164,20 @@ class OperatorConfig(_ConfigModel):
     service_monitor: bool = False
     prometheus_rule: bool = False
     monitoring_labels: dict[str, str] | None = None
+    service_monitor_interval: str | None = None
+    service_monitor_namespace: str | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    pod_labels: dict[str, str] | None = None
+    pod_annotations: dict[str, str] | None = None
+    node_selector: dict[str, str] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    affinity: dict[str, Any] | None = None
+    priority_class_name: str | None = None
+    pod_security_context: dict[str, Any] | None = None
+    service_account: ServiceAccountConfig | None = None
+    operator_config: dict[str, Any] | None = None
+    """KubeRay's Configuration file, as in YAML (its own camelCase keys, kept as given)."""
 
     @property
     def gates_text(self) -> str | None:
@@ -154,7 +187,11 @@ class OperatorConfig(_ConfigModel):
         return self.feature_gates
 
     def args(self, provider: pulumi.ProviderResource | None) -> RayOperatorArgs:
-        given = self.model_dump(exclude={"enabled"}, exclude_unset=True)
+        given = self.model_dump(exclude={"enabled", "service_account"}, exclude_unset=True)
+        if self.service_account is not None:
+            given["service_account"] = OperatorServiceAccount(
+                **self.service_account.model_dump(exclude_unset=True)
+            )
         return RayOperatorArgs(**given, provider=provider)
 
 
@@ -289,7 +326,8 @@ def deploy(config: pulumi.Config | None = None) -> None:
         except RayInputError as error:
             field, dot, rest = error.path.partition(".")
             key = config_key("operator", to_camel(field) + dot + rest)
-            raise ConfigError(f"{key}: {error.reason}; {error.hint} [{error.code}]") from None
+            hint = _IMAGE_HINT if error.code == "RAYOPERATOR_IMAGE_REQUIRED" else error.hint
+            raise ConfigError(f"{key}: {error.reason}; {hint} [{error.code}]") from None
     namespaces: dict[str, k8s.core.v1.Namespace] = {}
     for namespace, workloads in values.workloads.items():
         if workloads.create_namespace:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
+from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE
+
 EXAMPLES: Final = Path(__file__).resolve().parents[1] / "examples"
 COMPONENT: Final = {
     "quickstart": "RayCluster",
@@ -23,3 +25,9 @@ WORKLOAD_EXAMPLES: Final = {name: kind for name, kind in COMPONENT.items() if ki
 SECRETS: Final = {"gcs-ft-redis": {"redisPassword": "pw-example-not-a-default"}}
 """Secret config an example requires (``config.require_secret``: no default password), as
 its README tells a user to set it; tests set these before running or previewing one."""
+CONFIG: Final = {
+    name: {"operatorImage": NEVER_PULLED_IMAGE}
+    for name in ("quickstart", "operator-only", "platform-multi-namespace")
+}
+"""Config an example requires: the operator image, which a user builds and pushes to a
+registry of their own (its README says so); there is no default."""

@@ -1,13 +1,17 @@
 """``RayOperatorArgs``, what a user gives, and ``Plan``, what the builders read.
 
 A ``Plan`` is the same knobs with every default decided by ``checks.settle``
-(which RBAC mode, whether the namespace and the CRDs are ours, the feature gates), so
+(which RBAC mode, whether the namespace and the CRDs are ours, the feature gates, the
+ServiceAccount's name, the pod's security context, the configuration file's text), so
 no builder decides anything twice.
+
+There is no default ``image``: the only reference the project could name is one in a
+registry namespace it does not own (docs/releasing.md), and whoever registered that
+namespace would run code with the operator's cluster-wide RBAC.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -19,28 +23,18 @@ import pulumi_kubernetes as k8s
 from operator_runtime.api import FeatureGates
 
 __all__ = [
-    "DEFAULT_IMAGE",
     "DEFAULT_NAMESPACE",
     "DEFAULT_RESOURCES",
     "METRICS_SUFFIX",
+    "OPERATOR_CONFIG_PATH",
     "SELF_DELETING_RAYJOB_ENV",
+    "OperatorServiceAccount",
     "Plan",
     "RayOperatorArgs",
     "name_of",
 ]
 
 
-def _package_version() -> str:
-    try:
-        return importlib.metadata.version("pulumi-ray")
-    except importlib.metadata.PackageNotFoundError:
-        # A source checkout that was never installed has no version to pin.
-        return "latest"
-
-
-DEFAULT_IMAGE: Final = f"pulumi-ray/operator:{_package_version()}"
-"""The image the repository's Dockerfile builds, tagged with this package's version, so
-the components and the operator they deploy come from one release."""
 DEFAULT_NAMESPACE: Final = "ray-system"
 DEFAULT_RESOURCES: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(
     {
@@ -55,6 +49,8 @@ SELF_DELETING_RAYJOB_ENV: Final = "DELETE_RAYJOB_CR_AFTER_JOB_FINISHES"
 manages would then be created again by the next ``pulumi up --refresh``."""
 
 METRICS_SUFFIX: Final = "-metrics"
+OPERATOR_CONFIG_PATH: Final = "/etc/kuberay/config.yaml"
+"""Where the pod reads ``operator_config``: the path KubeRay's chart mounts it at."""
 
 LogFormat = Literal["json", "console"]
 LogLevel = Literal["debug", "info", "warning", "error"]
@@ -79,8 +75,14 @@ class RayOperatorArgs:
     retain_crds_on_delete: bool = True
     """Deleting a CRD deletes every object of its kind in the cluster, other stacks'
     included; like Helm, ``pulumi destroy`` leaves the CRDs in place unless this is False."""
-    image: pulumi.Input[str] = DEFAULT_IMAGE
+    image: pulumi.Input[str] | None = None
+    """Required: the operator image in your registry, best pinned by digest
+    (``registry.example/pulumi-ray/operator@sha256:...``). ``make image`` builds it and
+    ``python -m hack.image push REF`` pushes it and prints that reference
+    (docs/releasing.md). A ``None`` here is refused, naming these steps."""
     image_pull_policy: PullPolicy | None = None
+    image_pull_secrets: Sequence[str] = ()
+    """Names of docker-registry Secrets in the operator's namespace, for a private registry."""
     replicas: int = 1
     """More than one runs hot standbys behind the leader Lease, with a PodDisruptionBudget."""
     resources: Mapping[str, Mapping[str, pulumi.Input[str]]] | None = None
@@ -112,7 +114,54 @@ class RayOperatorArgs:
     """A PrometheusRule with the alerts of ``monitoring.ALERTS``."""
     monitoring_labels: Mapping[str, str] | None = None
     """Extra labels on both, for a Prometheus that selects by label (e.g. ``release``)."""
+    service_monitor_interval: str | None = None
+    """How often Prometheus scrapes (``"30s"`` when None)."""
+    service_monitor_namespace: pulumi.Input[str] | None = None
+    """Where the ServiceMonitor lives, for a Prometheus that reads only its own namespace
+    (e.g. ``monitoring``); the operator's namespace when None."""
+    labels: Mapping[str, str] | None = None
+    """Extra labels on every object the component makes, the pods included (cost centre,
+    team). Our ``app.kubernetes.io/*`` labels select the pods and cannot be overridden."""
+    annotations: Mapping[str, str] | None = None
+    """Extra annotations on every object the component makes (not on the pods: see
+    ``pod_annotations``)."""
+    pod_labels: Mapping[str, str] | None = None
+    """Extra labels on the operator's pods only."""
+    pod_annotations: Mapping[str, str] | None = None
+    """Annotations on the operator's pods (a service mesh's or a log shipper's switches)."""
+    node_selector: Mapping[str, str] | None = None
+    tolerations: Sequence[pulumi.Input[k8s.core.v1.TolerationArgs]] | None = None
+    """``k8s.core.v1.TolerationArgs`` or dicts, e.g. for a tainted system node pool."""
+    affinity: pulumi.Input[k8s.core.v1.AffinityArgs] | None = None
+    priority_class_name: str | None = None
+    """E.g. ``system-cluster-critical``, so Ray pods never preempt their operator."""
+    pod_security_context: Mapping[str, object] | None = None
+    """The pod's securityContext in its YAML form (camelCase), merged key by key over
+    ours (``runAsNonRoot: true``, ``seccompProfile: RuntimeDefault``): adding ``fsGroup``
+    keeps both, and only an explicit ``runAsNonRoot: False`` turns it off."""
+    service_account: OperatorServiceAccount | None = None
+    """Create the ServiceAccount (default) with annotations (IRSA, workload identity), or
+    use an existing one by name."""
+    operator_config: Mapping[str, object] | None = None
+    """KubeRay's operator configuration file (``config.ray.io/v1alpha1`` ``Configuration``,
+    camelCase: ``defaultContainerEnvs``, ``defaultPodLabels``, ``headSidecarContainers``,
+    ...), rendered into a ConfigMap and passed as ``--config``. Checked at preview with the
+    operator's own parser. The settings this component owns (ports, metrics, leader
+    election, watched namespaces, proxy, qps, burst, concurrency) come from their args and
+    are written into the file, since with ``--config`` the operator ignores those flags."""
     provider: pulumi.ProviderResource | None = None
+
+
+@dataclass(frozen=True)
+class OperatorServiceAccount:
+    """The operator's ServiceAccount, as KubeRay's chart ``serviceAccount`` block has it."""
+
+    create: bool = True
+    name: str | None = None
+    """The account's name; the component's base name when None (then ``create`` must be True)."""
+    annotations: Mapping[str, str] | None = None
+    """E.g. ``eks.amazonaws.com/role-arn`` or ``iam.gke.io/gcp-service-account``; only on
+    an account this component creates."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +176,7 @@ class Plan:
     retain_crds_on_delete: bool
     image: pulumi.Input[str]
     image_pull_policy: PullPolicy | None
+    image_pull_secrets: tuple[str, ...]
     replicas: int
     resources: Mapping[str, Mapping[str, pulumi.Input[str]]]
     feature_gates: FeatureGates
@@ -144,6 +194,27 @@ class Plan:
     service_monitor: bool
     prometheus_rule: bool
     monitoring_labels: Mapping[str, str]
+    service_monitor_interval: str
+    service_monitor_namespace: pulumi.Input[str] | None
+    """None: the operator's namespace."""
+    extra_labels: Mapping[str, str]
+    extra_annotations: Mapping[str, str]
+    pod_labels: Mapping[str, str]
+    pod_annotations: Mapping[str, str]
+    node_selector: Mapping[str, str] | None
+    tolerations: list[pulumi.Input[k8s.core.v1.TolerationArgs]] | None
+    affinity: pulumi.Input[k8s.core.v1.AffinityArgs] | None
+    priority_class_name: str | None
+    pod_security_context: Mapping[str, object]
+    create_service_account: bool
+    service_account_name: str
+    service_account_annotations: Mapping[str, str]
+    operator_config: str | None
+    """The configuration file's text, the component's own settings folded in; None: no
+    ``--config``, the settings are flags."""
+    config_map_name: str | None
+    """Named after the file's content, so a change replaces the (immutable) ConfigMap and
+    rolls the pods, which read the file only at start."""
     provider: pulumi.ProviderResource | None
 
     @property
@@ -156,7 +227,9 @@ class Plan:
 
     @property
     def labels(self) -> dict[str, str]:
+        """Every object's labels: the user's ``labels``, then ours."""
         return {
+            **self.extra_labels,
             **self.selector_labels,
             "app.kubernetes.io/component": "operator",
             "app.kubernetes.io/managed-by": "pulumi",
@@ -167,9 +240,15 @@ class Plan:
         name: str,
         namespace: pulumi.Input[str] | None = None,
         extra_labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
     ) -> k8s.meta.v1.ObjectMetaArgs:
+        """Metadata of every object: our labels and the user's ``labels`` and
+        ``annotations`` (absent when there are none, so nothing changes without them)."""
         return k8s.meta.v1.ObjectMetaArgs(
-            name=name, namespace=namespace, labels={**self.labels, **(extra_labels or {})}
+            name=name,
+            namespace=namespace,
+            labels={**self.labels, **(extra_labels or {})},
+            annotations={**self.extra_annotations, **(annotations or {})} or None,
         )
 
     @property

@@ -13,7 +13,8 @@ from typing import Final
 
 import pulumi
 
-from components._inputs import RayInputError
+from components._inputs import RayInputError, has_outputs
+from components.operator import podchecks
 from components.operator.args import (
     DEFAULT_RESOURCES,
     METRICS_SUFFIX,
@@ -21,6 +22,8 @@ from components.operator.args import (
     Plan,
     RayOperatorArgs,
 )
+from components.operator.config import ConfigRefusal, OwnedSettings, config_map_suffix, render_file
+from components.operator.refusal import Refusal as _Refusal
 from operator_runtime.api import FeatureGates
 from operator_runtime.api.errors import FeatureGateError
 
@@ -28,14 +31,6 @@ __all__ = ["settle"]
 
 _DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _ENV_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-
-
-class _Refusal(Exception):
-    """One refused argument: its name, what is wrong, the fix, a stable code."""
-
-    def __init__(self, path: str, detail: str, hint: str, code: str) -> None:
-        super().__init__(detail)
-        self.path, self.detail, self.hint, self.code = path, detail, hint, code
 
 
 def settle(resource_name: str, args: RayOperatorArgs) -> Plan:
@@ -57,8 +52,7 @@ def _settle(resource_name: str, args: RayOperatorArgs) -> Plan:
     _check_dns_label("name", base_name, len(METRICS_SUFFIX))
     if isinstance(args.namespace, str):
         _check_dns_label("namespace", args.namespace)
-    if isinstance(args.image, str) and not args.image.strip():
-        raise _Refusal("image", "is empty", "name an image, e.g. the default", "IMAGE")
+    image = podchecks.image(args.image)
     _check_count("replicas", args.replicas, "REPLICAS")
     if args.replicas > 1 and not args.leader_election:
         raise _Refusal(
@@ -81,6 +75,13 @@ def _settle(resource_name: str, args: RayOperatorArgs) -> Plan:
     _check_choice("image_pull_policy", args.image_pull_policy, ("Always", "IfNotPresent", "Never"))
     watch_namespaces = _watch_namespaces(args.watch_namespaces)
     create_namespace, install_crds = _cluster_scoped_choices(args, watch_namespaces)
+    feature_gates = _feature_gates(args.feature_gates)
+    create_account, account_name, account_annotations = podchecks.service_account(
+        args.service_account, base_name
+    )
+    config_text = _operator_config(args, watch_namespaces, feature_gates)
+    if args.priority_class_name is not None:
+        podchecks.object_names("priority_class_name", [args.priority_class_name], "PRIORITY")
     return Plan(
         resource_name=resource_name,
         base_name=base_name,
@@ -88,11 +89,14 @@ def _settle(resource_name: str, args: RayOperatorArgs) -> Plan:
         create_namespace=create_namespace,
         install_crds=install_crds,
         retain_crds_on_delete=args.retain_crds_on_delete,
-        image=args.image,
+        image=image,
         image_pull_policy=args.image_pull_policy,
+        image_pull_secrets=podchecks.object_names(
+            "image_pull_secrets", args.image_pull_secrets, "PULL_SECRETS"
+        ),
         replicas=args.replicas,
         resources=_resources(args.resources),
-        feature_gates=_feature_gates(args.feature_gates),
+        feature_gates=feature_gates,
         feature_gates_given=args.feature_gates is not None,
         log_format=args.log_format,
         log_level=args.log_level,
@@ -106,9 +110,71 @@ def _settle(resource_name: str, args: RayOperatorArgs) -> Plan:
         env=_env(args.env),
         service_monitor=args.service_monitor,
         prometheus_rule=args.prometheus_rule,
-        monitoring_labels=dict(args.monitoring_labels or {}),
+        monitoring_labels=podchecks.label_map("monitoring_labels", args.monitoring_labels),
+        service_monitor_interval=podchecks.scrape_interval(args.service_monitor_interval),
+        service_monitor_namespace=_namespace_or_none(args.service_monitor_namespace),
+        extra_labels=podchecks.label_map("labels", args.labels),
+        extra_annotations=podchecks.annotation_map("annotations", args.annotations),
+        pod_labels=podchecks.label_map("pod_labels", args.pod_labels),
+        pod_annotations=podchecks.annotation_map("pod_annotations", args.pod_annotations),
+        node_selector=podchecks.annotation_map("node_selector", args.node_selector) or None,
+        tolerations=podchecks.tolerations(args.tolerations),
+        affinity=args.affinity,
+        priority_class_name=args.priority_class_name,
+        pod_security_context=podchecks.pod_security_context(args.pod_security_context),
+        create_service_account=create_account,
+        service_account_name=account_name,
+        service_account_annotations=account_annotations,
+        operator_config=config_text,
+        config_map_name=(
+            f"{base_name}-config-{config_map_suffix(config_text)}" if config_text else None
+        ),
         provider=args.provider,
     )
+
+
+def _namespace_or_none(namespace: pulumi.Input[str] | None) -> pulumi.Input[str] | None:
+    if isinstance(namespace, str):
+        _check_dns_label("service_monitor_namespace", namespace)
+    return namespace
+
+
+def _operator_config(
+    args: RayOperatorArgs, watch_namespaces: tuple[str, ...], gates: FeatureGates
+) -> str | None:
+    """The configuration file's text, or None without ``operator_config``."""
+    if args.operator_config is None:
+        return None
+    if not isinstance(args.operator_config, Mapping):
+        raise _Refusal(
+            "operator_config",
+            f"must be a mapping of the Configuration's fields, got {args.operator_config!r}",
+            '{"defaultPodLabels": {"team": "ml"}}',
+            "OPERATOR_CONFIG",
+        )
+    if has_outputs(args.operator_config):
+        raise _Refusal(
+            "operator_config",
+            "holds an Output: the file is checked with the operator's parser at preview, "
+            "so its values must be known then",
+            "pass plain values (a Secret's contents belong in a Secret, not in this file)",
+            "OPERATOR_CONFIG",
+        )
+    owned = OwnedSettings(
+        leader_election=args.leader_election,
+        watch_namespaces=watch_namespaces,
+        use_kubernetes_proxy=args.use_kubernetes_proxy,
+        qps=args.qps,
+        burst=args.burst,
+        reconcile_concurrency=args.reconcile_concurrency,
+        kubernetes_was=gates.enabled("KubernetesWAS"),
+    )
+    try:
+        return render_file(args.operator_config, owned)
+    except ConfigRefusal as refusal:
+        raise _Refusal(
+            f"operator_config.{refusal.field}", refusal.detail, refusal.hint, "OPERATOR_CONFIG"
+        ) from None
 
 
 def _check_dns_label(path: str, value: object, reserve: int = 0) -> None:

@@ -7,11 +7,12 @@ What it creates, each a child of the component (``parent=self``):
 - the four CRDs from ``operator_runtime/api/crds`` as typed CustomResourceDefinitions,
   applied server-side (the Kubernetes provider's default; they are too big for a
   client-side apply's last-applied annotation), kept on ``pulumi destroy`` by default;
-- a ServiceAccount and its RBAC (``rbac.py``): a ClusterRole and binding, or a
-  Role and binding per watched namespace; a leader-election Role in its own namespace;
-- the Deployment, the metrics Service and, with replicas > 1, a PodDisruptionBudget
-  (``deployment.py``); optionally a ServiceMonitor and a PrometheusRule
-  (``monitoring.py``).
+- a ServiceAccount (or an existing one, by name) and its RBAC (``rbac.py``): a
+  ClusterRole and binding, or a Role and binding per watched namespace; a
+  leader-election Role in its own namespace;
+- the Deployment, the ConfigMap of ``operator_config`` (optional), the metrics Service
+  and, with replicas > 1, a PodDisruptionBudget (``deployment.py``); optionally a
+  ServiceMonitor and a PrometheusRule (``monitoring.py``).
 
 Workload components take it as ``operator=``, so they wait for it on ``up`` and are
 deleted while it still runs on ``destroy``; they read its ``feature_gates`` to validate
@@ -28,6 +29,7 @@ import pulumi_kubernetes as k8s
 from components.operator.args import Plan, RayOperatorArgs, name_of
 from components.operator.checks import settle
 from components.operator.deployment import (
+    create_config_map,
     create_deployment,
     create_disruption_budget,
     create_metrics_service,
@@ -88,18 +90,18 @@ class RayOperator(pulumi.ComponentResource):
         self.watch_namespaces = plan.watch_namespaces
         self.namespace = self._namespace(plan)
         self.crds = self._crds(plan)
-        account = k8s.core.v1.ServiceAccount(
-            resource_name,
-            metadata=plan.metadata(plan.base_name, self.namespace),
-            opts=plan.child(self),
-        )
-        self.service_account_name = name_of(account)
+        self.service_account_name = self._service_account(plan)
         rbac = create_rbac(self, plan, self.namespace, self.service_account_name)
         self.cluster_role_name = rbac.cluster_role_name
         self.role_names = rbac.role_names
         self.leader_election_role_name = rbac.leader_election_role_name
+        config_map = create_config_map(self, plan, self.namespace)
         self.deployment = create_deployment(
-            self, plan, self.namespace, self.service_account_name, [*self.crds, *rbac.bindings]
+            self,
+            plan,
+            self.namespace,
+            self.service_account_name,
+            [*self.crds, *rbac.bindings, *([config_map] if config_map else [])],
         )
         self.deployment_name = name_of(self.deployment)
         self.image = pulumi.Output.from_input(plan.image)
@@ -133,6 +135,21 @@ class RayOperator(pulumi.ComponentResource):
             opts=plan.child(self),
         )
         return name_of(namespace)
+
+    def _service_account(self, plan: Plan) -> pulumi.Output[str]:
+        if not plan.create_service_account:
+            # An existing account: RBAC is still granted to it, as KubeRay's chart does.
+            return pulumi.Output.from_input(plan.service_account_name)
+        account = k8s.core.v1.ServiceAccount(
+            plan.resource_name,
+            metadata=plan.metadata(
+                plan.service_account_name,
+                self.namespace,
+                annotations=plan.service_account_annotations,
+            ),
+            opts=plan.child(self),
+        )
+        return name_of(account)
 
     def _crds(self, plan: Plan) -> list[k8s.apiextensions.v1.CustomResourceDefinition]:
         if not plan.install_crds:

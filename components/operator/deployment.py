@@ -5,17 +5,21 @@ equal) with flags of ``python -m operator_runtime`` only, and only those the use
 an unset knob keeps the operator's own default, which lives in its argument parser. The
 flags the pod spec depends on (ports, shutdown timeout, Lease name) are always passed,
 so the probes, the Service and the grace period never rely on a default elsewhere.
+
+With ``operator_config`` the settings KubeRay's ``Configuration`` file holds are in the
+file (``config.py`` writes them there) and only the flags the file cannot hold stay:
+the operator ignores the others when it reads ``--config``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.operator.args import Plan
+from components.operator.args import OPERATOR_CONFIG_PATH, Plan
 from operator_runtime.render.rbac import USE_KUBERNETES_PROXY
 
 __all__ = [
@@ -24,6 +28,7 @@ __all__ = [
     "METRICS_PORT",
     "OPERATOR_COMMAND",
     "SHUTDOWN_TIMEOUT_SECONDS",
+    "create_config_map",
     "create_deployment",
     "create_disruption_budget",
     "create_metrics_service",
@@ -41,34 +46,45 @@ _GRACE_MARGIN_SECONDS: Final = 15
 """After the drain: flushing events and releasing the Lease, so a standby takes over at
 once instead of after the Lease expires. The kubelet's SIGKILL must not cut that short."""
 _TMP_VOLUME: Final = "tmp"
+_CONFIG_VOLUME: Final = "operator-config"
 
 
 def operator_flags(plan: Plan) -> list[str]:
     """The container's args: every one a flag of ``operator_runtime.__main__.build_parser``."""
+    flags = [f"--config={OPERATOR_CONFIG_PATH}"] if plan.operator_config else _file_flags(plan)
+    flags.append(f"--shutdown-timeout={SHUTDOWN_TIMEOUT_SECONDS}")
+    if plan.leader_election:
+        # The Lease's namespace is the pod's own (the operator reads it from its token).
+        flags.append(f"--leader-election-id={plan.leader_election_id}")
+    if plan.feature_gates_given:
+        # Every gate spelled out: the pod spec says what runs, whatever the defaults become.
+        flags.append(f"--feature-gates={plan.feature_gates.as_flag()}")
+    optional: Sequence[tuple[str, object]] = (
+        ("--log-stdout-encoder", plan.log_format),
+        ("--log-level", plan.log_level),
+    )
+    flags.extend(f"{flag}={value}" for flag, value in optional if value is not None)
+    return flags
+
+
+def _file_flags(plan: Plan) -> list[str]:
+    """The flags of the settings a configuration file would hold (``config.py`` writes
+    the same settings into the file when there is one)."""
     flags = [
         f"--metrics-addr=:{METRICS_PORT}",
         # KubeRay's default is off; its chart turns it on, and the alert rules need it.
         "--enable-metrics=true",
         f"--health-probe-bind-address=:{HEALTH_PORT}",
-        f"--shutdown-timeout={SHUTDOWN_TIMEOUT_SECONDS}",
     ]
-    if plan.leader_election:
-        # The Lease's namespace is the pod's own (the operator reads it from its token).
-        flags.append(f"--leader-election-id={plan.leader_election_id}")
-    else:
+    if not plan.leader_election:
         flags.append("--enable-leader-election=false")
     flags.extend(f"--watch-namespace={namespace}" for namespace in plan.watch_namespaces)
     if plan.use_kubernetes_proxy:
         flags.append(USE_KUBERNETES_PROXY)
-    if plan.feature_gates_given:
-        # Every gate spelled out: the pod spec says what runs, whatever the defaults become.
-        flags.append(f"--feature-gates={plan.feature_gates.as_flag()}")
     optional: Sequence[tuple[str, object]] = (
         ("--qps", plan.qps),
         ("--burst", plan.burst),
         ("--reconcile-concurrency", plan.reconcile_concurrency),
-        ("--log-stdout-encoder", plan.log_format),
-        ("--log-level", plan.log_level),
     )
     flags.extend(f"{flag}={value}" for flag, value in optional if value is not None)
     return flags
@@ -110,9 +126,38 @@ def _container(plan: Plan) -> k8s.core.v1.ContainerArgs:
             capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
             seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
         ),
-        # The root filesystem is read-only; a library that wants a scratch file gets /tmp.
-        volume_mounts=[k8s.core.v1.VolumeMountArgs(name=_TMP_VOLUME, mount_path="/tmp")],
+        volume_mounts=_volume_mounts(plan),
     )
+
+
+def _volume_mounts(plan: Plan) -> list[k8s.core.v1.VolumeMountArgs]:
+    # The root filesystem is read-only; a library that wants a scratch file gets /tmp.
+    mounts = [k8s.core.v1.VolumeMountArgs(name=_TMP_VOLUME, mount_path="/tmp")]
+    if plan.operator_config:
+        mounts.append(
+            k8s.core.v1.VolumeMountArgs(
+                name=_CONFIG_VOLUME,
+                mount_path=OPERATOR_CONFIG_PATH.rsplit("/", 1)[0],
+                read_only=True,
+            )
+        )
+    return mounts
+
+
+def _volumes(plan: Plan) -> list[k8s.core.v1.VolumeArgs]:
+    volumes = [
+        k8s.core.v1.VolumeArgs(
+            name=_TMP_VOLUME, empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="64Mi")
+        )
+    ]
+    if plan.config_map_name:
+        volumes.append(
+            k8s.core.v1.VolumeArgs(
+                name=_CONFIG_VOLUME,
+                config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=plan.config_map_name),
+            )
+        )
+    return volumes
 
 
 def _spread(plan: Plan) -> list[k8s.core.v1.TopologySpreadConstraintArgs] | None:
@@ -138,19 +183,23 @@ def create_deployment(
 ) -> k8s.apps.v1.Deployment:
     pod = k8s.core.v1.PodSpecArgs(
         service_account_name=service_account_name,
-        security_context=k8s.core.v1.PodSecurityContextArgs(
-            run_as_non_root=True,
-            seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
-        ),
+        # The YAML form, as given: merged over ours in checks, passed through as is.
+        security_context=cast(k8s.core.v1.PodSecurityContextArgs, dict(plan.pod_security_context)),
         termination_grace_period_seconds=SHUTDOWN_TIMEOUT_SECONDS + _GRACE_MARGIN_SECONDS,
         containers=[_container(plan)],
-        volumes=[
-            k8s.core.v1.VolumeArgs(
-                name=_TMP_VOLUME,
-                empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="64Mi"),
-            )
-        ],
+        volumes=_volumes(plan),
         topology_spread_constraints=_spread(plan),
+        image_pull_secrets=[
+            k8s.core.v1.LocalObjectReferenceArgs(name=name) for name in plan.image_pull_secrets
+        ]
+        or None,
+        node_selector=plan.node_selector,
+        tolerations=plan.tolerations,
+        affinity=plan.affinity,
+        priority_class_name=plan.priority_class_name,
+    )
+    pod_metadata = k8s.meta.v1.ObjectMetaArgs(
+        labels={**plan.labels, **plan.pod_labels}, annotations=dict(plan.pod_annotations) or None
     )
     return k8s.apps.v1.Deployment(
         plan.resource_name,
@@ -158,9 +207,7 @@ def create_deployment(
         spec=k8s.apps.v1.DeploymentSpecArgs(
             replicas=plan.replicas,
             selector=k8s.meta.v1.LabelSelectorArgs(match_labels=plan.selector_labels),
-            template=k8s.core.v1.PodTemplateSpecArgs(
-                metadata=k8s.meta.v1.ObjectMetaArgs(labels=plan.labels), spec=pod
-            ),
+            template=k8s.core.v1.PodTemplateSpecArgs(metadata=pod_metadata, spec=pod),
         ),
         # It waits for the CRDs and its RBAC: an operator started before them only
         # crash-loops on its first list; on destroy it goes first, so it never runs
@@ -206,5 +253,22 @@ def create_disruption_budget(
             max_unavailable=1,
             selector=k8s.meta.v1.LabelSelectorArgs(match_labels=plan.selector_labels),
         ),
+        opts=plan.child(parent),
+    )
+
+
+def create_config_map(
+    parent: pulumi.Resource, plan: Plan, namespace: pulumi.Input[str]
+) -> k8s.core.v1.ConfigMap | None:
+    """The ``operator_config`` file. Immutable and named after its content: a new file is
+    a new ConfigMap, so the pod template changes and the pods, which read the file only at
+    start, roll; the old one is deleted once the Deployment no longer mounts it."""
+    if plan.operator_config is None or plan.config_map_name is None:
+        return None
+    return k8s.core.v1.ConfigMap(
+        f"{plan.resource_name}-config",
+        metadata=plan.metadata(plan.config_map_name, namespace),
+        data={OPERATOR_CONFIG_PATH.rsplit("/", 1)[1]: plan.operator_config},
+        immutable=True,
         opts=plan.child(parent),
     )

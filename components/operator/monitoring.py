@@ -120,7 +120,7 @@ def create_service_monitor(
             {
                 "port": "metrics",
                 "path": "/metrics",
-                "interval": SCRAPE_INTERVAL,
+                "interval": plan.service_monitor_interval,
                 "scrapeTimeout": "10s",
                 # The Ray metrics carry the namespace and name of the Ray object; without
                 # this Prometheus renames them and puts the operator's namespace in their
@@ -133,7 +133,11 @@ def create_service_monitor(
         plan.resource_name,
         api_version=MONITORING_API_VERSION,
         kind="ServiceMonitor",
-        metadata=plan.metadata(plan.base_name, namespace, plan.monitoring_labels),
+        # In the operator's namespace unless told: a Prometheus that reads only its own
+        # namespace's ServiceMonitors gets it there, still selecting the operator's.
+        metadata=plan.metadata(
+            plan.base_name, plan.service_monitor_namespace or namespace, plan.monitoring_labels
+        ),
         spec=spec,
         opts=plan.child(parent),
     )

@@ -3,7 +3,6 @@
 import pulumi
 
 from components import RayOperator, RayOperatorArgs
-from components.operator import DEFAULT_IMAGE
 
 config = pulumi.Config()
 # A Prometheus Operator must be installed for these two (they are its custom resources).
@@ -13,7 +12,9 @@ operator = RayOperator(
     "ray-operator",
     RayOperatorArgs(
         namespace=config.get("namespace") or "ray-system",
-        image=config.get("image") or DEFAULT_IMAGE,
+        # Your registry's copy of the image (`make image`, `python -m hack.image push`); the
+        # component refuses to run without one and says how to get it.
+        image=config.get("operatorImage"),
         # Two replicas: a standby takes the Lease within seconds when the leader's node goes.
         replicas=config.get_int("replicas") or 2,
         feature_gates={"RayCronJob": True},

@@ -32,6 +32,7 @@ operator = RayOperator(
     "ray-operator",
     RayOperatorArgs(
         namespace=namespace_names[operator_namespace],
+        image=config.get("operatorImage"),  # your registry's copy: docs/releasing.md
         watch_namespaces=teams,
         # A Role and RoleBinding in each team namespace, nothing cluster-wide.
         cluster_scoped_rbac=False,

@@ -1,9 +1,9 @@
 import pulumi
 
-from components import RayCluster, RayOperator
+from components import RayCluster, RayOperator, RayOperatorArgs
 
 ray = {"name": "ray", "image": "rayproject/ray:2.52.0"}
-operator = RayOperator("ray-operator")
+operator = RayOperator("ray-operator", RayOperatorArgs(image=pulumi.Config().get("operatorImage")))
 cluster = RayCluster(
     "demo", namespace="default", operator=operator, ray_version="2.52.0",
     head_group_spec={"template": {"spec": {"containers": [ray]}}},

@@ -19,6 +19,11 @@ from typing import Any
 
 from hack.localcluster import LocalCluster
 
+NEVER_PULLED_IMAGE = "registry.invalid/pulumi-ray/operator@sha256:" + "0" * 64
+"""The ``image`` the tests and benchmarks give RayOperator, whose pods never run (kwok, or
+mocks): a well-formed reference under ``.invalid``, a name that never resolves (RFC 2606),
+so nothing can ever be pulled from it."""
+
 BIND_FLAGS = ("--metrics-addr", "--health-probe-bind-address")
 """Flags whose in-pod values (all interfaces, fixed ports) are rebound to free local ports."""
 

@@ -19,10 +19,12 @@ from components import RayCluster, RayOperator, RayOperatorArgs
 from components._inputs import RayInputError
 from components.operator import OPERATOR_COMMAND, load_crds
 from components.operator.rbac import workload_rules
+from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE
 from operator_runtime.__main__ import build_parser
 from operator_runtime.api import FeatureGates
 from operator_runtime.render.rbac import OPERATOR_PERMISSIONS, turned_on_by
 from tests.components.workload_mocks import Registration, Run, cluster_spec, run
+from tests.examples import CONFIG
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO_ROOT / "examples"
@@ -42,6 +44,12 @@ PROMETHEUS_RULE = "kubernetes:monitoring.coreos.com/v1:PrometheusRule"
 CLUSTER_SCOPED = {NAMESPACE, CRD, CLUSTER_ROLE, CLUSTER_ROLE_BINDING}
 
 Triple = tuple[str, str, str]
+IMAGE = NEVER_PULLED_IMAGE
+
+
+def operator_args(**fields: Any) -> RayOperatorArgs:
+    """``RayOperatorArgs`` with the image every RayOperator must be given."""
+    return RayOperatorArgs(**{"image": IMAGE, **fields})
 
 
 def deploy(args: RayOperatorArgs | None = None, name: str = "ray-operator") -> Run:
@@ -53,15 +61,15 @@ def deploy(args: RayOperatorArgs | None = None, name: str = "ray-operator") -> R
     with ``install_crds=False``."""
     if args is None and name == "ray-operator":
         return _default_run()
-    return _run_operator(args, name)
+    return _run_operator(args or operator_args(), name)
 
 
 @functools.cache
 def _default_run() -> Run:
-    return _run_operator(None, "ray-operator")
+    return _run_operator(operator_args(), "ray-operator")
 
 
-def _run_operator(args: RayOperatorArgs | None, name: str) -> Run:
+def _run_operator(args: RayOperatorArgs, name: str) -> Run:
     def program() -> dict[str, Any]:
         operator = RayOperator(name, args)
         return {
@@ -153,14 +161,14 @@ def test_default_registers_exactly_these_children_under_the_component() -> None:
         "cluster_role_name": "ray-operator",
         "role_names": {},
         "leader_election_role_name": "ray-operator-leader-election",
-        "image": "pulumi-ray/operator:0.1.0",
+        "image": IMAGE,
         "crds": 4,
         "feature_gates": FeatureGates(),
     }
 
 
 def test_the_namespace_enforces_the_restricted_pod_security_standard() -> None:
-    namespace = deploy(RayOperatorArgs(namespace="ray-ops", name="ops", install_crds=False)).one(
+    namespace = deploy(operator_args(namespace="ray-ops", name="ops", install_crds=False)).one(
         NAMESPACE
     )
 
@@ -186,8 +194,8 @@ def test_crds_are_the_committed_files_kept_on_destroy() -> None:
 
 
 def test_crds_can_be_left_out_or_deleted_with_the_stack() -> None:
-    assert deploy(RayOperatorArgs(install_crds=False)).of_type(CRD) == []
-    deleted = deploy(RayOperatorArgs(retain_crds_on_delete=False)).of_type(CRD)
+    assert deploy(operator_args(install_crds=False)).of_type(CRD) == []
+    deleted = deploy(operator_args(retain_crds_on_delete=False)).of_type(CRD)
     assert [c.request.retainOnDelete for c in deleted] == [False] * 4
 
 
@@ -247,12 +255,12 @@ def test_the_cluster_role_follows_the_flags_and_gates_it_deploys_with() -> None:
     assert default >= GATEWAY  # RayServiceIncrementalUpgrade is on by default
     assert PROXY and CRON and GATEWAY
 
-    proxied, parsed = granted(RayOperatorArgs(use_kubernetes_proxy=True, install_crds=False))
+    proxied, parsed = granted(operator_args(use_kubernetes_proxy=True, install_crds=False))
     assert parsed.use_kubernetes_proxy
     assert proxied == default | PROXY
 
     gated, _ = granted(
-        RayOperatorArgs(
+        operator_args(
             feature_gates={"RayCronJob": True, "RayServiceIncrementalUpgrade": False},
             install_crds=False,
         )
@@ -261,7 +269,7 @@ def test_the_cluster_role_follows_the_flags_and_gates_it_deploys_with() -> None:
 
 
 def test_namespaced_roles_follow_the_flags_and_gates_too() -> None:
-    args = RayOperatorArgs(
+    args = operator_args(
         watch_namespaces=["team-a"], cluster_scoped_rbac=False, feature_gates="RayCronJob=true"
     )
     roles = {r.inputs["metadata"]["namespace"]: r for r in deploy(args).of_type(ROLE)}
@@ -270,7 +278,7 @@ def test_namespaced_roles_follow_the_flags_and_gates_too() -> None:
 
 
 def test_namespaced_rbac_creates_no_cluster_scoped_object() -> None:
-    args = RayOperatorArgs(
+    args = operator_args(
         namespace="ray-ops", watch_namespaces=["team-a", "team-b"], cluster_scoped_rbac=False
     )
     result = deploy(args)
@@ -305,7 +313,7 @@ def test_namespaced_rbac_creates_no_cluster_scoped_object() -> None:
 def test_namespaced_rbac_refuses_cluster_scoped_asks(overrides: dict[str, Any], path: str) -> None:
     fields: dict[str, Any] = {"watch_namespaces": ["team-a"], "cluster_scoped_rbac": False}
     with pytest.raises(RayInputError) as raised:
-        deploy(RayOperatorArgs(**{**fields, **overrides}))
+        deploy(operator_args(**{**fields, **overrides}))
 
     assert raised.value.path == path
     assert f"RayOperator ray-operator: {path}: " in str(raised.value)
@@ -370,7 +378,7 @@ def test_default_flags_leave_the_operator_defaults_alone() -> None:
 
 
 def test_flags_reflect_every_arg() -> None:
-    args = RayOperatorArgs(
+    args = operator_args(
         replicas=2,
         qps=50,
         burst=80,
@@ -405,7 +413,7 @@ def test_flags_reflect_every_arg() -> None:
 
 
 def test_leader_election_can_be_turned_off_for_a_single_replica() -> None:
-    result = deploy(RayOperatorArgs(leader_election=False, install_crds=False))
+    result = deploy(operator_args(leader_election=False, install_crds=False))
 
     assert build_parser().parse_args(container(result)["args"]).enable_leader_election is False
     assert result.of_type(ROLE) == result.of_type(ROLE_BINDING) == []
@@ -414,7 +422,7 @@ def test_leader_election_can_be_turned_off_for_a_single_replica() -> None:
 
 @pytest.mark.parametrize(("replicas", "budgets"), [(1, 0), (2, 1), (5, 1)])
 def test_disruption_budget_only_with_standbys(replicas: int, budgets: int) -> None:
-    result = deploy(RayOperatorArgs(replicas=replicas, install_crds=False))
+    result = deploy(operator_args(replicas=replicas, install_crds=False))
 
     assert len(result.of_type(PDB)) == budgets
     if budgets:
@@ -427,7 +435,7 @@ def test_disruption_budget_only_with_standbys(replicas: int, budgets: int) -> No
 def test_children_use_the_given_provider() -> None:
     def program() -> None:
         provider = k8s.Provider("target", kubeconfig="{}")
-        RayOperator("ray-operator", RayOperatorArgs(provider=provider, install_crds=False))
+        RayOperator("ray-operator", operator_args(provider=provider, install_crds=False))
 
     result = run(program)
 
@@ -443,7 +451,7 @@ def test_a_namespace_from_another_resource_is_used_not_created() -> None:
         name = namespace.metadata.apply(lambda meta: str(meta.name))
         RayOperator(
             "ray-operator",
-            RayOperatorArgs(namespace=name, create_namespace=False, install_crds=False),
+            operator_args(namespace=name, create_namespace=False, install_crds=False),
         )
 
     result = run(program)
@@ -454,7 +462,7 @@ def test_a_namespace_from_another_resource_is_used_not_created() -> None:
 
 def test_a_workload_waits_for_the_operator() -> None:
     def program() -> None:
-        operator = RayOperator("ray-operator", RayOperatorArgs(install_crds=False))
+        operator = RayOperator("ray-operator", operator_args(install_crds=False))
         RayCluster("demo", namespace="team-a", operator=operator, **cluster_spec())
 
     result = run(program)
@@ -467,7 +475,7 @@ def test_a_workload_waits_for_the_operator() -> None:
 
 
 def test_service_monitor_scrapes_the_metrics_service_keeping_ray_labels() -> None:
-    args = RayOperatorArgs(
+    args = operator_args(
         service_monitor=True, monitoring_labels={"release": "prom"}, install_crds=False
     )
     result = deploy(args)
@@ -489,7 +497,7 @@ def test_service_monitor_scrapes_the_metrics_service_keeping_ray_labels() -> Non
 
 
 def test_prometheus_rule_carries_the_six_alerts_of_the_design() -> None:
-    result = deploy(RayOperatorArgs(prometheus_rule=True, install_crds=False))
+    result = deploy(operator_args(prometheus_rule=True, install_crds=False))
 
     (group,) = result.one(PROMETHEUS_RULE).inputs["spec"]["groups"]
     alerts = {
@@ -570,7 +578,7 @@ def test_a_bad_argument_is_refused_by_name_before_anything_is_registered(
 ) -> None:
     registered = Run()
     with pytest.raises(RayInputError) as raised:
-        run(lambda: RayOperator("ray-operator", RayOperatorArgs(**fields)), into=registered)
+        run(lambda: RayOperator("ray-operator", operator_args(**fields)), into=registered)
 
     error = raised.value
     assert isinstance(error, pulumi.RunError)  # the engine prints it without a traceback
@@ -582,7 +590,7 @@ def test_a_bad_argument_is_refused_by_name_before_anything_is_registered(
 
 def test_the_self_deleting_rayjob_switch_is_refused_with_the_reason() -> None:
     with pytest.raises(RayInputError, match=r"pulumi up --refresh"):
-        deploy(RayOperatorArgs(env={"DELETE_RAYJOB_CR_AFTER_JOB_FINISHES": "false"}))
+        deploy(operator_args(env={"DELETE_RAYJOB_CR_AFTER_JOB_FINISHES": "false"}))
 
 
 # --- the image -------------------------------------------------------------------------
@@ -607,7 +615,7 @@ def test_dockerfile_runs_the_deployments_command_as_a_numeric_non_root_user() ->
 
     entrypoints = [json.loads(value) for op, value in stage if op == "ENTRYPOINT"]
     assert entrypoints[-1:] == [list(OPERATOR_COMMAND)]
-    assert container(deploy(RayOperatorArgs(install_crds=False)))["command"] == entrypoints[-1]
+    assert container(deploy(operator_args(install_crds=False)))["command"] == entrypoints[-1]
     # A CMD would be appended to the ENTRYPOINT; the Deployment gives args, docker run none.
     assert [op for op, _ in stage if op == "CMD"] == []
     users = [value for op, value in stage if op == "USER"]
@@ -626,7 +634,16 @@ def run_example(name: str) -> Run:
     assert (directory / "Pulumi.yaml").is_file()
     readme = (directory / "README.md").read_text().strip()
     assert readme and "\n" not in readme
-    return run(lambda: runpy.run_path(str(directory / "__main__.py"), run_name="__main__"))
+    config = {f"project:{key}": value for key, value in CONFIG[name].items()}
+
+    def program() -> None:
+        pulumi.runtime.set_all_config(config)
+        runpy.run_path(str(directory / "__main__.py"), run_name="__main__")
+
+    try:
+        return run(program)
+    finally:
+        pulumi.runtime.set_all_config({})
 
 
 def test_operator_only_example_runs_two_replicas_behind_a_budget() -> None:

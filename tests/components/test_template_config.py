@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 
 from components.operator.args import RayOperatorArgs
 from components.stack_template import ConfigError, OperatorConfig, deploy
+from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE
 from tests.components.workload_mocks import Run, annotations, run, secret_paths
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,10 +40,17 @@ CLUSTER_SPEC: dict[str, Any] = {
 
 
 def _with_config(
-    config: dict[str, Any], secret: tuple[str, ...] = (), *, into: Run | None = None
+    config: dict[str, Any],
+    secret: tuple[str, ...] = (),
+    *,
+    into: Run | None = None,
+    image: str | None = NEVER_PULLED_IMAGE,
 ) -> Run:
-    """Run the template with this stack config; ``into`` keeps what was registered when
+    """Run the template with this stack config, ``operator.image`` set to ``image``
+    unless the config sets it (None: left out); ``into`` keeps what was registered when
     it raises."""
+    if image is not None:
+        config = {**config, "operator": {"image": image, **config.get("operator", {})}}
     raw = {
         f"pulumi-ray:{key}": value if isinstance(value, str) else json.dumps(value)
         for key, value in config.items()
@@ -60,10 +68,59 @@ def _with_config(
     return recorded
 
 
-def test_an_empty_config_deploys_the_operator_alone() -> None:
+def test_the_image_alone_deploys_the_operator_alone() -> None:
     result = _with_config({})
     assert "pulumi-ray:index:RayOperator" in result.types
     assert not [t for t in result.types if t.startswith("kubernetes:ray.io/v1:")]
+    (container,) = result.one("kubernetes:apps/v1:Deployment").inputs["spec"]["template"]["spec"][
+        "containers"
+    ]
+    assert container["image"] == NEVER_PULLED_IMAGE
+
+
+def test_an_empty_config_asks_for_the_image_and_says_how_to_get_one() -> None:
+    recorded = Run()
+    with pytest.raises(ConfigError) as refused:
+        _with_config({}, into=recorded, image=None)
+
+    message = str(refused.value)
+    assert message.startswith("pulumi-ray:operator.image: is required"), message
+    for step in (
+        "make image",
+        "python -m hack.image push <registry>/<repo>:<tag>",
+        "pulumi config set --path operator.image <registry>/<repo>@sha256:<digest>",
+        "docs/releasing.md",
+        "[RAYOPERATOR_IMAGE_REQUIRED]",
+    ):
+        assert step in message, step
+    assert recorded.registrations == []
+
+
+def test_the_operators_pod_options_come_from_config_in_camel_case() -> None:
+    result = _with_config(
+        {
+            "operator": {
+                "installCrds": False,
+                "tolerations": [
+                    {"key": "system", "operator": "Exists", "effect": "NoSchedule"},
+                    {"key": "x", "operator": "Exists", "tolerationSeconds": 30},
+                ],
+                "nodeSelector": {"pool": "system"},
+                "serviceAccount": {"annotations": {"iam.gke.io/gcp-service-account": "a@b"}},
+                "operatorConfig": {"defaultPodLabels": {"team": "ml"}},
+                "podSecurityContext": {"fsGroup": 65532},
+            }
+        }
+    )
+    pod = result.one("kubernetes:apps/v1:Deployment").inputs["spec"]["template"]["spec"]
+    assert pod["tolerations"][1] == {"key": "x", "operator": "Exists", "tolerationSeconds": 30}
+    assert pod["nodeSelector"] == {"pool": "system"}
+    assert pod["securityContext"]["fsGroup"] == 65532
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    account = result.one("kubernetes:core/v1:ServiceAccount").inputs
+    assert account["metadata"]["annotations"] == {"iam.gke.io/gcp-service-account": "a@b"}
+    config = result.one("kubernetes:core/v1:ConfigMap").inputs["data"]["config.yaml"]
+    assert yaml.safe_load(config)["defaultPodLabels"] == {"team": "ml"}
 
 
 def test_workloads_are_created_per_namespace_after_the_operator() -> None:
@@ -154,6 +211,15 @@ def test_manifests_go_through_the_components() -> None:
         ({"operator": {"replicas": 0}}, "pulumi-ray:operator.replicas"),
         ({"operator": {"imagePullPolicy": "Sometimes"}}, "pulumi-ray:operator.imagePullPolicy"),
         ({"operator": {"namespace": "Not_A_Label"}}, "pulumi-ray:operator.namespace"),
+        ({"operator": {"image": "HTTP://x/y"}}, "pulumi-ray:operator.image"),
+        (
+            {"operator": {"operatorConfig": {"defaultPodLabel": {}}}},
+            "pulumi-ray:operator.operatorConfig.defaultPodLabel",
+        ),
+        (
+            {"operator": {"serviceAccount": {"create": False}}},
+            "pulumi-ray:operator.serviceAccount.name",
+        ),
         ({"manifests": ["/nonexistent.yaml"]}, "pulumi-ray:manifests[0]"),
     ],
 )

@@ -10,7 +10,7 @@ import pulumi
 import pytest
 
 from tests.components.workload_mocks import Run, run, secret_paths
-from tests.examples import EXAMPLES, SECRETS, WORKLOAD_EXAMPLES
+from tests.examples import CONFIG, EXAMPLES, SECRETS, WORKLOAD_EXAMPLES
 
 KINDS = WORKLOAD_EXAMPLES
 
@@ -20,9 +20,10 @@ def run_example(example: str, secrets: dict[str, str] | None = None) -> Run:
     asks for) set as secret stack config of the mocks' project."""
     given = SECRETS.get(example, {}) if secrets is None else secrets
     config = {f"project:{key}": value for key, value in given.items()}
+    plain = {f"project:{key}": value for key, value in CONFIG.get(example, {}).items()}
 
     def program() -> Any:
-        pulumi.runtime.set_all_config(config, list(config))
+        pulumi.runtime.set_all_config({**plain, **config}, list(config))
         runpy.run_path(str(EXAMPLES / example / "__main__.py"), run_name="__main__")
 
     try:

@@ -19,6 +19,7 @@ import pulumi.automation as auto
 import pytest
 
 from hack.localcluster import LocalCluster, start_for_tests
+from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE
 from hack.pulumi import Engine
 from hack.pulumi import start_for_tests as start_engine_for_tests
 from tests.e2e.stacks import ProgramStack, crd_files, crd_names, program_copy
@@ -128,8 +129,11 @@ def _stacks(
         stack.set_all_config({key: auto.ConfigValue(value=value) for key, value in config.items()})
         if template_manifests is not None:
             program.write_config({"manifests": template_manifests})
-        if template_config:
-            program.write_config(template_config)
+        if template:
+            # The operator's pods never run (kwok): an image that can never be pulled.
+            given = template_config or {}
+            operator = {"image": NEVER_PULLED_IMAGE, **given.get("operator", {})}
+            program.write_config({**given, "operator": operator})
         return program
 
     try:

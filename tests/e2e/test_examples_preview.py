@@ -14,7 +14,7 @@ import pytest
 from hack.localcluster import LocalCluster
 from tests.e2e.conftest import PulumiEngine
 from tests.e2e.stacks import crd_files, program_copy
-from tests.examples import COMPONENT, EXAMPLES, SECRETS
+from tests.examples import COMPONENT, CONFIG, EXAMPLES, SECRETS
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -53,6 +53,8 @@ def test_example_previews_cleanly(
     for key, value in SECRETS.get(example.name, {}).items():
         # What the example's README asks for; it has no default (config.require_secret).
         stack.set_config(key, auto.ConfigValue(value=value, secret=True))
+    for key, value in CONFIG.get(example.name, {}).items():
+        stack.set_config(key, auto.ConfigValue(value=value))
     output: list[str] = []
     steps: list[auto.StepEventMetadata] = []
 

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from components import RayOperator, RayOperatorArgs
 from hack.localcluster import LocalCluster
-from hack.localcluster.deployed_operator import literal_env, local_arguments
+from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE, literal_env, local_arguments
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.ratelimit import TokenBucket
 from operator_runtime.runtime.transport import UrllibTransport, load_configuration
@@ -61,7 +61,8 @@ class RenderedOperator:
 def render_operator(name: str, args: RayOperatorArgs | None = None) -> RenderedOperator:
     """The objects ``RayOperator(name, args)`` registers, in their manifest form."""
     chosen = dataclasses.replace(
-        args or RayOperatorArgs(), name=name, namespace=name, create_namespace=False,
+        args or RayOperatorArgs(image=NEVER_PULLED_IMAGE), name=name, namespace=name,
+        create_namespace=False,
         install_crds=False,
     )  # fmt: skip
     result = run(lambda: RayOperator(name, chosen))
