@@ -120,11 +120,12 @@ class RayOperatorArgs:
     """Where the ServiceMonitor lives, for a Prometheus that reads only its own namespace
     (e.g. ``monitoring``); the operator's namespace when None."""
     labels: Mapping[str, str] | None = None
-    """Extra labels on every object the component makes, the pods included (cost centre,
-    team). Our ``app.kubernetes.io/*`` labels select the pods and cannot be overridden."""
+    """Extra labels on every object the component makes but the CRDs (kept as committed),
+    the pods included (cost centre, team). Our ``app.kubernetes.io/*`` labels select the
+    pods and cannot be overridden."""
     annotations: Mapping[str, str] | None = None
-    """Extra annotations on every object the component makes (not on the pods: see
-    ``pod_annotations``)."""
+    """Extra annotations on every object the component makes but the CRDs (not on the
+    pods: see ``pod_annotations``)."""
     pod_labels: Mapping[str, str] | None = None
     """Extra labels on the operator's pods only."""
     pod_annotations: Mapping[str, str] | None = None
@@ -237,7 +238,7 @@ class Plan:
 
     def metadata(
         self,
-        name: str,
+        name: pulumi.Input[str],
         namespace: pulumi.Input[str] | None = None,
         extra_labels: Mapping[str, str] | None = None,
         annotations: Mapping[str, str] | None = None,

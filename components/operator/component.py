@@ -129,9 +129,7 @@ class RayOperator(pulumi.ComponentResource):
             return pulumi.Output.from_input(plan.namespace)
         namespace = k8s.core.v1.Namespace(
             plan.resource_name,
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=plan.namespace, labels={**plan.labels, **_POD_SECURITY}
-            ),
+            metadata=plan.metadata(plan.namespace, extra_labels=_POD_SECURITY),
             opts=plan.child(self),
         )
         return name_of(namespace)
