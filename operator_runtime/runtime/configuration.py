@@ -8,17 +8,30 @@ nothing (the RayJob controller reads ``DELETE_RAYJOB_CR_AFTER_JOB_FINISHES``).
 
 Decoding follows KubeRay's: ``apiVersion`` and ``kind`` must name the type, field names
 are case-sensitive, unknown fields are ignored, a value of the wrong type is an error.
+
+One field is ours, not KubeRay's: ``redisCleanupJobResources``, the resources of the
+Redis cleanup Job's container. KubeRay fixes them at 200m CPU / 256Mi, which admission
+on some platforms refuses (GKE Autopilot wants at least 250m CPU: KubeRay issue #4721);
+the platform team that runs the operator knows its cluster's rules, so the setting lives
+here rather than on each RayCluster. It is checked strictly, unknown keys
+included: a typo would otherwise leave the Job without the resources the platform needs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
 from operator_runtime.api.useryaml import UserYamlError, load_yaml
+from operator_runtime.api.validation import qualified_name_error
+from operator_runtime.render.quantity import QuantityError, parse_quantity
 
 API_VERSION: Final = "config.ray.io/v1alpha1"
 KIND: Final = "Configuration"
@@ -30,9 +43,101 @@ DEFAULT_RECONCILE_CONCURRENCY: Final = 1
 DEFAULT_QPS: Final = 100.0
 DEFAULT_BURST: Final = 200
 
+Resources = dict[str, dict[str, str]]
+"""A container's ``resources`` with only ``requests`` and ``limits``: name -> quantity."""
+
+_KUBERAY_CLEANUP_QUANTITIES: Final = (("cpu", "200m"), ("memory", "256Mi"))
+_RESOURCE_SECTIONS: Final = ("limits", "requests")
+_STANDARD_RESOURCES: Final = frozenset({"cpu", "memory", "ephemeral-storage"})
+_MAX_RESOURCE_NAMES: Final = 16
+_MAX_QUANTITY_CHARS: Final = 64
+_MAX_EXPONENT: Final = 30
+"""Far beyond any real resource; an exponent is expanded exactly, so ``1e999999999``
+would otherwise cost seconds of CPU and gigabytes of memory to check."""
+_EXPONENT: Final = re.compile(r"[eE]([+-]?[0-9]+)$")
+
+
+def default_redis_cleanup_job_resources() -> Resources:
+    """KubeRay's fixed size: the script is light, and a GPU must not be held for it."""
+    return {section: dict(_KUBERAY_CLEANUP_QUANTITIES) for section in _RESOURCE_SECTIONS}
+
 
 class ConfigurationError(ValueError):
     """The file cannot be read or does not decode; the message is one line."""
+
+
+def _resources_error(where: str, problem: str) -> PydanticCustomError:
+    # No context: the message is final, and braces in the user's names stay as written.
+    return PydanticCustomError("resources", f"{where}: {problem}" if where else problem)
+
+
+def _quantity(value: object, where: str) -> tuple[str, Fraction]:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise _resources_error(
+            where, f"expected a quantity such as 500m or 1Gi, got {json.dumps(value, default=str)}"
+        )
+    text = (
+        value if isinstance(value, str) else str(value) if isinstance(value, int) else repr(value)
+    )
+    if len(text) > _MAX_QUANTITY_CHARS:
+        raise _resources_error(where, f"a quantity has at most {_MAX_QUANTITY_CHARS} characters")
+    exponent = _EXPONENT.search(text)
+    if exponent is not None and abs(int(exponent[1])) > _MAX_EXPONENT:
+        raise _resources_error(where, f"{text!r} is out of range")
+    try:
+        exact = parse_quantity(text)
+    except QuantityError as exc:
+        raise _resources_error(where, str(exc)) from None
+    if exact < 0:
+        raise _resources_error(where, f"{text!r} is negative")
+    return text, exact
+
+
+def _resource_name_problem(name: str) -> str | None:
+    if name in _STANDARD_RESOURCES or name.startswith("hugepages-"):
+        return None
+    if "/" not in name:
+        return (
+            f"{name!r} is not a container resource (cpu, memory, ephemeral-storage, "
+            "hugepages-<size>, or an extended resource such as example.com/device)"
+        )
+    problem = qualified_name_error(name)
+    return None if problem is None else f"not a resource name: {problem}"
+
+
+def _check_resources(value: object) -> Resources:
+    """A ResourceRequirements with requests and limits only, every name a container
+    resource, every quantity parsed and not negative, no request above its limit."""
+    if not isinstance(value, dict):
+        raise _resources_error("", "expected a mapping with requests and limits")
+    unknown = sorted(str(key) for key in value if key not in _RESOURCE_SECTIONS)
+    if unknown:
+        raise _resources_error(unknown[0], "unknown field; only requests and limits are set here")
+    checked: Resources = {}
+    exact: dict[str, dict[str, Fraction]] = {}
+    for section in _RESOURCE_SECTIONS:
+        given = value.get(section)
+        if given is None:
+            continue
+        if not isinstance(given, dict):
+            raise _resources_error(section, "expected a mapping of resource names to quantities")
+        if len(given) > _MAX_RESOURCE_NAMES:
+            raise _resources_error(section, f"at most {_MAX_RESOURCE_NAMES} resources")
+        checked[section], exact[section] = {}, {}
+        for name, quantity in given.items():
+            where = f"{section}.{name}"
+            problem = _resource_name_problem(str(name))
+            if problem is not None:
+                raise _resources_error(where, problem)
+            checked[section][str(name)], exact[section][str(name)] = _quantity(quantity, where)
+    for name, request in exact.get("requests", {}).items():
+        limit = exact.get("limits", {}).get(name)
+        if limit is not None and request > limit:
+            raise _resources_error(
+                f"requests.{name}",
+                f"{checked['requests'][name]} is more than limits.{name} {checked['limits'][name]}",
+            )
+    return checked
 
 
 class KubeRayConfiguration(BaseModel):
@@ -63,6 +168,10 @@ class KubeRayConfiguration(BaseModel):
     default_container_envs: list[dict[str, Any]] = Field([], alias="defaultContainerEnvs")
     default_pod_annotations: dict[str, str] = Field({}, alias="defaultPodAnnotations")
     default_pod_labels: dict[str, str] = Field({}, alias="defaultPodLabels")
+    redis_cleanup_job_resources: Annotated[Resources, BeforeValidator(_check_resources)] | None = (
+        Field(None, alias="redisCleanupJobResources")
+    )
+    """pulumi-ray's own field (see the module's docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +198,11 @@ class OperatorConfiguration:
     default_container_envs: tuple[dict[str, Any], ...] = ()
     default_pod_annotations: tuple[tuple[str, str], ...] = ()
     default_pod_labels: tuple[tuple[str, str], ...] = ()
+    redis_cleanup_job_resources: Resources = field(
+        default_factory=default_redis_cleanup_job_resources
+    )
+    """pulumi-ray's extension: the cleanup Job container's resources (KubeRay's fixed
+    200m / 256Mi unless the file says otherwise)."""
     from_file: bool = False
 
     @classmethod
@@ -117,6 +231,11 @@ class OperatorConfiguration:
             default_container_envs=tuple(config.default_container_envs),
             default_pod_annotations=tuple(sorted(config.default_pod_annotations.items())),
             default_pod_labels=tuple(sorted(config.default_pod_labels.items())),
+            redis_cleanup_job_resources=(
+                default_redis_cleanup_job_resources()
+                if config.redis_cleanup_job_resources is None
+                else config.redis_cleanup_job_resources
+            ),
             from_file=True,
         )
 

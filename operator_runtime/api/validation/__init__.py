@@ -57,6 +57,7 @@ from operator_runtime.api.validation._syntax import (
     is_dns1035_label,
     is_dns1123_label,
     is_dns1123_subdomain,
+    qualified_name_error,
 )
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "is_dns1123_subdomain",
     "load_object",
     "parse_object",
+    "qualified_name_error",
     "validate",
     "validate_raycluster",
     "validate_raycronjob",

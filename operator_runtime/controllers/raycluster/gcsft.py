@@ -35,7 +35,7 @@ from operator_runtime.controllers.raycluster.run import (
     loose,
     need,
 )
-from operator_runtime.render import RedisCleanupJobParams, build_redis_cleanup_job
+from operator_runtime.render import RedisCleanupJobParams, RenderError, build_redis_cleanup_job
 from operator_runtime.render.gcsft import ft_embedded, ft_enabled
 from operator_runtime.runtime.errors import AlreadyExists, ApiError
 from operator_runtime.runtime.kinds import RAY_CLUSTER, Object
@@ -134,13 +134,17 @@ def finish_deletion(tools: ClusterTools, key: ObjectKey, raw: Object) -> Result:
         _patch_finalizer(tools, raw, present=False)
         return Result()
     run = ClusterRun(tools, key, raw, cluster)
+    # Nothing may leave this function as an exception: the manager's backoff (5 ms
+    # doubling to 1000 s) would outgrow the deadline, and a PermanentError is never
+    # retried at all. Look again soon, and at the latest when the deadline is up.
+    retry = Result(requeue_after=min(SHORT_REQUEUE_SECONDS, left))
     try:
         return _cleanup(run, left)
-    except ApiError as exc:
-        # No backoff here: it could outgrow the deadline. Look again soon, and at the
-        # latest when the deadline is up.
+    except (ApiError, RenderError) as exc:
         log.warning("%s: Redis cleanup step failed (%s); retrying", key, exc)
-        return Result(requeue_after=min(SHORT_REQUEUE_SECONDS, left))
+    except Exception:
+        log.exception("%s: Redis cleanup step raised; retrying", key)
+    return retry
 
 
 def _cleanup(run: ClusterRun, left: float) -> Result:
@@ -206,7 +210,19 @@ def _storage_namespace(run: ClusterRun) -> str:
 
 def _create_job(run: ClusterRun) -> None:
     options = run.tools.options
-    job = loose(build_redis_cleanup_job(params=RedisCleanupJobParams(run.cluster, options.render)))
+    try:
+        built = build_redis_cleanup_job(params=RedisCleanupJobParams(run.cluster, options.render))
+    except RenderError as exc:
+        # The Job is built from the head's template, which nothing validated on the way
+        # here (the deletion path skips validation so that it always ends).
+        run.event(
+            "Warning",
+            Reason.FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
+            f"Cannot build the Redis cleanup Job of {run.namespace}/{run.name}: {exc}",
+            Action.CREATE,
+        )
+        raise
+    job = loose(built)
     container = job["spec"]["template"]["spec"]["containers"][0]
     container["resources"] = copy.deepcopy(options.redis_cleanup_resources)
     name = f"{run.namespace}/{job['metadata']['name']}"

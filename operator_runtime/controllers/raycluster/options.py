@@ -16,7 +16,11 @@ from operator_runtime.api import FeatureGates, JSONObject
 from operator_runtime.controllers.rendering import render_options
 from operator_runtime.render import RenderOptions
 from operator_runtime.runtime.cache import Projection, keep_paths
-from operator_runtime.runtime.configuration import OperatorConfiguration
+from operator_runtime.runtime.configuration import (
+    OperatorConfiguration,
+    Resources,
+    default_redis_cleanup_job_resources,
+)
 from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.settings import OperatorEnvironment
 
@@ -62,10 +66,12 @@ def ray_pod_projection(pod: Object) -> Object:
     return projected
 
 
+def _cleanup_resources(resources: Resources) -> JSONObject:
+    return {section: dict(quantities) for section, quantities in resources.items()}
+
+
 def _default_cleanup_resources() -> JSONObject:
-    # KubeRay's fixed size: the script is light, and a GPU must not be held for it.
-    quantities: JSONObject = {"cpu": "200m", "memory": "256Mi"}
-    return {"limits": dict(quantities), "requests": dict(quantities)}
+    return _cleanup_resources(default_redis_cleanup_job_resources())
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +85,8 @@ class RayClusterOptions:
     random_pod_delete: bool = False
     """``ENABLE_RANDOM_POD_DELETE``: scale down by count even with the autoscaler on."""
     redis_cleanup_resources: JSONObject = field(default_factory=_default_cleanup_resources)
-    """Resources of the cleanup Job's container (KubeRay: 200m/256Mi, not configurable)."""
+    """Resources of the cleanup Job's container: the configuration file's
+    ``redisCleanupJobResources``, else KubeRay's fixed 200m/256Mi."""
     pod_projection: Projection = ray_pod_projection
     """How pods are trimmed in the cache. Tests wrap it to delay pod events and prove the
     expectations hold under a slow informer."""
@@ -95,12 +102,14 @@ class RayClusterOptions:
         gates: FeatureGates | None = None,
         configuration: OperatorConfiguration | None = None,
     ) -> RayClusterOptions:
-        """The options KubeRay's environment variables describe."""
+        """The options KubeRay's environment variables and configuration file describe."""
+        config = configuration or OperatorConfiguration()
         return cls(
             render=render_options(settings, gates, configuration),
             requeue_seconds=float(settings.raycluster_default_requeue_seconds),
             gcs_ft_redis_cleanup=settings.enable_gcs_ft_redis_cleanup,
             random_pod_delete=settings.enable_random_pod_delete,
+            redis_cleanup_resources=_cleanup_resources(config.redis_cleanup_job_resources),
         )
 
     @classmethod

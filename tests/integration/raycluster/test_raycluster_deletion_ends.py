@@ -28,6 +28,7 @@ from tests.integration.raycluster.conftest import (
 FINALIZER = Finalizer.GCS_FT_REDIS_CLEANUP.value
 HOLD = "test.pulumi-ray/hold"
 FT = {"gcsFaultToleranceOptions": {"redisAddress": "redis.example:6379"}}
+CANNOT_BUILD_DEADLINE = 24
 
 
 def _ft_cluster(name: str, namespace: str, *, timeout: str | None = None) -> dict[str, Any]:
@@ -134,3 +135,24 @@ def test_gcs_ft_removed_from_the_spec_while_deleting_releases_the_finalizer_at_o
     finally:
         client.patch(RAY_CLUSTER, "noft", namespace, {"metadata": {"finalizers": None}})
     wait_for("cluster deleted", lambda: _gone(client, namespace, "noft"))
+
+
+def test_a_cleanup_job_that_cannot_be_built_is_retried_and_released_by_the_deadline(
+    ray_crds: LocalCluster, client: KubeClient, namespace: str
+) -> None:
+    # The API server takes a template without containers; the Job is built from the
+    # head's template, so building it fails on every pass.
+    manifest = _ft_cluster("nocontainers", namespace, timeout=str(CANNOT_BUILD_DEADLINE))
+    manifest["spec"]["headGroupSpec"]["template"]["spec"]["containers"] = []
+    client.create(manifest)
+    client.delete(RAY_CLUSTER, "nocontainers", namespace)
+    # Old code: the error fell to the manager's backoff (5 ms doubling): its retries
+    # come 20.5 s and 41 s after the first failure, so this deadline was missed by 17 s.
+    with running_operator(ray_crds, namespace):
+        started = time.monotonic()
+        wait_for("cluster deleted", lambda: _gone(client, namespace, "nocontainers"), timeout=60)
+        elapsed = time.monotonic() - started
+    assert elapsed < CANNOT_BUILD_DEADLINE + 10, elapsed
+    notes = [e.get("note", "") for e in events(client, namespace, "FailedToCreateRedisCleanupJob")]
+    assert any("a pod template has no containers" in note for note in notes), notes
+    assert events(client, namespace, "ForceDeletedStuckCluster", "nocontainers")

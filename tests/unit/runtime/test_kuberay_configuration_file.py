@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from operator_runtime.__main__ import build_parser, main
+from operator_runtime.controllers.raycluster import RayClusterOptions
 from operator_runtime.runtime.commandline import (
     StartupError,
     parse_arguments,
@@ -18,6 +19,7 @@ from operator_runtime.runtime.configuration import (
     OperatorConfiguration,
     decode_configuration,
 )
+from operator_runtime.runtime.settings import OperatorEnvironment
 
 HEAD = "apiVersion: config.ray.io/v1alpha1\nkind: Configuration\n"
 
@@ -162,3 +164,77 @@ def test_the_files_batch_scheduler_is_refused(
     assert "--batch-scheduler=yunikorn: this batch scheduler is not implemented" in (
         capsys.readouterr().err
     )
+
+
+# -- redisCleanupJobResources: pulumi-ray's extension (KubeRay #4721) -------------------
+
+
+def test_the_cleanup_job_keeps_kuberays_size_unless_the_file_says_otherwise() -> None:
+    kuberay = {"cpu": "200m", "memory": "256Mi"}
+    for config in (decode_configuration(HEAD), OperatorConfiguration()):
+        assert config.redis_cleanup_job_resources == {"requests": kuberay, "limits": kuberay}
+        options = RayClusterOptions.from_settings(OperatorEnvironment.defaults(), None, config)
+        assert options.redis_cleanup_resources == {"requests": kuberay, "limits": kuberay}
+
+
+def test_the_cleanup_job_resources_reach_the_raycluster_controller() -> None:
+    config = decode_configuration(
+        HEAD
+        + "redisCleanupJobResources:\n"
+        + "  requests: {cpu: 500m, memory: 512Mi}\n"
+        + "  limits: {cpu: 1, memory: 1Gi, example.com/dev: 0}\n"
+    )
+    wanted = {
+        "requests": {"cpu": "500m", "memory": "512Mi"},
+        "limits": {"cpu": "1", "memory": "1Gi", "example.com/dev": "0"},
+    }
+    assert config.redis_cleanup_job_resources == wanted
+    options = RayClusterOptions.from_settings(OperatorEnvironment.defaults(), None, config)
+    assert options.redis_cleanup_resources == wanted
+
+
+def test_empty_cleanup_job_resources_set_none() -> None:
+    # The platform's defaults (a LimitRange, Autopilot's own) then decide.
+    config = decode_configuration(HEAD + "redisCleanupJobResources: {}\n")
+    assert config.redis_cleanup_job_resources == {}
+    only = decode_configuration(HEAD + "redisCleanupJobResources: {requests: {cpu: 1}}\n")
+    assert only.redis_cleanup_job_resources == {"requests": {"cpu": "1"}}
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("{requests: {cpu: 2x}}", "requests.cpu: '2x' is not a quantity"),
+        ("{requests: {cpu: -1}}", "requests.cpu: '-1' is negative"),
+        (
+            "{requests: {cpu: true}}",
+            "requests.cpu: expected a quantity such as 500m or 1Gi, got true",
+        ),
+        ("{limits: {memory: [1]}}", "limits.memory: expected a quantity"),
+        (
+            "{requests: {cpu: '1' }, limits: {cpu: 500m}}",
+            "requests.cpu: 1 is more than limits.cpu 500m",
+        ),
+        (
+            "{requests: {memory: 1Gi}, limits: {memory: 1000Mi}}",
+            "requests.memory: 1Gi is more than",
+        ),
+        ("{requests: {cpus: 1}}", "requests.cpus: 'cpus' is not a container resource"),
+        ("{requests: {'a/b/c': 1}}", "requests.a/b/c: not a resource name"),
+        ("{request: {cpu: 1}}", "request: unknown field; only requests and limits"),
+        ("{claims: [{name: gpu}]}", "claims: unknown field"),
+        ("[250m]", "redisCleanupJobResources: expected a mapping with requests and limits"),
+        ("{limits: 1}", "limits: expected a mapping of resource names to quantities"),
+        # Bounded: an exponent is expanded exactly, so this one would cost gigabytes.
+        ("{requests: {cpu: 1e999999999}}", "requests.cpu: '1e999999999' is out of range"),
+        ("{limits: {cpu: 1e300}}", "limits.cpu: '1e+300' is out of range"),
+        ("{limits: {cpu: '" + "1" * 65 + "'}}", "a quantity has at most 64 characters"),
+        ("{limits: {" + ", ".join(f"ex.com/r{i}: 1" for i in range(17)) + "}}", "at most 16"),
+    ],
+)
+def test_bad_cleanup_job_resources_are_one_line_naming_the_field(value: str, message: str) -> None:
+    with pytest.raises(ConfigurationError) as error:
+        decode_configuration(HEAD + f"redisCleanupJobResources: {value}\n")
+    text = str(error.value)
+    assert text.startswith("redisCleanupJobResources: "), text
+    assert message in text and "\n" not in text, text
