@@ -17,7 +17,6 @@ from components._inputs import RayInputError
 from components.operator import OperatorServiceAccount
 from operator_runtime.__main__ import build_parser
 from operator_runtime.runtime.commandline import resolve_configuration
-from operator_runtime.runtime.configuration import KubeRayConfiguration
 from tests.components.test_operator import (
     CLUSTER_ROLE_BINDING,
     DEPLOYMENT,
@@ -470,11 +469,6 @@ def test_a_config_file_with_an_output_is_refused() -> None:
     assert error.path == "operator_config" and "known" in str(error)
 
 
-@pytest.mark.skipif(
-    "redisCleanupJobResources"
-    not in {info.alias for info in KubeRayConfiguration.model_fields.values()},
-    reason="the operator's parser learns redisCleanupJobResources on branch cleanup",
-)
 def test_the_redis_cleanup_job_resources_pass_through_to_the_file() -> None:
     resources = {"requests": {"cpu": "500m", "memory": "512Mi"}, "limits": {"memory": "512Mi"}}
     result = deploy(
