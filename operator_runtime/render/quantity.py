@@ -34,6 +34,13 @@ _QUANTITY: Final = re.compile(
 )
 
 
+_MAX_TEXT: Final = 128
+_MAX_EXPONENT: Final = 100
+"""A spec is hostile: ``1e999999999`` is a valid quantity to the API server, and exact
+arithmetic on it would build a billion-digit number (seconds of CPU and gigabytes on every
+pass). Nothing real is longer than this or beyond 10**100, so such values are refused."""
+
+
 class QuantityError(ValueError):
     """A string that is not a Kubernetes quantity."""
 
@@ -45,6 +52,10 @@ def parse_quantity(value: str | int | float) -> Fraction:
     if isinstance(value, int):
         return Fraction(value)
     text = repr(value) if isinstance(value, float) else value
+    if len(text) > _MAX_TEXT:
+        raise QuantityError(
+            f"a quantity of {len(text)} characters is too long (at most {_MAX_TEXT})"
+        )
     match = _QUANTITY.fullmatch(text)
     if match is None:
         raise QuantityError(f"{value!r} is not a quantity (expected e.g. 500m, 4Gi, 2e3)")
@@ -56,6 +67,8 @@ def parse_quantity(value: str | int | float) -> Fraction:
         return number * _BINARY[suffix]
     if len(suffix) > 1 and suffix[0] in "eE":
         exponent = int(suffix[1:])
+        if abs(exponent) > _MAX_EXPONENT:
+            raise QuantityError(f"{value!r} is out of range (exponents up to {_MAX_EXPONENT})")
         return number * (Fraction(10) ** exponent)
     return number * _DECIMAL[suffix]
 

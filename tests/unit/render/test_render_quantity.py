@@ -64,3 +64,14 @@ def test_zero_and_float() -> None:
     assert quantity_is_zero("0m") and quantity_is_zero("0Gi")
     assert not quantity_is_zero("1n")
     assert quantity_as_float("1500m") == 1.5
+
+
+@pytest.mark.parametrize("text", ["1e999999999", "5E-999999999", "1e101", "1" * 129])
+def test_quantities_beyond_any_real_resource_are_refused_not_computed(text: str) -> None:
+    # Unbounded, the first would build a billion-digit integer on every reconcile.
+    with pytest.raises(QuantityError, match="out of range|too long"):
+        parse_quantity(text)
+
+
+def test_the_largest_accepted_exponent_still_parses() -> None:
+    assert parse_quantity("2e100") == 2 * Fraction(10) ** 100

@@ -228,7 +228,7 @@ def test_empty_cleanup_job_resources_set_none() -> None:
         # Bounded: an exponent is expanded exactly, so this one would cost gigabytes.
         ("{requests: {cpu: 1e999999999}}", "requests.cpu: '1e999999999' is out of range"),
         ("{limits: {cpu: 1e300}}", "limits.cpu: '1e+300' is out of range"),
-        ("{limits: {cpu: '" + "1" * 65 + "'}}", "a quantity has at most 64 characters"),
+        ("{limits: {cpu: '" + "1" * 129 + "'}}", "is too long (at most 128)"),
         ("{limits: {" + ", ".join(f"ex.com/r{i}: 1" for i in range(17)) + "}}", "at most 16"),
     ],
 )
