@@ -1,6 +1,7 @@
 # The two commands of the README. Each sets itself up, idempotently:
 #   make demo   start a local control plane, install the CRDs, run a sample RayCluster and RayJob
 #   make test   lint, then every test tier (unit, components, integration, e2e)
+#   make image  the operator's OCI image, without a container daemon (dist/image/)
 # Built binaries live in ~/.cache/pulumi-ray (override with PULUMI_RAY_CACHE).
 #
 # Everything that needs the package registries (pip, the Go builds) runs in the targets
@@ -17,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo bench shell lint venv localcluster pulumi-engine kuberay crds permissions clean
+.PHONY: test demo bench shell lint venv localcluster pulumi-engine kuberay image crds permissions clean
 
 venv: $(STAMP)
 
@@ -39,6 +40,11 @@ pulumi-engine: venv
 kuberay: venv
 	$(PY) -m hack.kuberay build
 
+# The operator's OCI image into dist/image/ (hack/image): Debian packages, wheels and the
+# Go tool are fetched here, so the image tests can run in the sandbox.
+image: venv
+	$(PY) -m hack.image build
+
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -47,7 +53,7 @@ lint: venv
 	$(PY) -m hack.deadcode
 	$(PY) -m operator_runtime.controllers.permission_table --check
 
-test: venv localcluster pulumi-engine kuberay lint
+test: venv localcluster pulumi-engine kuberay image lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
 
 demo: venv localcluster
@@ -68,4 +74,4 @@ permissions: venv
 	$(PY) -m operator_runtime.controllers.permission_table
 
 clean:
-	rm -rf $(VENV) .localcluster .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .localcluster .pytest_cache .mypy_cache .ruff_cache dist/image

@@ -1,0 +1,315 @@
+"""The image's Debian base: pinned bookworm packages, extracted, never installed.
+
+``lock()`` resolves the dependency closure of ``ROOTS`` against the apt sources this
+machine has (``/etc/apt/sources.list.d/debian.sources``, the same on a fresh CI machine)
+and writes ``debian.lock``: one package a line with its version, architecture, sha256,
+size and URL. ``fetch()`` downloads exactly those files into the cache and checks each
+hash (the mirror is plain HTTP; the hashes come from apt's signed indexes). ``extract()``
+unpacks them the way distroless images are made: no maintainer scripts, no dpkg database,
+so no shell, package manager or apt, and what a postinst would generate is made here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from hack import gobuild
+
+LOCK_FILE = Path(__file__).resolve().parent / "debian.lock"
+ARCH = "amd64"
+"""One architecture: the operator runs on amd64 nodes; an arm64 image would lock again."""
+
+ROOTS = (
+    "python3.11-minimal",
+    "libpython3.11-minimal",
+    "libpython3.11-stdlib",
+    "ca-certificates",
+    "tzdata",
+    "netbase",  # /etc/services and /etc/protocols, which socket lookups read
+)
+EXCLUDED = {
+    # Machinery of installing, which a root filesystem that is never installed into lacks.
+    "debconf": "maintainer-script configuration; no maintainer script runs",
+    "debconf-2.0": "the virtual name of debconf",
+    "perl-base": "needed only by debconf and maintainer scripts",
+    "dpkg": "no package manager in the image",
+    "openssl": "the CLI; Python links libssl3, and the CA bundle is generated here",
+    # Libraries only stdlib modules the operator never imports load (checked in the image
+    # test: operator_runtime imports in the unpacked root).
+    "libreadline8": "readline: interactive prompts only",
+    "readline-common": "readline: interactive prompts only",
+    "libncursesw6": "curses: terminals only",
+    "libtinfo6": "curses and readline: terminals only",
+    "libnsl2": "the nis module (NIS/YP), removed from Python 3.13",
+    "libtirpc3": "only through libnsl2",
+    "libdb5.3": "the dbm.ndbm module; shelve/dbm fall back to dbm.dumb",
+}
+"""Dependencies a distroless image leaves out, and why."""
+
+DROPPED_PATHS = (
+    "usr/share/doc",
+    "usr/share/man",
+    "usr/share/info",
+    "usr/share/locale",
+    "usr/share/lintian",
+    "usr/share/bug",
+    "usr/share/gcc",
+    "usr/share/gdb",
+    "usr/share/ca-certificates",  # folded into the bundle below
+    "usr/sbin/update-ca-certificates",
+    "etc/ca-certificates",
+    "usr/lib/python3.11/config-3.11-x86_64-linux-gnu",
+)
+"""Documentation, locales, and what only a postinst or a compiler reads."""
+
+CA_BUNDLE = "etc/ssl/certs/ca-certificates.crt"
+
+
+@dataclass(frozen=True)
+class Package:
+    """One locked .deb."""
+
+    name: str
+    version: str
+    arch: str
+    sha256: str
+    size: int
+    url: str
+
+    @property
+    def file_name(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+    def line(self) -> str:
+        return f"{self.name} {self.version} {self.arch} {self.sha256} {self.size} {self.url}"
+
+
+def progress(message: str) -> None:
+    gobuild.progress("image", message)
+
+
+def read_lock(path: Path = LOCK_FILE) -> list[Package]:
+    packages = []
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, version, arch, sha256, size, url = line.split()
+        packages.append(Package(name, version, arch, sha256, int(size), url))
+    return packages
+
+
+# --- lock ------------------------------------------------------------------------------
+
+
+def _show(name: str) -> dict[str, str] | None:
+    """apt's candidate record of one package, or None for a purely virtual name."""
+    found = subprocess.run(
+        ["apt-cache", "show", "--no-all-versions", f"{name}:{ARCH}"],
+        capture_output=True,
+        text=True,
+    )
+    if found.returncode != 0 or not found.stdout.strip():
+        return None
+    record: dict[str, str] = {}
+    key = ""
+    for line in found.stdout.split("\n\n", 1)[0].splitlines():
+        if line.startswith(" ") and key:
+            record[key] += "\n" + line
+        elif ":" in line:
+            key, _, value = line.partition(":")
+            record[key] = value.strip()
+    return record
+
+
+def _dependencies(record: dict[str, str]) -> list[list[str]]:
+    """Depends and Pre-Depends as groups of alternatives, versions and arch tags dropped."""
+    text = ", ".join(v for k in ("Pre-Depends", "Depends") if (v := record.get(k)))
+    groups = []
+    for group in filter(None, (g.strip() for g in text.split(","))):
+        groups.append([re.split(r"[\s(:]", a.strip(), maxsplit=1)[0] for a in group.split("|")])
+    return groups
+
+
+def _closure() -> dict[str, dict[str, str]]:
+    records: dict[str, dict[str, str]] = {}
+    pending = list(ROOTS)
+    while pending:
+        name = pending.pop()
+        if name in records or name in EXCLUDED:
+            continue
+        record = _show(name)
+        if record is None:
+            raise RuntimeError(f"apt knows no package {name!r}: run `apt-get update` first")
+        records[name] = record
+        for alternatives in _dependencies(record):
+            if any(a in EXCLUDED or a in records for a in alternatives):
+                continue
+            real = next((a for a in alternatives if _show(a) is not None), None)
+            if real is None:
+                raise RuntimeError(f"{name} depends on {alternatives}, none of which apt has")
+            pending.append(real)
+    return records
+
+
+def _uris(records: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The mirror URL of each candidate, as apt itself would download it."""
+    printed = subprocess.run(
+        ["apt-get", "download", "--print-uris",
+         *(f"{n}:{ARCH}={r['Version']}" for n, r in sorted(records.items()))],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    uris = {}
+    for line in printed.splitlines():
+        url = line.split()[0].strip("'")
+        uris[url.rsplit("/", 1)[-1].split("_", 1)[0]] = url
+    return uris
+
+
+def lock(path: Path = LOCK_FILE) -> list[Package]:
+    """Resolve the closure from apt's current indexes and write it to ``path``."""
+    records = _closure()
+    uris = _uris(records)
+    packages = [
+        Package(name, r["Version"], r["Architecture"], r["SHA256"], int(r["Size"]), uris[name])
+        for name, r in sorted(records.items())
+    ]
+    header = [
+        "# The image's Debian packages (python -m hack.image lock writes this; commit it).",
+        f"# The dependency closure of: {' '.join(ROOTS)}",
+        "# minus what a distroless image leaves out (hack/image/debian.py EXCLUDED says why):",
+        *(f"#   {name}: {why}" for name, why in sorted(EXCLUDED.items())),
+        "# package version arch sha256 size url",
+    ]
+    path.write_text("\n".join([*header, *(p.line() for p in packages)]) + "\n")
+    return packages
+
+
+# --- fetch and extract ------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    return gobuild.cache_root() / "image" / "debs"
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fetch(packages: list[Package]) -> list[Path]:
+    """The locked .debs from the cache, downloading (and checking) what is missing."""
+    directory = cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for package in packages:
+        path = directory / package.file_name
+        if not (path.is_file() and _sha256(path) == package.sha256):
+            _download(package, path)
+        paths.append(path)
+    return paths
+
+
+def _download(package: Package, path: Path) -> None:
+    refresh = "refresh the lock with `python -m hack.image lock` and commit hack/image/debian.lock"
+    progress(f"downloading {package.name} {package.version}")
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with (
+            urllib.request.urlopen(package.url, timeout=120) as response,
+            partial.open("wb") as out,
+        ):
+            shutil.copyfileobj(response, out)
+    except urllib.error.HTTPError as error:
+        partial.unlink(missing_ok=True)
+        raise RuntimeError(
+            f"the mirror no longer has {package.name} {package.version} ({package.url}: HTTP "
+            f"{error.code}; Debian drops superseded versions): {refresh}"
+        ) from error
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise RuntimeError(
+            f"could not download {package.name} {package.version} from {package.url} "
+            f"({error}); the build needs Debian's mirror, outside the sandbox"
+        ) from error
+    actual = _sha256(partial)
+    if actual != package.sha256:
+        partial.unlink()
+        raise RuntimeError(
+            f"{package.name} {package.version} from {package.url} has sha256 {actual}, but "
+            f"the lock says {package.sha256}: the mirror changed the file; {refresh}"
+        )
+    partial.rename(path)
+
+
+def extract(debs: list[Path], root: Path) -> None:
+    """Unpack the .debs' files under ``root``, then do what their postinsts would."""
+    for deb in debs:
+        subprocess.run(["dpkg-deb", "--extract", str(deb), str(root)], check=True)
+    _ca_bundle(root)
+    for relative in DROPPED_PATHS:
+        target = root / relative
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    _system_files(root)
+
+
+def _ca_bundle(root: Path) -> None:
+    """The bundle update-ca-certificates writes: every shipped certificate, in the sorted
+    order ca-certificates' postinst lists them in /etc/ca-certificates.conf."""
+    shipped = root / "usr/share/ca-certificates"
+    certificates = sorted(shipped.rglob("*.crt"), key=lambda p: p.relative_to(shipped).as_posix())
+    if not certificates:
+        raise RuntimeError(f"ca-certificates shipped no certificates under {shipped}")
+    bundle = root / CA_BUNDLE
+    bundle.parent.mkdir(parents=True, exist_ok=True)
+    with bundle.open("w") as out:
+        for certificate in certificates:
+            text = certificate.read_text()
+            out.write(text if text.endswith("\n") else text + "\n")
+    bundle.chmod(0o644)
+
+
+PASSWD = (
+    "root:x:0:0:root:/root:/sbin/nologin\n"
+    "nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
+)
+GROUP = "root:x:0:\nnonroot:x:65532:\n"
+NSSWITCH = "".join(
+    f"{database}: {sources}\n"
+    for database, sources in (
+        ("passwd", "files"), ("group", "files"), ("shadow", "files"), ("hosts", "files dns"),
+        ("networks", "files"), ("protocols", "files"), ("services", "files"),
+    )
+)  # fmt: skip
+"""glibc reads these for getpwuid and name lookups; its compiled-in default for hosts
+would try nis first."""
+
+
+def _system_files(root: Path) -> None:
+    etc = root / "etc"
+    etc.mkdir(exist_ok=True)
+    for name, text in (("passwd", PASSWD), ("group", GROUP), ("nsswitch.conf", NSSWITCH)):
+        (etc / name).write_text(text)
+        (etc / name).chmod(0o644)
+    # tzdata's postinst would link the configured zone; UTC is what a pod expects.
+    localtime = etc / "localtime"
+    localtime.unlink(missing_ok=True)
+    localtime.symlink_to("/usr/share/zoneinfo/Etc/UTC")
+    (root / "usr/bin/python").symlink_to("python3.11")
+    for directory, mode in (("tmp", 0o1777), ("home/nonroot", 0o700), ("root", 0o700)):
+        (root / directory).mkdir(parents=True, exist_ok=True)
+        os.chmod(root / directory, mode)
