@@ -39,7 +39,7 @@ def _package_version() -> str:
 
 
 DEFAULT_IMAGE: Final = f"pulumi-ray/operator:{_package_version()}"
-"""The image the repository's Dockerfile builds, tagged with this package's version, so
+"""The image `make image` builds (hack/image), tagged with this package's version, so
 the components and the operator they deploy come from one release."""
 DEFAULT_NAMESPACE: Final = "ray-system"
 DEFAULT_RESOURCES: Final[Mapping[str, Mapping[str, str]]] = MappingProxyType(

@@ -1,10 +1,10 @@
 """The operator's Deployment, its metrics Service and its PodDisruptionBudget.
 
-The container runs ``OPERATOR_COMMAND`` (the Dockerfile's ENTRYPOINT; a test holds them
-equal) with flags of ``python -m operator_runtime`` only, and only those the user set:
-an unset knob keeps the operator's own default, which lives in its argument parser. The
-flags the pod spec depends on (ports, shutdown timeout, Lease name) are always passed,
-so the probes, the Service and the grace period never rely on a default elsewhere.
+The container runs ``OPERATOR_COMMAND`` (the entrypoint of the image hack/image builds;
+a test holds them equal) with flags of ``python -m operator_runtime`` only, and only those
+the user set: an unset knob keeps the operator's own default, which lives in its argument
+parser. The flags the pod spec depends on (ports, shutdown timeout, Lease name) are always
+passed, so the probes, the Service and the grace period never rely on a default elsewhere.
 """
 
 from __future__ import annotations

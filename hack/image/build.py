@@ -317,6 +317,8 @@ def build(out: Path) -> ImageBuild:
             "layers": layer_specs,
             "config": image_config(),
             "created": source_date().isoformat().replace("+00:00", "Z"),
+            "os": "linux",
+            "architecture": debian.ARCH,
         }
         (scratch / "spec.json").write_text(json.dumps(spec, indent=2))
         progress("assembling the OCI layout (gzip)")

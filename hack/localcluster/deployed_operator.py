@@ -117,7 +117,7 @@ class OperatorAsServiceAccount:
                 lease_namespace=self.namespace,
             )  # fmt: skip
             # The image's entry point is `python -m operator_runtime` (a test pins the
-            # Dockerfile to the component's command); here it is this interpreter's.
+            # image's entrypoint to the component's command); here it is this interpreter's.
             self.command = [sys.executable, "-m", "operator_runtime", *arguments]
             with self.log_path.open("ab") as log:
                 self.process = subprocess.Popen(

@@ -1,10 +1,10 @@
 """RayOperator under Pulumi mocks: what it registers, its RBAC against the render table,
-the Deployment against the operator's real flag parser and the Dockerfile, validation."""
+the Deployment against the operator's real flag parser, validation. The image's
+entrypoint is held to OPERATOR_COMMAND by tests/integration/image/test_image_build.py."""
 
 from __future__ import annotations
 
 import functools
-import json
 import re
 import runpy
 from collections.abc import Iterable, Mapping
@@ -583,39 +583,6 @@ def test_a_bad_argument_is_refused_by_name_before_anything_is_registered(
 def test_the_self_deleting_rayjob_switch_is_refused_with_the_reason() -> None:
     with pytest.raises(RayInputError, match=r"pulumi up --refresh"):
         deploy(RayOperatorArgs(env={"DELETE_RAYJOB_CR_AFTER_JOB_FINISHES": "false"}))
-
-
-# --- the image -------------------------------------------------------------------------
-
-
-def dockerfile_final_stage() -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) of the Dockerfile's last stage, continuations joined."""
-    text = (REPO_ROOT / "Dockerfile").read_text()
-    lines = re.sub(r"\\\n", " ", text).splitlines()
-    instructions = [
-        (parts[0].upper(), parts[1] if len(parts) > 1 else "")
-        for line in lines
-        if line.strip() and not line.lstrip().startswith("#")
-        for parts in [line.strip().split(None, 1)]
-    ]
-    last_from = max(i for i, (op, _) in enumerate(instructions) if op == "FROM")
-    return instructions[last_from:]
-
-
-def test_dockerfile_runs_the_deployments_command_as_a_numeric_non_root_user() -> None:
-    stage = dockerfile_final_stage()
-
-    entrypoints = [json.loads(value) for op, value in stage if op == "ENTRYPOINT"]
-    assert entrypoints[-1:] == [list(OPERATOR_COMMAND)]
-    assert container(deploy(RayOperatorArgs(install_crds=False)))["command"] == entrypoints[-1]
-    # A CMD would be appended to the ENTRYPOINT; the Deployment gives args, docker run none.
-    assert [op for op, _ in stage if op == "CMD"] == []
-    users = [value for op, value in stage if op == "USER"]
-    assert users, "the image must not run as root"
-    uid = users[-1].split(":")[0]
-    # runAsNonRoot can only be checked by the kubelet against a numeric user.
-    assert uid.isdigit() and int(uid) != 0
-    assert stage[0][1].startswith("python:") and "-slim" in stage[0][1]
 
 
 # --- the examples ----------------------------------------------------------------------

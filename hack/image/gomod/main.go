@@ -37,6 +37,8 @@ type spec struct {
 	Layers  []specLayer `json:"layers"`
 	Config  v1.Config   `json:"config"`
 	Created time.Time   `json:"created"`
+	OS      string      `json:"os"`
+	Arch    string      `json:"architecture"`
 }
 
 type specLayer struct {
@@ -107,6 +109,16 @@ func assemble(args []string) error {
 		return err
 	}
 	img, err = mutate.CreatedAt(img, v1.Time{Time: s.Created})
+	if err != nil {
+		return err
+	}
+	configFile, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	configFile = configFile.DeepCopy()
+	configFile.OS, configFile.Architecture = s.OS, s.Arch
+	img, err = mutate.ConfigFile(img, configFile)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,169 @@
+"""The operator image ``make image`` built (hack/image): reproducible, configured as the
+Deployment runs it, distroless, able to import the operator, and pushable.
+
+Offline: the build's inputs (locked .debs, wheels, the Go tool) are in the cache
+``make image`` filled; these tests assemble again from it and push to a registry on
+loopback. Running the operator from the image as a pod would is
+tests/integration/image's run-from-image test.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.operator.deployment import OPERATOR_COMMAND
+from hack.image import ImageBuild, built, manifest, unpack
+from hack.image import build as image_build
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+REGISTRY_STOP_SECONDS = 30.0
+"""The in-memory registry exits at SIGTERM at once; this only bounds a wedged one."""
+
+
+@pytest.fixture(scope="module")
+def image() -> ImageBuild:
+    return built()
+
+
+@pytest.fixture(scope="module")
+def config(image: ImageBuild) -> dict[str, Any]:
+    descriptor = manifest(image.layout)["config"]
+    blob = image.layout / "blobs" / "sha256" / descriptor["digest"].split(":", 1)[1]
+    parsed: dict[str, Any] = json.loads(blob.read_bytes())
+    return parsed
+
+
+@pytest.fixture(scope="module")
+def rootfs(image: ImageBuild, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return unpack(image.layout, tmp_path_factory.mktemp("image") / "rootfs")
+
+
+def test_assembling_again_from_the_cached_inputs_gives_the_same_digest(
+    image: ImageBuild, tmp_path: Path
+) -> None:
+    started = time.monotonic()
+    again = image_build.build(tmp_path / "again")
+    print(f"assembled again in {time.monotonic() - started:.1f}s")
+    if again.digest != image.digest:
+        first, second = manifest(image.layout), manifest(again.layout)
+        differing = [
+            f"layer {i} ({a['digest']} vs {b['digest']})"
+            for i, (a, b) in enumerate(zip(first["layers"], second["layers"], strict=True))
+            if a != b
+        ]
+        if first["config"] != second["config"]:
+            differing.append("config (HEAD moved since `make image`?)")
+        pytest.fail(
+            f"a second build gives {again.digest}, `make image` gave {image.digest}: "
+            f"{', '.join(differing) or 'the manifests differ'}"
+        )
+    assert again.unpacked_bytes == image.unpacked_bytes
+
+
+def test_the_config_runs_the_deployments_command_as_nonroot(config: dict[str, Any]) -> None:
+    settings = config["config"]
+    # The Deployment's command is OPERATOR_COMMAND (tests/components/test_operator.py).
+    assert settings["Entrypoint"] == list(OPERATOR_COMMAND)
+    # A Cmd would be appended to the entrypoint by `docker run`, but not by the Deployment.
+    assert "Cmd" not in settings or not settings["Cmd"]
+    # Numeric, so the kubelet can check runAsNonRoot.
+    assert settings["User"] == "65532:65532"
+    assert settings["WorkingDir"] == "/home/nonroot"
+    env = dict(entry.split("=", 1) for entry in settings["Env"])
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert env["PYTHONUNBUFFERED"] == "1"
+    labels = settings["Labels"]
+    assert labels["org.opencontainers.image.version"] == importlib.metadata.version("pulumi-ray")
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert labels["org.opencontainers.image.revision"] == head, "HEAD moved: run `make image`"
+    assert config["created"] == image_build.source_date().isoformat().replace("+00:00", "Z")
+    assert config["architecture"] == "amd64" and config["os"] == "linux"
+
+
+def test_the_root_filesystem_has_python_and_no_shell_or_package_manager(rootfs: Path) -> None:
+    for absent in (
+        "bin/sh", "usr/bin/sh", "bin/bash", "usr/bin/bash", "bin/dash", "usr/bin/dpkg",
+        "usr/bin/apt", "usr/bin/apt-get", "var/lib/dpkg", "usr/bin/perl", "usr/bin/openssl",
+        "usr/share/doc", "usr/share/man",
+    ):  # fmt: skip
+        assert not os.path.lexists(rootfs / absent), f"/{absent} is in the image"
+    assert (rootfs / "usr/bin/python3.11").is_file()
+    assert os.readlink(rootfs / "usr/bin" / OPERATOR_COMMAND[0]) == "python3.11"
+    bundle = (rootfs / "etc/ssl/certs/ca-certificates.crt").read_text()
+    assert bundle.count("BEGIN CERTIFICATE") > 100
+    assert (rootfs / "usr/share/zoneinfo/Etc/UTC").read_bytes().startswith(b"TZif")
+    assert (rootfs / "tmp").stat().st_mode & 0o7777 == 0o1777
+    assert "nonroot:x:65532:65532:" in (rootfs / "etc/passwd").read_text()
+    assert (rootfs / "home/nonroot").stat().st_uid == 65532
+
+
+def test_every_module_has_bytecode_since_the_pods_root_is_read_only(rootfs: Path) -> None:
+    missing = [
+        source.relative_to(rootfs).as_posix()
+        for directory in ("usr/lib/python3.11", "usr/lib/python3/dist-packages")
+        for source in (rootfs / directory).rglob("*.py")
+        if not (source.parent / "__pycache__" / f"{source.stem}.cpython-311.pyc").is_file()
+    ]
+    assert missing == [], f"{len(missing)} modules without bytecode, e.g. {missing[:5]}"
+
+
+def test_the_operator_imports_in_the_root_as_nonroot(rootfs: Path, config: dict[str, Any]) -> None:
+    program = (
+        "import sys, operator_runtime.__main__, operator_runtime.controllers, ssl, zoneinfo\n"
+        "ssl.create_default_context()\n"
+        "zoneinfo.ZoneInfo('America/New_York')\n"
+        "print(sys.version_info[:2])\n"
+    )
+    completed = subprocess.run(
+        [shutil.which("chroot") or "chroot", "--userspec=65532:65532", str(rootfs),
+         "/usr/bin/python3.11", "-c", program],
+        env=dict(entry.split("=", 1) for entry in config["config"]["Env"]),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "(3, 11)"
+
+
+@pytest.fixture
+def registry() -> Iterator[str]:
+    """An in-memory registry (go-containerregistry's) on loopback: its host:port."""
+    with subprocess.Popen(
+        [str(image_build.ocitool()), "serve"], stdout=subprocess.PIPE, text=True
+    ) as server:
+        try:
+            assert server.stdout is not None
+            address = server.stdout.readline().strip()
+            assert address.startswith("127.0.0.1:"), f"the registry printed {address!r}"
+            yield address
+        finally:
+            server.terminate()
+            server.wait(timeout=REGISTRY_STOP_SECONDS)
+
+
+def test_push_then_pull_by_digest_gives_the_same_image(image: ImageBuild, registry: str) -> None:
+    reference = f"{registry}/team/ray-operator:0.1.0"
+    pushed = subprocess.run(
+        [sys.executable, "-m", "hack.image", "push", reference],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert pushed.returncode == 0, pushed.stderr
+    assert pushed.stdout.strip() == f"{registry}/team/ray-operator@{image.digest}"
+    pulled = subprocess.run(
+        [str(image_build.ocitool()), "pull", pushed.stdout.strip()],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert pulled.returncode == 0, pulled.stderr
+    assert pulled.stdout.strip() == image.digest
