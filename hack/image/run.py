@@ -32,7 +32,14 @@ from typing import IO, Any, Final
 
 from hack.image import manifest
 
-__all__ = ["SERVICE_ACCOUNT_DIR", "ContainerRun", "ImageConfig", "image_config", "launch"]
+__all__ = [
+    "SERVICE_ACCOUNT_DIR",
+    "ContainerRun",
+    "ImageConfig",
+    "image_config",
+    "launch",
+    "service_account_files",
+]
 
 SERVICE_ACCOUNT_DIR: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
 DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -146,7 +153,7 @@ def _mount(
     )  # fmt: skip
 
 
-def in_root(root: Path, path: str) -> Path:
+def _in_root(root: Path, path: str) -> Path:
     """``path`` as the container sees it, under ``root``: a symlink in the image (Debian's
     ``/var/run -> /run``) is followed inside the image, never into this machine."""
     current, parts, hops = root, list(PurePosixPath(path).parts[1:]), 0
@@ -181,7 +188,7 @@ def _user(root: Path, user: str) -> tuple[int, int, str]:
     if uid == 0:
         raise ContainerError("image config User is root (uid 0) and the pod has runAsNonRoot")
     gid, home = 0, "/"
-    passwd = in_root(root, "/etc/passwd")
+    passwd = _in_root(root, "/etc/passwd")
     if passwd.is_file():
         for line in passwd.read_text().splitlines():
             fields = line.split(":")
@@ -191,7 +198,7 @@ def _user(root: Path, user: str) -> tuple[int, int, str]:
     return uid, int(gid_text) if gid_text else gid, home
 
 
-def container_env(run: ContainerRun, home: str) -> dict[str, str]:
+def _container_env(run: ContainerRun, home: str) -> dict[str, str]:
     """The image's env, then the pod's; PATH, HOSTNAME and HOME as runtimes add them."""
     env = dict(entry.partition("=")[::2] for entry in run.image.env)
     env.setdefault("PATH", DEFAULT_PATH)
@@ -201,7 +208,7 @@ def container_env(run: ContainerRun, home: str) -> dict[str, str]:
     return env
 
 
-def argv(run: ContainerRun) -> list[str]:
+def _argv(run: ContainerRun) -> list[str]:
     """Kubernetes' rule: ``command`` replaces the entrypoint (and drops Cmd); ``args``
     replace Cmd."""
     if run.command:
@@ -211,7 +218,7 @@ def argv(run: ContainerRun) -> list[str]:
 
 def _mount_point(root: Path, path: str, *, file: bool = False) -> Path:
     # As runc does: mount points missing from the image are made before it turns read-only.
-    target = in_root(root, path)
+    target = _in_root(root, path)
     if file:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.touch(exist_ok=True)
@@ -268,7 +275,7 @@ def _start(run: ContainerRun) -> None:
     os.chroot(root)
     os.chdir(run.image.workdir or "/")
     _drop_privileges(uid, gid)
-    env, command = container_env(run, home), argv(run)
+    env, command = _container_env(run, home), _argv(run)
     if not command:
         raise ContainerError("no command: the image has no entrypoint and the pod gives none")
     try:
