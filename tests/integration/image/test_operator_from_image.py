@@ -3,7 +3,7 @@
 The image ``make image`` built is unpacked once per module and started by
 ``hack.image.run`` (unshare and chroot: read-only root, tmpfs ``/tmp``, uid 65532 with no
 groups and no capabilities) with the command, args and env of the Deployment the
-component renders under Pulumi's mocks, and nothing else: no ``--kubeconfig``, no port
+component renders under Pulumi's mocks (``tests/integration/tenancy.py``), and nothing else: no ``--kubeconfig``, no port
 rebound. It finds the API server as a pod does, through ``KUBERNETES_SERVICE_HOST`` and
 ``KUBERNETES_SERVICE_PORT``, and authenticates with a bound token of the ServiceAccount
 the component renders, whose ClusterRole and bindings are applied as rendered: a
@@ -18,11 +18,9 @@ left in their terminating namespaces.
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import subprocess
-import textwrap
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,7 +30,7 @@ from typing import Any
 import httpx
 import pytest
 
-from components._program import SIG, UNKNOWN, load_program, run_program
+from components import RayOperatorArgs
 from hack import sandbox
 from hack.image import ImageBuild, built, unpack
 from hack.image.run import ContainerRun, ImageConfig, image_config, launch, service_account_files
@@ -45,10 +43,10 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     ray_crds,
     raycluster,
 )
+from tests.integration.tenancy import apply, render_operator
 
 IMAGE_REPOSITORY = "registry.invalid/pulumi-ray/operator"
 """Where the Deployment says the image comes from; never pulled (it is unpacked here)."""
-RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 CLUSTER_SCOPED = ("ClusterRole", "ClusterRoleBinding")
 CLUSTER = "from-image"
 READY_AFTER_LIVE_SECONDS = 60.0
@@ -82,47 +80,6 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Image:
     build = built()
     root = unpack(build.layout, tmp_path_factory.mktemp("image") / "rootfs")
     return Image(build, root, image_config(build.layout))
-
-
-def render_operator(directory: Path, namespace: str, image: str) -> list[dict[str, Any]]:
-    """The Kubernetes objects ``RayOperator`` registers, rendered in this process under
-    Pulumi's mocks (``python -m components render``'s runner)."""
-    directory.mkdir()
-    (directory / "Pulumi.yaml").write_text("name: operator-from-image\nruntime: python\n")
-    (directory / "__main__.py").write_text(
-        textwrap.dedent(f"""
-        from components import RayOperator, RayOperatorArgs
-
-        RayOperator("operator", RayOperatorArgs(
-            name={f"op-{namespace}"!r}, namespace={namespace!r}, create_namespace=False,
-            install_crds=False, image={image!r}, watch_namespaces=[{namespace!r}],
-        ))
-        """)
-    )
-    objects = [
-        whole_numbers(r.raw)
-        for r in run_program(load_program(directory, None))
-        if r.type.startswith("kubernetes:")
-    ]
-    wire = json.dumps(objects)
-    assert UNKNOWN not in wire and SIG not in wire, "the render left unknowns or secrets"
-    return objects
-
-
-def whole_numbers(value: Any) -> Any:
-    """The wire form's numbers are all floats (protobuf's Struct); Kubernetes' ints are not."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: whole_numbers(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [whole_numbers(item) for item in value]
-    return value
-
-
-def one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    (found,) = (o for o in objects if o["kind"] == kind)
-    return found
 
 
 def flag(arguments: list[str], name: str) -> str:
@@ -194,18 +151,12 @@ def root_mount_options(pid: int) -> list[str]:
 
 
 @pytest.fixture
-def rbac_applied(
-    ray_crds: LocalCluster,  # noqa: F811
-) -> Iterator[Callable[[list[dict[str, Any]]], None]]:
+def cluster_scoped_cleanup(ray_crds: LocalCluster) -> Iterator[list[dict[str, Any]]]:  # noqa: F811
+    """Objects a test applied; the cluster-scoped ones are deleted after it (the others go
+    with the test's namespace)."""
     applied: list[dict[str, Any]] = []
-
-    def apply(objects: list[dict[str, Any]]) -> None:
-        applied.extend(objects)
-        items = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-        ray_crds.kubectl("apply", "-f", "-", input=items)
-
-    yield apply
-    for item in applied:  # the namespaced ones go with the test's namespace
+    yield applied
+    for item in applied:
         if item["kind"] in CLUSTER_SCOPED:
             ray_crds.kubectl("delete", item["kind"].lower(), item["metadata"]["name"],
                              "--wait=false", check=False)  # fmt: skip
@@ -215,26 +166,28 @@ def test_the_operator_runs_from_its_image_as_its_pod_would(
     image: Image,
     ray_crds: LocalCluster,  # noqa: F811
     namespace: str,
-    rbac_applied: Callable[[list[dict[str, Any]]], None],
+    cluster_scoped_cleanup: list[dict[str, Any]],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     kube = make_client(ray_crds)
-    objects = render_operator(tmp_path / "program", namespace, image.reference)
-    pod = one(objects, "Deployment")["spec"]["template"]["spec"]
-    (spec,) = pod["containers"]
+    rendered = render_operator(
+        namespace, RayOperatorArgs(image=image.reference, watch_namespaces=[namespace])
+    )
+    pod, spec = rendered.pod, rendered.container
     assert spec["image"] == image.reference
     env = literal_env(spec)
     assert len(env) == len(spec.get("env", [])), "an env entry needs a kubelet (valueFrom)"
-    ports = {port["name"]: port["containerPort"] for port in spec["ports"]}
-    rbac = [o for o in objects if o["kind"] in RBAC_KINDS]
-    rbac_applied(rbac)
-    token = ray_crds.kubectl("-n", namespace, "create", "token", pod["serviceAccountName"],
+    # The wire form's numbers are floats (protobuf's Struct).
+    ports = {port["name"]: int(port["containerPort"]) for port in spec["ports"]}
+    cluster_scoped_cleanup.extend(rendered.rbac)
+    apply(ray_crds, rendered.rbac, tmp_path)
+    token = ray_crds.kubectl("-n", namespace, "create", "token", rendered.service_account,
                              "--duration=1h").stdout.strip()  # fmt: skip
     secrets = service_account_files(tmp_path / "serviceaccount", {
         "token": token, "ca.crt": ray_crds.pki.ca_cert.read_text(), "namespace": namespace,
     })  # fmt: skip
-    hostname = f"{one(objects, 'Deployment')['metadata']['name']}-5c9d7f-x2k4q"
+    hostname = f"{rendered.service_account}-5c9d7f-x2k4q"  # a pod name of its Deployment
     run = ContainerRun(
         root=str(image.root), image=image.config,
         command=tuple(spec.get("command", ())), args=tuple(spec.get("args", ())),
@@ -245,7 +198,7 @@ def test_the_operator_runs_from_its_image_as_its_pod_would(
     )  # fmt: skip
     kube.create(raycluster(CLUSTER, namespace, workers=1))
     liveness = spec["livenessProbe"]
-    live_within = (
+    live_within = int(
         liveness["initialDelaySeconds"] + liveness["periodSeconds"] * liveness["failureThreshold"]
     )
     health, metrics = f"http://127.0.0.1:{ports['health']}", f"http://127.0.0.1:{ports['metrics']}"
@@ -292,7 +245,7 @@ def test_the_operator_runs_from_its_image_as_its_pod_would(
             container.process.send_signal(signal.SIGTERM)
             stopped = time.monotonic()
             try:
-                code = container.process.wait(pod["terminationGracePeriodSeconds"])
+                code = container.process.wait(int(pod["terminationGracePeriodSeconds"]))
             except subprocess.TimeoutExpired:
                 container.process.kill()  # the kubelet's SIGKILL
                 code = container.process.wait()
