@@ -3,13 +3,13 @@
 The image ``make image`` built is unpacked once per module and started by
 ``hack.image.run`` (unshare and chroot: read-only root, tmpfs ``/tmp``, uid 65532 with no
 groups and no capabilities) with the command, args and env of the Deployment the
-component renders under Pulumi's mocks (``tests/integration/tenancy.py``), and nothing else: no ``--kubeconfig``, no port
-rebound. It finds the API server as a pod does, through ``KUBERNETES_SERVICE_HOST`` and
-``KUBERNETES_SERVICE_PORT``, and authenticates with a bound token of the ServiceAccount
-the component renders, whose ClusterRole and bindings are applied as rendered: a
-permission missing from them fails the test. The Deployment's ports, ``:8080`` and
-``:8082``, are bound as they are; the one other test that binds them takes turns
-(``sandbox.fixed_ports``).
+component renders under Pulumi's mocks (``tests/integration/tenancy.py``), and nothing
+else: no ``--kubeconfig``, no port rebound. It finds the API server as a pod does, through
+``KUBERNETES_SERVICE_HOST`` and ``KUBERNETES_SERVICE_PORT``, and authenticates with a
+bound token of the ServiceAccount the component renders, whose ClusterRole and bindings
+are applied as rendered: a permission missing from them fails the test. The Deployment's
+ports, ``:8080`` and ``:8082``, are bound as they are; the one other test that binds them
+takes turns (``sandbox.fixed_ports``).
 
 The component is given ``watch_namespaces`` (the test's namespace): an operator of the
 default, all-namespaces kind would also reconcile what earlier modules on this worker
