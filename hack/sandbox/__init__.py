@@ -28,6 +28,7 @@ __all__ = [
     "OutsideSandbox",
     "add_host",
     "exit_unless_inside",
+    "fixed_ports",
     "hosts_file",
     "inside",
     "machine_hosts_file",
@@ -92,6 +93,21 @@ def exit_unless_inside(what: str) -> None:
     except OutsideSandbox as refusal:
         print(f"error: {refusal}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+@contextlib.contextmanager
+def fixed_ports(*ports: int) -> Iterator[None]:
+    """Hold ``ports`` against the other processes of this sandbox until the block ends.
+
+    The sandbox's processes (pytest-xdist's workers) share one network namespace, so two
+    tests that must bind the same fixed port (the operator Deployment's ``:8080`` and
+    ``:8082``) take turns instead of failing with "Address already in use"."""
+    require_inside("binding fixed ports")
+    with contextlib.ExitStack() as held:
+        for port in sorted(set(ports)):  # one order everywhere: no deadlock
+            lock = held.enter_context(open(Path(os.environ[DIR_ENV]) / f"port-{port}.lock", "w"))
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def hosts_file() -> Path:

@@ -51,6 +51,8 @@ class RenderedOperator:
     """ServiceAccount, ClusterRole, bindings, Roles: as the component registers them."""
     container: dict[str, Any]
     """The Deployment's one container."""
+    pod: dict[str, Any]
+    """The Deployment's pod spec (grace period, ServiceAccount, volumes)."""
 
     @property
     def cluster_role(self) -> dict[str, Any]:
@@ -68,9 +70,10 @@ def render_operator(name: str, args: RayOperatorArgs | None = None) -> RenderedO
     result = run(lambda: RayOperator(name, chosen))
     rbac = [r.inputs for r in result.registrations if r.inputs.get("kind") in RBAC_KINDS]
     (deployment,) = [r.inputs for r in result.registrations if r.inputs.get("kind") == "Deployment"]
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
     (account,) = [m for m in rbac if m["kind"] == "ServiceAccount"]
-    return RenderedOperator(name, account["metadata"]["name"], rbac, dict(container))
+    return RenderedOperator(name, account["metadata"]["name"], rbac, dict(container), dict(pod))
 
 
 def apply(cluster: LocalCluster, manifests: list[dict[str, Any]], work_dir: Path) -> None:

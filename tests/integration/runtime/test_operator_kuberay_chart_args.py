@@ -13,7 +13,8 @@ in the feature gates. Worked out by hand from those two files (no helm binary he
 The chart's command is ``/manager``; ours is ``python -m operator_runtime``. The only
 arg added is ``--kubeconfig`` (a flag KubeRay's operator has too): in a pod the
 in-cluster config is used instead. Ports stay the chart's (:8080 metrics, :8082
-probes): the sandbox is a network namespace of its own.
+probes): the sandbox is a network namespace of its own, and the one other test that binds
+them (the operator run from its image) takes turns with this one (``sandbox.fixed_ports``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hack import sandbox
 from hack.localcluster import LocalCluster
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import RAY_CLUSTER, SERVICE
@@ -73,39 +75,40 @@ def test_the_charts_default_args_run_and_reconcile(
     log_path = tmp_path / "operator.log"
     arguments = [sys.executable, "-m", "operator_runtime", *CHART_ARGS[release],
                  f"--kubeconfig={ray_crds.kubeconfig}"]  # fmt: skip
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(arguments, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        # The chart's liveness and readiness probes: GET /metrics on port 8080.
-        wait_for("/metrics on :8080", lambda: _get("http://127.0.0.1:8080/metrics"), 60)
-        assert _get("http://127.0.0.1:8082/healthz")
-        kube.create(raycluster("chart", namespace, workers=1))
-        wait_for(
-            "the head and the worker pod",
-            lambda: (
-                len(live_pods(kube, namespace, "chart", "head")) == 1
-                and len(live_pods(kube, namespace, "chart", "worker")) == 1
-            ),
-            60,
-        )
-        assert kube.get(SERVICE, "chart-head-svc", namespace)
-        # RayClusterStatusConditions is on in both charts: the conditions are written.
-        wait_for("the cluster's status conditions", lambda: _conditions(kube, namespace), 60)
-        # --enable-metrics=true: the RayCluster metrics are on /metrics.
-        wait_for(
-            "kuberay_cluster_info for the cluster",
-            lambda: _cluster_info(_get("http://127.0.0.1:8080/metrics") or "", namespace),
-            30,
-        )
-        assert process.poll() is None, log_path.read_text()
-    finally:
-        process.terminate()
-        code = process.wait(60)
-    output = log_path.read_text()
-    assert code == 0, output
-    assert "Traceback" not in output, output
-    lines = [line for line in output.splitlines() if line.strip()]
-    assert all(line.startswith("{") for line in lines), lines[:5]  # --log-stdout-encoder json
+    with sandbox.fixed_ports(8080, 8082):
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(arguments, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            # The chart's liveness and readiness probes: GET /metrics on port 8080.
+            wait_for("/metrics on :8080", lambda: _get("http://127.0.0.1:8080/metrics"), 60)
+            assert _get("http://127.0.0.1:8082/healthz")
+            kube.create(raycluster("chart", namespace, workers=1))
+            wait_for(
+                "the head and the worker pod",
+                lambda: (
+                    len(live_pods(kube, namespace, "chart", "head")) == 1
+                    and len(live_pods(kube, namespace, "chart", "worker")) == 1
+                ),
+                60,
+            )
+            assert kube.get(SERVICE, "chart-head-svc", namespace)
+            # RayClusterStatusConditions is on in both charts: the conditions are written.
+            wait_for("the cluster's status conditions", lambda: _conditions(kube, namespace), 60)
+            # --enable-metrics=true: the RayCluster metrics are on /metrics.
+            wait_for(
+                "kuberay_cluster_info for the cluster",
+                lambda: _cluster_info(_get("http://127.0.0.1:8080/metrics") or "", namespace),
+                30,
+            )
+            assert process.poll() is None, log_path.read_text()
+        finally:
+            process.terminate()
+            code = process.wait(60)
+        output = log_path.read_text()
+        assert code == 0, output
+        assert "Traceback" not in output, output
+        lines = [line for line in output.splitlines() if line.strip()]
+        assert all(line.startswith("{") for line in lines), lines[:5]  # --log-stdout-encoder json
 
 
 def _conditions(kube: KubeClient, namespace: str) -> bool:
