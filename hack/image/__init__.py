@@ -7,12 +7,15 @@ dependencies, the operator) under an image config whose entrypoint is the Deploy
 ``OPERATOR_COMMAND``. ``make image`` writes the OCI layout under ``dist/image/``;
 ``python -m hack.image push REF`` puts it into a registry.
 
-This module is what tests read: ``built()`` (the image ``make image`` produced) and
-``unpack()`` (its root filesystem, layers applied in order).
+This module is what tests read: ``built()`` (the image ``make image`` produced),
+``config_document()`` (its image config), ``unpack()`` (a root filesystem, layers applied
+in order) and ``root_filesystem()`` (the built image's, unpacked once and shared).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import gzip
 import json
 import os
@@ -22,7 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DIST_DIR", "ImageBuild", "built", "manifest", "unpack"]
+__all__ = [
+    "DIST_DIR",
+    "ImageBuild",
+    "built",
+    "config_document",
+    "manifest",
+    "root_filesystem",
+    "unpack",
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DIST_DIR = REPO_ROOT / "dist" / "image"
@@ -95,6 +106,14 @@ def manifest(layout: Path) -> dict[str, Any]:
     return parsed
 
 
+def config_document(layout: Path) -> dict[str, Any]:
+    """The image config blob of an OCI layout (``config``, ``created``, ``os``, ...)."""
+    parsed: dict[str, Any] = json.loads(
+        _blob(layout, str(manifest(layout)["config"]["digest"])).read_bytes()
+    )
+    return parsed
+
+
 def _inside(dest: Path, name: str) -> Path:
     """The path of a layer entry under ``dest``, refusing one that would leave it."""
     relative = Path(name.lstrip("/"))
@@ -144,3 +163,33 @@ def unpack(layout: Path, dest: Path) -> Path:
     # tarfile restores a directory's mode after its entries; the root stays traversable.
     os.chmod(dest, 0o755)
     return dest
+
+
+ROOTFS_DIR = DIST_DIR / "rootfs"
+
+
+def root_filesystem(image: ImageBuild) -> Path:
+    """The image's root filesystem under ``dist/image/rootfs/``, unpacked once per digest.
+
+    Unpacking takes 10-20 s of CPU; the image tests on several pytest workers, and the
+    next ``make test``, share one copy. Treat it as read-only (the run-from-image test
+    mounts it so). A lock lets one worker unpack while the others wait; a copy without
+    its mark (an interrupted unpack) is thrown away, and so are other digests' copies.
+    """
+    ROOTFS_DIR.mkdir(parents=True, exist_ok=True)
+    root = ROOTFS_DIR / image.digest.partition(":")[2][:16]
+    mark = root.with_suffix(".unpacked")
+    with (ROOTFS_DIR / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if mark.is_file():
+                return root
+            for stale in ROOTFS_DIR.iterdir():
+                if stale.name != ".lock":
+                    _remove(stale)
+            unpack(image.layout, root)
+            mark.touch()
+            return root
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(lock, fcntl.LOCK_UN)

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, Final
 
-from hack.image import manifest
+from hack.image import config_document
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
@@ -67,9 +67,7 @@ class ImageConfig:
 
 def image_config(layout: Path) -> ImageConfig:
     """The config of the one image in an OCI layout."""
-    algorithm, _, hex_digest = str(manifest(layout)["config"]["digest"]).partition(":")
-    document = json.loads((layout / "blobs" / algorithm / hex_digest).read_bytes())
-    config: dict[str, Any] = document.get("config") or {}
+    config: dict[str, Any] = config_document(layout).get("config") or {}
     return ImageConfig(
         entrypoint=tuple(config.get("Entrypoint") or ()),
         cmd=tuple(config.get("Cmd") or ()),

@@ -10,7 +10,6 @@ tests/integration/image's run-from-image test.
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import os
 import shutil
 import subprocess
@@ -23,7 +22,7 @@ from typing import Any
 import pytest
 
 from components.operator.deployment import OPERATOR_COMMAND
-from hack.image import ImageBuild, built, manifest, unpack
+from hack.image import ImageBuild, built, config_document, manifest, root_filesystem
 from hack.image import build as image_build
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -38,15 +37,12 @@ def image() -> ImageBuild:
 
 @pytest.fixture(scope="module")
 def config(image: ImageBuild) -> dict[str, Any]:
-    descriptor = manifest(image.layout)["config"]
-    blob = image.layout / "blobs" / "sha256" / descriptor["digest"].split(":", 1)[1]
-    parsed: dict[str, Any] = json.loads(blob.read_bytes())
-    return parsed
+    return config_document(image.layout)
 
 
 @pytest.fixture(scope="module")
-def rootfs(image: ImageBuild, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return unpack(image.layout, tmp_path_factory.mktemp("image") / "rootfs")
+def rootfs(image: ImageBuild) -> Path:
+    return root_filesystem(image)
 
 
 def test_assembling_again_from_the_cached_inputs_gives_the_same_digest(

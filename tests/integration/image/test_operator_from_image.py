@@ -32,7 +32,7 @@ import pytest
 
 from components import RayOperatorArgs
 from hack import sandbox
-from hack.image import ImageBuild, built, unpack
+from hack.image import ImageBuild, built, root_filesystem
 from hack.image.run import ContainerRun, ImageConfig, image_config, launch, service_account_files
 from hack.localcluster import LocalCluster
 from hack.localcluster.deployed_operator import literal_env
@@ -76,10 +76,9 @@ class Image:
 
 
 @pytest.fixture(scope="module")
-def image(tmp_path_factory: pytest.TempPathFactory) -> Image:
+def image() -> Image:
     build = built()
-    root = unpack(build.layout, tmp_path_factory.mktemp("image") / "rootfs")
-    return Image(build, root, image_config(build.layout))
+    return Image(build, root_filesystem(build), image_config(build.layout))
 
 
 def flag(arguments: list[str], name: str) -> str:
