@@ -70,9 +70,13 @@ def _plain(value: object) -> tuple[object, bool]:
 
 
 def _policy(
-    name: str, description: str, rule: Rule, *, schema: PolicyConfigSchema | None = None,
+    name: str,
+    description: str,
+    rule: Rule,
+    *,
+    schema: PolicyConfigSchema | None = None,
     skip_unknown: bool = False,
-) -> ResourceValidationPolicy:  # fmt: skip
+) -> ResourceValidationPolicy:
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         if args.resource_type not in RAY_TYPES:
             return
@@ -128,44 +132,54 @@ def policies() -> list[ResourceValidationPolicy]:
             "ray.io/v1 objects pass the validation our components and operator run.",
             _api,
             skip_unknown=True,
-            schema=PolicyConfigSchema({
-                "featureGates": {
-                    "type": "string",
-                    "description": "The operator's --feature-gates, e.g. RayCronJob=true.",
-                },
-            }),
-        ),  # fmt: skip
+            schema=PolicyConfigSchema(
+                {
+                    "featureGates": {
+                        "type": "string",
+                        "description": "The operator's --feature-gates, e.g. RayCronJob=true.",
+                    },
+                }
+            ),
+        ),
         _policy(
             "ray-image-allow-list",
             "Every container of a Ray pod comes from an allowed registry or repository.",
             _images,
-            schema=PolicyConfigSchema({
-                "allowedPrefixes": {
-                    "type": "array", "items": {"type": "string"},
-                    "description": "Image prefixes allowed; empty allows every image.",
-                },
-            }),
-        ),  # fmt: skip
+            schema=PolicyConfigSchema(
+                {
+                    "allowedPrefixes": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "Image prefixes allowed; empty allows every image.",
+                    },
+                }
+            ),
+        ),
         _policy(
             "ray-gpu-caps",
             "nvidia.com/gpu a worker group, and a whole cluster, can take stays under a cap.",
             _gpus,
-            schema=PolicyConfigSchema({
-                "maxPerGroup": _count("GPUs one worker group may take at its largest."),
-                "maxPerCluster": _count("GPUs one cluster may take at its largest."),
-            }),
-        ),  # fmt: skip
+            schema=PolicyConfigSchema(
+                {
+                    "maxPerGroup": _count("GPUs one worker group may take at its largest."),
+                    "maxPerCluster": _count("GPUs one cluster may take at its largest."),
+                }
+            ),
+        ),
         _policy(
             "ray-resource-limits",
             "Every container of a Ray pod sets the listed resource limits.",
             _limits,
-            schema=PolicyConfigSchema({
-                "resources": {
-                    "type": "array", "items": {"type": "string"},
-                    "description": "Limits every container must set (default cpu, memory).",
-                },
-            }),
-        ),  # fmt: skip
+            schema=PolicyConfigSchema(
+                {
+                    "resources": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "Limits every container must set (default cpu, memory).",
+                    },
+                }
+            ),
+        ),
         _policy(
             "ray-no-delete-self",
             "RayJob deletion policies never delete the RayJob itself (DeleteSelf).",

@@ -59,9 +59,11 @@ def _object_ref(document: Mapping[str, object]) -> str:
     metadata = _mapping(document.get("metadata"))
     kind, name = str(document.get("kind") or "?"), str(metadata.get("name") or "<unnamed>")
     namespace = metadata.get("namespace")
-    return f"{kind} {namespace}/{name}" if isinstance(namespace, str) and namespace else (
-        f"{kind} {name}"
-    )  # fmt: skip
+    return (
+        f"{kind} {namespace}/{name}"
+        if isinstance(namespace, str) and namespace
+        else (f"{kind} {name}")
+    )
 
 
 def _line(document: Mapping[str, object], path: str, detail: str, hint: str, code: str) -> str:
@@ -122,7 +124,9 @@ def pod_templates(document: Mapping[str, object]) -> list[PodTemplate]:
     if kind == "RayJob":
         return list(_job_templates(spec, "spec"))
     if kind == "RayService":
-        return list(_cluster_templates(_mapping(spec.get("rayClusterConfig")), "spec.rayClusterConfig"))
+        return list(
+            _cluster_templates(_mapping(spec.get("rayClusterConfig")), "spec.rayClusterConfig")
+        )
     if kind == "RayCronJob":
         return list(_job_templates(_mapping(spec.get("jobTemplate")), "spec.jobTemplate"))
     return []
@@ -144,9 +148,12 @@ def image_lines(document: Mapping[str, object], allowed_prefixes: Sequence[str])
     allowed = ", ".join(allowed_prefixes)
     return [
         _line(
-            document, f"{path}.image", f"image {image!r} is not from an allowed registry",
-            f"use an image under one of: {allowed}", PolicyCode.IMAGE_NOT_ALLOWED,
-        )  # fmt: skip
+            document,
+            f"{path}.image",
+            f"image {image!r} is not from an allowed registry",
+            f"use an image under one of: {allowed}",
+            PolicyCode.IMAGE_NOT_ALLOWED,
+        )
         for template in pod_templates(document)
         for path, container in _containers(template)
         if not (image := str(container.get("image") or "")).startswith(tuple(allowed_prefixes))
@@ -181,26 +188,40 @@ def gpu_lines(
         if per_pod == 0:
             continue
         if template.max_pods is None:
-            found.append(_line(
-                document, template.path.removesuffix(".template"),
-                f"group {template.group} asks for {per_pod} GPU per pod with no bound on its pods",
-                "set maxReplicas (autoscaling) or replicas", PolicyCode.GPU_UNBOUNDED_GROUP,
-            ))  # fmt: skip
+            found.append(
+                _line(
+                    document,
+                    template.path.removesuffix(".template"),
+                    f"group {template.group} asks for {per_pod} GPU per pod"
+                    " with no bound on its pods",
+                    "set maxReplicas (autoscaling) or replicas",
+                    PolicyCode.GPU_UNBOUNDED_GROUP,
+                )
+            )
             continue
         group_total = per_pod * template.max_pods
         cluster_total += group_total
         if template.group is not None and per_group is not None and group_total > per_group:
-            found.append(_line(
-                document, template.path.removesuffix(".template"),
-                f"group {template.group} can take {group_total} GPUs "
-                f"({per_pod} per pod x {template.max_pods} pods)",
-                f"stay at or below {per_group} per group", PolicyCode.GPU_GROUP_CAP,
-            ))  # fmt: skip
+            found.append(
+                _line(
+                    document,
+                    template.path.removesuffix(".template"),
+                    f"group {template.group} can take {group_total} GPUs "
+                    f"({per_pod} per pod x {template.max_pods} pods)",
+                    f"stay at or below {per_group} per group",
+                    PolicyCode.GPU_GROUP_CAP,
+                )
+            )
     if per_cluster is not None and cluster_total > per_cluster:
-        found.append(_line(
-            document, "spec", f"the cluster can take {cluster_total} GPUs",
-            f"stay at or below {per_cluster} per cluster", PolicyCode.GPU_CLUSTER_CAP,
-        ))  # fmt: skip
+        found.append(
+            _line(
+                document,
+                "spec",
+                f"the cluster can take {cluster_total} GPUs",
+                f"stay at or below {per_cluster} per cluster",
+                PolicyCode.GPU_CLUSTER_CAP,
+            )
+        )
     return found
 
 
@@ -212,11 +233,15 @@ def limit_lines(document: Mapping[str, object], resources: Sequence[str]) -> lis
             limits = _mapping(_mapping(container.get("resources")).get("limits"))
             missing = [name for name in resources if limits.get(name) in (None, "")]
             if missing:
-                found.append(_line(
-                    document, f"{path}.resources.limits",
-                    f"container {container.get('name')!r} sets no {' or '.join(missing)} limit",
-                    f"set resources.limits.{missing[0]}", PolicyCode.LIMIT_MISSING,
-                ))  # fmt: skip
+                found.append(
+                    _line(
+                        document,
+                        f"{path}.resources.limits",
+                        f"container {container.get('name')!r} sets no {' or '.join(missing)} limit",
+                        f"set resources.limits.{missing[0]}",
+                        PolicyCode.LIMIT_MISSING,
+                    )
+                )
     return found
 
 
@@ -234,9 +259,12 @@ def _deletion_lines(
     for path, policy in places:
         if policy == "DeleteSelf":
             yield _line(
-                document, path, "DeleteSelf deletes the RayJob itself, and its history with it",
-                "use DeleteCluster or DeleteWorkers", PolicyCode.DELETE_SELF,
-            )  # fmt: skip
+                document,
+                path,
+                "DeleteSelf deletes the RayJob itself, and its history with it",
+                "use DeleteCluster or DeleteWorkers",
+                PolicyCode.DELETE_SELF,
+            )
 
 
 def delete_self_lines(document: Mapping[str, object]) -> list[str]:

@@ -103,16 +103,18 @@ def test_image_allow_list_names_each_container_outside_it() -> None:
 def test_gpu_caps_count_what_a_group_can_reach() -> None:
     static = _cluster()  # no autoscaler: 2 replicas x 2 GPUs = 4
     assert gpu_lines(static, per_group=4, per_cluster=4) == []
-    assert [PolicyCode.GPU_GROUP_CAP.value in line for line in gpu_lines(
-        static, per_group=3, per_cluster=None
-    )] == [True]  # fmt: skip
+    assert [
+        PolicyCode.GPU_GROUP_CAP.value in line
+        for line in gpu_lines(static, per_group=3, per_cluster=None)
+    ] == [True]
     autoscaled = _cluster(numOfHosts=2)
     autoscaled["spec"]["enableInTreeAutoscaling"] = True  # 4 max replicas x 2 hosts x 2
     lines = gpu_lines(autoscaled, per_group=8, per_cluster=15)
     assert len(lines) == 2, lines
     assert "group gpu can take 16 GPUs (2 per pod x 8 pods)" in lines[0]
-    assert lines[1].endswith("the cluster can take 16 GPUs; stay at or below 15 per cluster "
-                             "[POLICY_GPU_CLUSTER_CAP]")  # fmt: skip
+    assert lines[1].endswith(
+        "the cluster can take 16 GPUs; stay at or below 15 per cluster [POLICY_GPU_CLUSTER_CAP]"
+    )
 
 
 def test_a_gpu_group_without_a_bound_is_reported() -> None:
@@ -171,7 +173,10 @@ def test_delete_self_is_refused_in_legacy_policies_and_rules() -> None:
     )
     legacy = _job(
         _cluster()["spec"],
-        deletionStrategy={"onSuccess": {"policy": "DeleteSelf"}, "onFailure": {"policy": "DeleteNone"}},
+        deletionStrategy={
+            "onSuccess": {"policy": "DeleteSelf"},
+            "onFailure": {"policy": "DeleteNone"},
+        },
     )
     assert delete_self_lines(rules) == [
         "RayJob team-a/nightly: spec.deletionStrategy.deletionRules[1].policy: DeleteSelf "
