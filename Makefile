@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo bench shell lint venv localcluster pulumi-engine kuberay image crds permissions clean
+.PHONY: test demo bench shell lint venv policy-venv localcluster pulumi-engine kuberay image crds permissions clean
 
 venv: $(STAMP)
 
@@ -29,6 +29,18 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
 	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+# The policy pack's own virtualenv (policy/requirements.txt): pulumi-policy pins protobuf 5,
+# the test environment above needs protobuf 6, so the pack cannot share it.
+POLICY_VENV := .venv-policy
+POLICY_STAMP := $(POLICY_VENV)/.installed
+policy-venv: $(POLICY_STAMP)
+
+$(POLICY_STAMP): policy/requirements.txt pyproject.toml
+	@test -x $(POLICY_VENV)/bin/python || $(PYTHON) -m venv $(POLICY_VENV)
+	$(POLICY_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(POLICY_VENV)/bin/python -m pip install --quiet -r policy/requirements.txt -e .
 	@touch $@
 
 localcluster: venv
@@ -53,7 +65,7 @@ lint: venv
 	$(PY) -m hack.deadcode
 	$(PY) -m operator_runtime.controllers.permission_table --check
 
-test: venv localcluster pulumi-engine kuberay image lint
+test: venv policy-venv localcluster pulumi-engine kuberay image lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
 
 demo: venv localcluster
