@@ -4,8 +4,8 @@ The engine (pkg/v3 v3.259) runs a pack directory through its language host's Run
 and no longer sends the deprecated ``program`` field; our Python host (sdk/v3 v3.79) only
 reads that field, so it starts ``python ''`` in the stack's directory, which runs the
 stack's own ``__main__.py`` (a directory argument means its ``__main__``), not the pack.
-The engine also takes an executable as ``--policy-pack`` and starts it directly with the engine's address,
-so this writes one that starts the pack's ``__main__.py`` with the pack's own
+The engine also takes an executable as ``--policy-pack`` and starts it directly with the
+engine's address, so this writes one that starts the pack's ``__main__.py`` with the pack's own
 interpreter: the analyzer protocol (GetAnalyzerInfo, config, Analyze, enforcement) is
 the engine's, only the start differs. With a newer Python host, pass the directory.
 """
