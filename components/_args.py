@@ -42,8 +42,10 @@ def _unwrapped(annotation: Any) -> Any:
 
 def from_mapping(cls: type[ArgsT], given: Mapping[str, object]) -> ArgsT:
     """The dataclass from a dict of its fields, nested dataclasses and enums included."""
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    # The annotations as objects (what the analyzer reads too): get_type_hints would
+    # trip over the forward reference inside ``pulumi.Input``.
+    hints = {f.name: f.type for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    names = set(hints)
     unknown = sorted(set(given) - names)
     if unknown:
         raise TypeError(f"{cls.__name__} has no argument {', '.join(unknown)}")
