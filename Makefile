@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo bench shell lint venv policy-venv localcluster pulumi-engine kuberay image crds permissions clean
+.PHONY: test demo bench shell lint venv policy-venv localcluster pulumi-engine kuberay image crds permissions schema clean
 
 venv: $(STAMP)
 
@@ -64,6 +64,7 @@ lint: venv
 	$(VENV)/bin/lint-imports
 	$(PY) -m hack.deadcode
 	$(PY) -m operator_runtime.controllers.permission_table --check
+	$(PY) -m components.schema --check
 
 test: venv policy-venv localcluster pulumi-engine kuberay image lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
@@ -84,6 +85,10 @@ crds: venv
 
 permissions: venv
 	$(PY) -m operator_runtime.controllers.permission_table
+
+# The components' Pulumi package schema (components/schema.json), from their annotations.
+schema: venv
+	$(PY) -m components.schema
 
 clean:
 	rm -rf $(VENV) .localcluster .pytest_cache .mypy_cache .ruff_cache dist/image

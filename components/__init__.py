@@ -1,22 +1,33 @@
 """Pulumi ComponentResources for Ray on Kubernetes (RayOperator, RayCluster, RayJob,
 RayService, RayCronJob). Thin and typed: their arguments are the models of
 ``operator_runtime.api`` and their objects come from ``operator_runtime.render``; no
-component talks to a cluster itself."""
+component talks to a cluster itself. Each is ``Component(name, args, opts)`` with one
+``<Component>Args`` dataclass, the package schema's definition too (``schema.json``)."""
 
-from components.cluster import RayCluster
-from components.cronjob import RayCronJob
-from components.edges import GatewayEdgeArgs, IngressEdgeArgs
-from components.job import RayJob
+from components.cluster import RayCluster, RayClusterArgs
+from components.cronjob import RayCronJob, RayCronJobArgs
+from components.edges import GatewayEdgeArgs, IngressEdgeArgs, PathType
+from components.job import RayJob, RayJobArgs
 from components.operator import RayOperator, RayOperatorArgs
-from components.service import RayService
+from components.operator.args import LogFormat, LogLevel, OperatorServiceAccount, PullPolicy
+from components.service import RayService, RayServiceArgs
 
 __all__: list[str] = [
     "GatewayEdgeArgs",
     "IngressEdgeArgs",
+    "LogFormat",
+    "LogLevel",
+    "OperatorServiceAccount",
+    "PathType",
+    "PullPolicy",
     "RayCluster",
+    "RayClusterArgs",
     "RayCronJob",
+    "RayCronJobArgs",
     "RayJob",
+    "RayJobArgs",
     "RayOperator",
     "RayOperatorArgs",
     "RayService",
+    "RayServiceArgs",
 ]

@@ -132,18 +132,28 @@ def parse_timeout(timeout: float | str | datetime.timedelta | None, ref: str) ->
 
 @dataclass(frozen=True)
 class WorkloadArgs:
-    """The arguments every workload component takes besides its spec."""
+    """What ``plan_workload`` reads of a workload component's args besides its spec
+    (the four public args classes differ: a RayCronJob has no readiness to wait for)."""
 
     name: pulumi.Input[str] | None = None
     namespace: pulumi.Input[str] | None = None
     labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
     annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
-    operator: pulumi.Resource | None = None
     wait_for_ready: bool = True
     timeout: float | str | datetime.timedelta | None = None
-    provider: pulumi.ProviderResource | None = None
     feature_gates: FeatureGates | str | None = None
     cluster_domain: str = "cluster.local"
+
+    @classmethod
+    def of(cls, args: object, opts: pulumi.ResourceOptions | None) -> WorkloadArgs:
+        """The common fields of a component's args; without ``feature_gates``, the gates
+        of a ``RayOperator`` the component depends on (``opts.depends_on``), if any."""
+        given = {f: getattr(args, f) for f in _COMMON if getattr(args, f, None) is not None}
+        if "feature_gates" not in given:
+            gates = _operator_gates(opts)
+            if gates is not None:
+                given["feature_gates"] = gates
+        return cls(**given)
 
     def gates(self, ref: str) -> FeatureGates:
         """The gates to validate with: explicit, else the operator's, else the defaults."""
@@ -158,8 +168,27 @@ class WorkloadArgs:
                     "give the operator's --feature-gates value, e.g. 'RayCronJob=true'",
                     "INVALID_FEATURE_GATES",
                 ) from None  # fmt: skip
-        from_operator = getattr(self.operator, "feature_gates", None)
-        return from_operator if isinstance(from_operator, FeatureGates) else FeatureGates()
+        return FeatureGates()
+
+
+_COMMON: Final = (
+    "name", "namespace", "labels", "annotations", "wait_for_ready", "timeout",
+    "feature_gates", "cluster_domain",
+)  # fmt: skip
+
+
+def _operator_gates(opts: pulumi.ResourceOptions | None) -> FeatureGates | None:
+    """The gates the operator in ``depends_on`` runs with: validating with them catches a
+    kind or field the operator has switched off. (A resource reference, as a component
+    provider receives it, carries no gates: then the defaults, or ``feature_gates``.)"""
+    depends_on = opts.depends_on if opts is not None else None
+    if depends_on is None:
+        return None
+    for dependency in depends_on if isinstance(depends_on, list | tuple) else [depends_on]:
+        gates = getattr(dependency, "feature_gates", None)
+        if isinstance(gates, FeatureGates):
+            return gates
+    return None
 
 
 @dataclass(frozen=True)
@@ -301,26 +330,23 @@ def create_custom_resource(
     parent: pulumi.Resource,
     resource_name: str,
     rules: KindRules[Any],
-    args: WorkloadArgs,
     plan: Plan[Any],
     component_opts: pulumi.ResourceOptions | None,
     extra: pulumi.ResourceOptions | None = None,
 ) -> RayObjectResource:
     """The custom resource, a child of ``parent`` that waits for the operator and for
     what the component itself was told to depend on (children do not inherit that)."""
+    # The operator, when the component was given it in ``opts.depends_on``, is inherited
+    # below: destroy then deletes the object while the operator still runs.
     depends_on: list[pulumi.Input[pulumi.Resource]] = []
-    if args.operator is not None:
-        # Destroy deletes the object while the operator still runs and removes finalizers.
-        depends_on.append(args.operator)
     if plan.gate is not None:
         depends_on.append(plan.gate)  # type: ignore[arg-type]
     seconds = plan.timeout_seconds
     timeouts = (
         pulumi.CustomTimeouts(create=f"{seconds}s", update=f"{seconds}s") if seconds else None
     )
-    opts = pulumi.ResourceOptions(
-        parent=parent, provider=args.provider, depends_on=depends_on, custom_timeouts=timeouts
-    )
+    # No provider here: the child inherits the component's (``opts.provider``).
+    opts = pulumi.ResourceOptions(parent=parent, depends_on=depends_on, custom_timeouts=timeouts)
     if component_opts is not None and component_opts.depends_on is not None:
         inherited = pulumi.ResourceOptions(depends_on=component_opts.depends_on)
         opts = pulumi.ResourceOptions.merge(opts, inherited)

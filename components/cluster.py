@@ -1,14 +1,13 @@
 """``RayCluster``: a ray.io/v1 RayCluster, waited for until ``status.state`` is ``ready``."""
 
-from __future__ import annotations
-
-import datetime
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import pulumi
 
 from components import _workload as w
+from components._args import aliased, build_args
 from components._inputs import object_ref
 from components.edges import Backend, GatewayEdgeArgs, IngressEdgeArgs, check_edges, create_edges
 from operator_runtime import api
@@ -16,9 +15,11 @@ from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.render.names import head_service_name, serve_service_name
 from operator_runtime.render.services import DEFAULT_PORTS, service_ports
 
-__all__ = ["RayCluster"]
+__all__ = ["RayCluster", "RayClusterArgs"]
 
-TYPE_TOKEN: Final = "pulumi-ray:index:RayCluster"
+TYPE_TOKEN: Final = "ray:index:RayCluster"
+OLD_TYPE_TOKEN: Final = "pulumi-ray:index:RayCluster"
+"""The token before the package was named ``ray``; an alias keeps such stacks' URNs."""
 
 RULES: Final = w.KindRules(
     kind="RayCluster",
@@ -45,6 +46,39 @@ def serve_url(cluster: api.RayCluster, namespace: str, domain: str) -> str | Non
     return f"http://{name}.{namespace}.svc.{domain}:{port}"
 
 
+@dataclass(frozen=True)
+class RayClusterArgs:
+    """The arguments of a ``RayCluster``."""
+
+    spec: pulumi.Input[Mapping[str, Any]] | None = None
+    """KubeRay's RayClusterSpec as in a YAML manifest (camelCase; snake_case and a
+    ``RayClusterSpec`` model work in Python), checked by the operator's own rules."""
+    name: pulumi.Input[str] | None = None
+    """metadata.name; the component's name when None."""
+    namespace: pulumi.Input[str] | None = None
+    """metadata.namespace; the provider's default namespace when None."""
+    labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
+    annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
+    wait_for_ready: bool | None = True
+    """Wait until ``status.state`` is ``ready`` (``suspended`` for a suspended cluster);
+    True when None."""
+    timeout: str | None = None
+    """How long to wait, e.g. ``10m`` or ``1h30m``; the Kubernetes provider's default
+    when None."""
+    feature_gates: str | None = None
+    """The operator's ``--feature-gates`` (``RayCronJob=true``) to validate with; else
+    the gates of a ``RayOperator`` in ``opts.depends_on``, else the defaults."""
+    cluster_domain: str | None = "cluster.local"
+    """The cluster's DNS domain, for the URLs (``cluster.local`` when None)."""
+    dashboard_ingress: IngressEdgeArgs | None = None
+    """An Ingress in front of the dashboard."""
+    dashboard_gateway: GatewayEdgeArgs | None = None
+    """A Gateway API HTTPRoute (and Gateway) in front of the dashboard."""
+
+
+_NO_ARGS: Final = RayClusterArgs()
+
+
 class RayCluster(pulumi.ComponentResource):
     """A Ray cluster: one ray.io/v1 RayCluster, plus an optional Ingress or Gateway for
     its dashboard.
@@ -61,11 +95,11 @@ class RayCluster(pulumi.ComponentResource):
 
     ``pulumi up`` waits until ``status.state`` is ``ready`` (``suspended`` for a cluster
     with ``suspend: true``; ``wait_for_ready=False`` skips it; ``timeout`` bounds it).
-    Pass the ``RayOperator`` as ``operator`` so ``pulumi destroy`` deletes the cluster
-    while the operator still runs.
+    Put the ``RayOperator`` in ``opts.depends_on`` so ``pulumi destroy`` deletes the
+    cluster while the operator still runs (and the spec is checked with its gates).
     """
 
-    resource_name: pulumi.Output[str]
+    name: pulumi.Output[str]
     """metadata.name of the RayCluster."""
     namespace: pulumi.Output[str]
     head_service_name: pulumi.Output[str]
@@ -75,43 +109,33 @@ class RayCluster(pulumi.ComponentResource):
     """The serve Service's URL when ``ray.io/enable-serve-service`` is "true", else None."""
     status: pulumi.Output[Any]
     """The RayCluster's ``status`` as the provider last read it."""
-    custom_resource: w.RayObjectResource
 
     def __init__(
         self,
         resource_name: str,
-        spec: pulumi.Input[api.RayClusterSpec | Mapping[str, Any]] | None = None,
-        *,
-        name: pulumi.Input[str] | None = None,
-        namespace: pulumi.Input[str] | None = None,
-        labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
-        annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
-        operator: pulumi.Resource | None = None,
-        wait_for_ready: bool = True,
-        timeout: float | str | datetime.timedelta | None = None,
-        provider: pulumi.ProviderResource | None = None,
-        feature_gates: api.FeatureGates | str | None = None,
-        cluster_domain: str = "cluster.local",
-        dashboard_ingress: IngressEdgeArgs | None = None,
-        dashboard_gateway: GatewayEdgeArgs | None = None,
+        args: RayClusterArgs = _NO_ARGS,
         opts: pulumi.ResourceOptions | None = None,
-        **spec_fields: object,
+        **fields: object,
     ) -> None:
-        args = w.WorkloadArgs(
-            name, namespace, labels, annotations, operator, wait_for_ready, timeout, provider,
-            feature_gates, cluster_domain,
-        )  # fmt: skip
-        ref = object_ref(RULES.kind, namespace, name if name is not None else resource_name)
-        check_edges(ref, "dashboard", dashboard_ingress, dashboard_gateway)
-        plan = w.plan_workload(
-            RULES, args, resource_name, w.spec_argument(RULES, spec, spec_fields, ref)
+        """``args``, or its fields as keyword arguments, and the spec's fields too
+        (``RayCluster("demo", namespace="team-a", head_group_spec=...)``)."""
+        given, spec_fields = build_args(RayClusterArgs, args, fields, extra_fields=True)
+        common = w.WorkloadArgs.of(given, opts)
+        ref = object_ref(
+            RULES.kind, given.namespace, common.name if common.name is not None else resource_name
         )
-        super().__init__(TYPE_TOKEN, resource_name, None, opts)
+        check_edges(ref, "dashboard", given.dashboard_ingress, given.dashboard_gateway)
+        plan = w.plan_workload(
+            RULES, common, resource_name, w.spec_argument(RULES, given.spec, spec_fields, ref)
+        )
+        super().__init__(TYPE_TOKEN, resource_name, None, aliased(opts, OLD_TYPE_TOKEN))
 
-        cr = w.create_custom_resource(self, resource_name, RULES, args, plan, opts)
-        self.custom_resource = cr
-        self.namespace = w.namespace_of(args, cr)
-        self.resource_name = w.derived(cr, plan, lambda c: c.metadata.name)
+        cr = w.create_custom_resource(self, resource_name, RULES, plan, opts)
+        self.custom_resource: w.RayObjectResource = cr
+        """The ray.io/v1 object (a Python attribute, not an output of the package)."""
+        cluster_domain = common.cluster_domain
+        self.namespace = w.namespace_of(common, cr)
+        self.name = w.derived(cr, plan, lambda c: c.metadata.name)
         self.head_service_name = w.derived(cr, plan, head_service_name)
         ns = self.namespace
         self.dashboard_url = w.derived(
@@ -128,18 +152,17 @@ class RayCluster(pulumi.ComponentResource):
             "dashboard",
             Backend(
                 namespace=self.namespace,
-                object_name=self.resource_name,
+                object_name=self.name,
                 service_name=self.head_service_name,
                 port=ports.apply(lambda p: p.get("dashboard", DEFAULT_PORTS["dashboard"])),
             ),
-            ingress=dashboard_ingress,
-            gateway=dashboard_gateway,
+            ingress=given.dashboard_ingress,
+            gateway=given.dashboard_gateway,
             custom_resource=cr,
-            provider=provider,
         )
         self.register_outputs(
             {
-                "resource_name": self.resource_name,
+                "name": self.name,
                 "namespace": self.namespace,
                 "head_service_name": self.head_service_name,
                 "dashboard_url": self.dashboard_url,

@@ -1,19 +1,21 @@
 """``RayCronJob``: RayJobs created by the operator on a cron schedule."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import pulumi
 
 from components import _workload as w
+from components._args import aliased, build_args
 from components._inputs import object_ref
 from operator_runtime import api
 
-__all__ = ["RayCronJob"]
+__all__ = ["RayCronJob", "RayCronJobArgs"]
 
-TYPE_TOKEN: Final = "pulumi-ray:index:RayCronJob"
+TYPE_TOKEN: Final = "ray:index:RayCronJob"
+OLD_TYPE_TOKEN: Final = "pulumi-ray:index:RayCronJob"
+"""The token before the package was named ``ray``; an alias keeps such stacks' URNs."""
 
 RULES: Final = w.KindRules(
     kind="RayCronJob",
@@ -23,6 +25,27 @@ RULES: Final = w.KindRules(
     # Nothing to wait for: the object only holds a schedule; its RayJobs come later.
     wait_for=None,
 )
+
+
+@dataclass(frozen=True)
+class RayCronJobArgs:
+    """The arguments of a ``RayCronJob``."""
+
+    spec: pulumi.Input[Mapping[str, Any]] | None = None
+    """KubeRay's RayCronJobSpec as in a YAML manifest (camelCase; snake_case and a
+    ``RayCronJobSpec`` model work in Python), checked by the operator's own rules."""
+    name: pulumi.Input[str] | None = None
+    """metadata.name; the component's name when None."""
+    namespace: pulumi.Input[str] | None = None
+    """metadata.namespace; the provider's default namespace when None."""
+    labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
+    annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
+    feature_gates: str | None = None
+    """The operator's ``--feature-gates`` (``RayCronJob=true``) to validate with; else
+    the gates of a ``RayOperator`` in ``opts.depends_on``, else the defaults."""
+
+
+_NO_ARGS: Final = RayCronJobArgs()
 
 
 class RayCronJob(pulumi.ComponentResource):
@@ -36,45 +59,38 @@ class RayCronJob(pulumi.ComponentResource):
     there is no readiness to wait for.
     """
 
-    resource_name: pulumi.Output[str]
+    name: pulumi.Output[str]
     namespace: pulumi.Output[str]
     status: pulumi.Output[Any]
     """``status.lastScheduleTime`` once a RayJob was created."""
-    custom_resource: w.RayObjectResource
 
     def __init__(
         self,
         resource_name: str,
-        spec: pulumi.Input[api.RayCronJobSpec | Mapping[str, Any]] | None = None,
-        *,
-        name: pulumi.Input[str] | None = None,
-        namespace: pulumi.Input[str] | None = None,
-        labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
-        annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
-        operator: pulumi.Resource | None = None,
-        provider: pulumi.ProviderResource | None = None,
-        feature_gates: api.FeatureGates | str | None = None,
+        args: RayCronJobArgs = _NO_ARGS,
         opts: pulumi.ResourceOptions | None = None,
-        **spec_fields: object,
+        **fields: object,
     ) -> None:
-        args = w.WorkloadArgs(
-            name=name, namespace=namespace, labels=labels, annotations=annotations,
-            operator=operator, provider=provider, feature_gates=feature_gates,
-        )  # fmt: skip
-        ref = object_ref(RULES.kind, namespace, name if name is not None else resource_name)
-        plan = w.plan_workload(
-            RULES, args, resource_name, w.spec_argument(RULES, spec, spec_fields, ref)
+        """``args``, or its fields and the spec's fields as keyword arguments."""
+        given, spec_fields = build_args(RayCronJobArgs, args, fields, extra_fields=True)
+        common = w.WorkloadArgs.of(given, opts)
+        ref = object_ref(
+            RULES.kind, given.namespace, common.name if common.name is not None else resource_name
         )
-        super().__init__(TYPE_TOKEN, resource_name, None, opts)
+        plan = w.plan_workload(
+            RULES, common, resource_name, w.spec_argument(RULES, given.spec, spec_fields, ref)
+        )
+        super().__init__(TYPE_TOKEN, resource_name, None, aliased(opts, OLD_TYPE_TOKEN))
 
-        cr = w.create_custom_resource(self, resource_name, RULES, args, plan, opts)
-        self.custom_resource = cr
-        self.namespace = w.namespace_of(args, cr)
-        self.resource_name = w.derived(cr, plan, lambda c: c.metadata.name)
+        cr = w.create_custom_resource(self, resource_name, RULES, plan, opts)
+        self.custom_resource: w.RayObjectResource = cr
+        """The ray.io/v1 object (a Python attribute, not an output of the package)."""
+        self.namespace = w.namespace_of(common, cr)
+        self.name = w.derived(cr, plan, lambda c: c.metadata.name)
         self.status = cr.status
         self.register_outputs(
             {
-                "resource_name": self.resource_name,
+                "name": self.name,
                 "namespace": self.namespace,
                 "status": self.status,
             }

@@ -8,20 +8,27 @@ resource, so ``pulumi destroy`` removes the edge first and never leaves a route 
 Service that is gone.
 """
 
-from __future__ import annotations
-
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components._inputs import RayInputError
 
-__all__ = ["GATEWAY_API_VERSION", "GatewayEdgeArgs", "IngressEdgeArgs", "create_edges"]
+__all__ = ["GATEWAY_API_VERSION", "GatewayEdgeArgs", "IngressEdgeArgs", "PathType", "create_edges"]
 
 GATEWAY_API_VERSION: Final = "gateway.networking.k8s.io/v1"
+
+
+class PathType(enum.StrEnum):
+    """How an Ingress path matches (networking.k8s.io/v1 ``pathType``)."""
+
+    PREFIX = "Prefix"
+    EXACT = "Exact"
+    IMPLEMENTATION_SPECIFIC = "ImplementationSpecific"
 
 
 @dataclass(frozen=True)
@@ -30,8 +37,9 @@ class IngressEdgeArgs:
 
     host: pulumi.Input[str] | None = None
     """Host to match; every host when None."""
-    path: str = "/"
-    path_type: Literal["Prefix", "Exact", "ImplementationSpecific"] = "Prefix"
+    path: str | None = "/"
+    """``/`` when None."""
+    path_type: PathType | None = PathType.PREFIX
     ingress_class_name: pulumi.Input[str] | None = None
     tls_secret_name: pulumi.Input[str] | None = None
     """A Secret with the certificate for ``host``; TLS is off when None."""
@@ -49,9 +57,10 @@ class GatewayEdgeArgs:
     gateway_namespace: pulumi.Input[str] | None = None
     """Namespace of ``gateway_name``; the workload's namespace when None."""
     hostname: pulumi.Input[str] | None = None
-    port: int = 80
-    """Listener port of the Gateway this component creates."""
-    path: str = "/"
+    port: int | None = 80
+    """Listener port of the Gateway this component creates (80 when None)."""
+    path: str | None = "/"
+    """``/`` when None."""
 
 
 def check_edges(
@@ -61,7 +70,7 @@ def check_edges(
     gateway: GatewayEdgeArgs | None,
 ) -> None:
     """Refuse edge arguments that cannot work, before anything is registered."""
-    if ingress is not None and not ingress.path.startswith("/"):
+    if ingress is not None and not (ingress.path or "/").startswith("/"):
         raise RayInputError(
             ref, f"{field}_ingress.path", f"{ingress.path!r} does not start with /",
             "give an absolute path such as /", "EDGE_INVALID_PATH",
@@ -74,7 +83,7 @@ def check_edges(
             "gateway_class_name creates a Gateway; gateway_name attaches to an existing one",
             "EDGE_GATEWAY_CHOICE",
         )  # fmt: skip
-    if not gateway.path.startswith("/"):
+    if not (gateway.path or "/").startswith("/"):
         raise RayInputError(
             ref, f"{field}_gateway.path", f"{gateway.path!r} does not start with /",
             "give an absolute path such as /", "EDGE_INVALID_PATH",
@@ -105,8 +114,8 @@ def _ingress(
         port=k8s.networking.v1.ServiceBackendPortArgs(number=backend.port),
     )
     path = k8s.networking.v1.HTTPIngressPathArgs(
-        path=args.path,
-        path_type=args.path_type,
+        path=args.path or "/",
+        path_type=args.path_type or PathType.PREFIX,
         backend=k8s.networking.v1.IngressBackendArgs(service=service),
     )
     rule = k8s.networking.v1.IngressRuleArgs(
@@ -137,7 +146,7 @@ def _gateway(
     created: list[pulumi.Resource] = []
     parent_ref: dict[str, pulumi.Input[str]]
     if args.gateway_class_name is not None:
-        listener: dict[str, object] = {"name": "http", "port": args.port, "protocol": "HTTP"}
+        listener: dict[str, object] = {"name": "http", "port": args.port or 80, "protocol": "HTTP"}
         if args.hostname is not None:
             listener["hostname"] = args.hostname
         gateway = k8s.apiextensions.CustomResource(
@@ -159,7 +168,7 @@ def _gateway(
         "parentRefs": [parent_ref],
         "rules": [
             {
-                "matches": [{"path": {"type": "PathPrefix", "value": args.path}}],
+                "matches": [{"path": {"type": "PathPrefix", "value": args.path or "/"}}],
                 "backendRefs": [{"name": backend.service_name, "port": backend.port}],
             }
         ],
@@ -189,10 +198,10 @@ def create_edges(
     ingress: IngressEdgeArgs | None,
     gateway: GatewayEdgeArgs | None,
     custom_resource: pulumi.Resource,
-    provider: pulumi.ProviderResource | None,
 ) -> list[pulumi.Resource]:
-    """The Ingress and/or Gateway + HTTPRoute asked for, children of ``parent``."""
-    opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=[custom_resource])
+    """The Ingress and/or Gateway + HTTPRoute asked for, children of ``parent`` (whose
+    provider they inherit)."""
+    opts = pulumi.ResourceOptions(parent=parent, depends_on=[custom_resource])
     created: list[pulumi.Resource] = []
     if ingress is not None:
         created.append(_ingress(resource_name, purpose, backend, ingress, opts))

@@ -1,16 +1,15 @@
 """``RayJob``: one run of a Ray job, named after its spec so a new spec is a new run."""
 
-from __future__ import annotations
-
-import datetime
 import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import pulumi
 
 from components import _workload as w
+from components._args import aliased, build_args
 from components._inputs import RayInputError, has_outputs, object_ref, redact_secrets
 from operator_runtime import api
 from operator_runtime.api.labels import LabelKey
@@ -18,9 +17,11 @@ from operator_runtime.api.labels import LabelKey
 # The operator's own limit, so the two can never disagree.
 from operator_runtime.api.validation._names import MAX_RAYJOB_NAME
 
-__all__ = ["RayJob"]
+__all__ = ["RayJob", "RayJobArgs"]
 
-TYPE_TOKEN: Final = "pulumi-ray:index:RayJob"
+TYPE_TOKEN: Final = "ray:index:RayJob"
+OLD_TYPE_TOKEN: Final = "pulumi-ray:index:RayJob"
+"""The token before the package was named ``ray``; an alias keeps such stacks' URNs."""
 DIGEST_LENGTH: Final = 8
 """Hex characters of the spec digest in metadata.name (after a ``-``)."""
 
@@ -111,6 +112,35 @@ def dashboard_url(job: api.RayJob, status: Any, namespace: str, domain: str) -> 
     return f"http://{selected}-head-svc.{namespace}.svc.{domain}:8265" if selected else None
 
 
+@dataclass(frozen=True)
+class RayJobArgs:
+    """The arguments of a ``RayJob``."""
+
+    spec: pulumi.Input[Mapping[str, Any]] | None = None
+    """KubeRay's RayJobSpec as in a YAML manifest (camelCase; snake_case and a ``RayJobSpec``
+    model work in Python), checked by the operator's own rules."""
+    name: pulumi.Input[str] | None = None
+    """The base of metadata.name, which is ``<name>-<spec digest>``; the component's
+    name when None."""
+    namespace: pulumi.Input[str] | None = None
+    """metadata.namespace; the provider's default namespace when None."""
+    labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
+    annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
+    wait_for_ready: bool | None = True
+    """Wait until ``status.jobDeploymentStatus`` is ``Complete``; True when None."""
+    timeout: str | None = None
+    """How long to wait, e.g. ``10m`` or ``1h30m``; the Kubernetes provider's default
+    when None."""
+    feature_gates: str | None = None
+    """The operator's ``--feature-gates`` (``RayCronJob=true``) to validate with; else
+    the gates of a ``RayOperator`` in ``opts.depends_on``, else the defaults."""
+    cluster_domain: str | None = "cluster.local"
+    """The cluster's DNS domain, for the URLs (``cluster.local`` when None)."""
+
+
+_NO_ARGS: Final = RayJobArgs()
+
+
 class RayJob(pulumi.ComponentResource):
     """One run of a Ray job: a ray.io/v1 RayJob, on its own cluster (``ray_cluster_spec``)
     or on an existing one (``cluster_selector``).
@@ -136,53 +166,42 @@ class RayJob(pulumi.ComponentResource):
     job therefore fails the update at ``timeout``); ``wait_for_ready=False`` only submits.
     """
 
-    resource_name: pulumi.Output[str]
+    name: pulumi.Output[str]
     """metadata.name: ``<name>-<spec digest>``."""
     namespace: pulumi.Output[str]
     head_service_name: pulumi.Output[str | None]
     """Known from ``cluster_selector``, else once the operator named the cluster."""
     dashboard_url: pulumi.Output[str | None]
-    serve_url: pulumi.Output[None]
-    """Always None: a RayJob serves nothing."""
     status: pulumi.Output[Any]
-    custom_resource: w.RayObjectResource
 
     def __init__(
         self,
         resource_name: str,
-        spec: pulumi.Input[api.RayJobSpec | Mapping[str, Any]] | None = None,
-        *,
-        name: pulumi.Input[str] | None = None,
-        namespace: pulumi.Input[str] | None = None,
-        labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
-        annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
-        operator: pulumi.Resource | None = None,
-        wait_for_ready: bool = True,
-        timeout: float | str | datetime.timedelta | None = None,
-        provider: pulumi.ProviderResource | None = None,
-        feature_gates: api.FeatureGates | str | None = None,
-        cluster_domain: str = "cluster.local",
+        args: RayJobArgs = _NO_ARGS,
         opts: pulumi.ResourceOptions | None = None,
-        **spec_fields: object,
+        **fields: object,
     ) -> None:
-        args = w.WorkloadArgs(
-            name, namespace, labels, annotations, operator, wait_for_ready, timeout, provider,
-            feature_gates, cluster_domain,
-        )  # fmt: skip
-        ref = object_ref(RULES.kind, namespace, name if name is not None else resource_name)
-        plan = w.plan_workload(
-            RULES, args, resource_name, w.spec_argument(RULES, spec, spec_fields, ref)
+        """``args``, or its fields and the spec's fields as keyword arguments."""
+        given, spec_fields = build_args(RayJobArgs, args, fields, extra_fields=True)
+        common = w.WorkloadArgs.of(given, opts)
+        ref = object_ref(
+            RULES.kind, given.namespace, common.name if common.name is not None else resource_name
         )
-        super().__init__(TYPE_TOKEN, resource_name, None, opts)
+        plan = w.plan_workload(
+            RULES, common, resource_name, w.spec_argument(RULES, given.spec, spec_fields, ref)
+        )
+        super().__init__(TYPE_TOKEN, resource_name, None, aliased(opts, OLD_TYPE_TOKEN))
 
         # Create the new run first; the old one (another name) is deleted after it.
         extra = pulumi.ResourceOptions(delete_before_replace=False)
-        cr = w.create_custom_resource(self, resource_name, RULES, args, plan, opts, extra)
-        self.custom_resource = cr
-        self.namespace = w.namespace_of(args, cr)
-        self.resource_name = w.derived(cr, plan, lambda j: j.metadata.name)
+        cr = w.create_custom_resource(self, resource_name, RULES, plan, opts, extra)
+        self.custom_resource: w.RayObjectResource = cr
+        """The ray.io/v1 object (a Python attribute, not an output of the package)."""
+        self.namespace = w.namespace_of(common, cr)
+        self.name = w.derived(cr, plan, lambda j: j.metadata.name)
         status = cr.status
         ns = self.namespace
+        domain = common.cluster_domain
         self.head_service_name = w.derived(
             cr, plan, lambda j: status.apply(lambda s: head_service_name(j, s))
         )
@@ -190,15 +209,14 @@ class RayJob(pulumi.ComponentResource):
             cr,
             plan,
             lambda j: pulumi.Output.all(status, ns).apply(
-                lambda p: dashboard_url(j, p[0], p[1], cluster_domain)
+                lambda p: dashboard_url(j, p[0], p[1], domain)
             ),
             ns,
         )
-        self.serve_url = pulumi.Output.from_input(None)
         self.status = status
         self.register_outputs(
             {
-                "resource_name": self.resource_name,
+                "name": self.name,
                 "namespace": self.namespace,
                 "head_service_name": self.head_service_name,
                 "dashboard_url": self.dashboard_url,

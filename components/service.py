@@ -1,16 +1,15 @@
 """``RayService``: Ray Serve applications on clusters the operator replaces without
 downtime, waited for until the ``Ready`` condition holds."""
 
-from __future__ import annotations
-
 import dataclasses
-import datetime
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import pulumi
 
 from components import _workload as w
+from components._args import aliased, build_args
 from components._inputs import RayInputError, object_ref
 from components.edges import Backend, GatewayEdgeArgs, IngressEdgeArgs, check_edges, create_edges
 from operator_runtime import api
@@ -18,9 +17,11 @@ from operator_runtime.api.rayservice import INCREMENTAL_UPGRADE
 from operator_runtime.render.names import serve_service_name as default_serve_service_name
 from operator_runtime.render.services import DEFAULT_PORTS, service_ports
 
-__all__ = ["RayService"]
+__all__ = ["RayService", "RayServiceArgs"]
 
-TYPE_TOKEN: Final = "pulumi-ray:index:RayService"
+TYPE_TOKEN: Final = "ray:index:RayService"
+OLD_TYPE_TOKEN: Final = "pulumi-ray:index:RayService"
+"""The token before the package was named ``ray``; an alias keeps such stacks' URNs."""
 
 RULES: Final = w.KindRules(
     kind="RayService",
@@ -83,6 +84,38 @@ def _refuse_edges_with_incremental_upgrade(edge: str | None) -> w.Check[api.RayS
     return check
 
 
+@dataclass(frozen=True)
+class RayServiceArgs:
+    """The arguments of a ``RayService``."""
+
+    spec: pulumi.Input[Mapping[str, Any]] | None = None
+    """KubeRay's RayServiceSpec as in a YAML manifest (camelCase; snake_case and a
+    ``RayServiceSpec`` model work in Python), checked by the operator's own rules."""
+    name: pulumi.Input[str] | None = None
+    """metadata.name; the component's name when None."""
+    namespace: pulumi.Input[str] | None = None
+    """metadata.namespace; the provider's default namespace when None."""
+    labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
+    annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
+    wait_for_ready: bool | None = True
+    """Wait until the ``Ready`` condition holds; True when None."""
+    timeout: str | None = None
+    """How long to wait, e.g. ``10m`` or ``1h30m``; the Kubernetes provider's default
+    when None."""
+    feature_gates: str | None = None
+    """The operator's ``--feature-gates`` (``RayCronJob=true``) to validate with; else
+    the gates of a ``RayOperator`` in ``opts.depends_on``, else the defaults."""
+    cluster_domain: str | None = "cluster.local"
+    """The cluster's DNS domain, for the URLs (``cluster.local`` when None)."""
+    serve_ingress: IngressEdgeArgs | None = None
+    """An Ingress in front of the serve Service."""
+    serve_gateway: GatewayEdgeArgs | None = None
+    """A Gateway API HTTPRoute (and Gateway) in front of the serve Service."""
+
+
+_NO_ARGS: Final = RayServiceArgs()
+
+
 class RayService(pulumi.ComponentResource):
     """Ray Serve applications: a ray.io/v1 RayService, plus an optional Ingress or
     Gateway + HTTPRoute in front of its serve Service.
@@ -98,7 +131,7 @@ class RayService(pulumi.ComponentResource):
     traffic split, so it is refused.
     """
 
-    resource_name: pulumi.Output[str]
+    name: pulumi.Output[str]
     namespace: pulumi.Output[str]
     head_service_name: pulumi.Output[str]
     dashboard_url: pulumi.Output[str]
@@ -106,45 +139,35 @@ class RayService(pulumi.ComponentResource):
     serve_url: pulumi.Output[str]
     """``http://<name>-serve-svc.<namespace>.svc.<cluster domain>:8000``."""
     status: pulumi.Output[Any]
-    custom_resource: w.RayObjectResource
 
     def __init__(
         self,
         resource_name: str,
-        spec: pulumi.Input[api.RayServiceSpec | Mapping[str, Any]] | None = None,
-        *,
-        name: pulumi.Input[str] | None = None,
-        namespace: pulumi.Input[str] | None = None,
-        labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
-        annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None,
-        operator: pulumi.Resource | None = None,
-        wait_for_ready: bool = True,
-        timeout: float | str | datetime.timedelta | None = None,
-        provider: pulumi.ProviderResource | None = None,
-        feature_gates: api.FeatureGates | str | None = None,
-        cluster_domain: str = "cluster.local",
-        serve_ingress: IngressEdgeArgs | None = None,
-        serve_gateway: GatewayEdgeArgs | None = None,
+        args: RayServiceArgs = _NO_ARGS,
         opts: pulumi.ResourceOptions | None = None,
-        **spec_fields: object,
+        **fields: object,
     ) -> None:
-        args = w.WorkloadArgs(
-            name, namespace, labels, annotations, operator, wait_for_ready, timeout, provider,
-            feature_gates, cluster_domain,
-        )  # fmt: skip
-        ref = object_ref(RULES.kind, namespace, name if name is not None else resource_name)
-        check_edges(ref, "serve", serve_ingress, serve_gateway)
-        edge = "serve_gateway" if serve_gateway else "serve_ingress" if serve_ingress else None
+        """``args``, or its fields and the spec's fields as keyword arguments."""
+        given, spec_fields = build_args(RayServiceArgs, args, fields, extra_fields=True)
+        common = w.WorkloadArgs.of(given, opts)
+        ref = object_ref(
+            RULES.kind, given.namespace, common.name if common.name is not None else resource_name
+        )
+        ingress, gateway = given.serve_ingress, given.serve_gateway
+        check_edges(ref, "serve", ingress, gateway)
+        edge = "serve_gateway" if gateway else "serve_ingress" if ingress else None
         rules = dataclasses.replace(RULES, checks=(_refuse_edges_with_incremental_upgrade(edge),))
         plan = w.plan_workload(
-            rules, args, resource_name, w.spec_argument(rules, spec, spec_fields, ref)
+            rules, common, resource_name, w.spec_argument(rules, given.spec, spec_fields, ref)
         )
-        super().__init__(TYPE_TOKEN, resource_name, None, opts)
+        super().__init__(TYPE_TOKEN, resource_name, None, aliased(opts, OLD_TYPE_TOKEN))
 
-        cr = w.create_custom_resource(self, resource_name, rules, args, plan, opts)
-        self.custom_resource = cr
-        self.namespace = ns = w.namespace_of(args, cr)
-        self.resource_name = w.derived(cr, plan, lambda s: s.metadata.name)
+        cr = w.create_custom_resource(self, resource_name, rules, plan, opts)
+        self.custom_resource: w.RayObjectResource = cr
+        """The ray.io/v1 object (a Python attribute, not an output of the package)."""
+        self.namespace = ns = w.namespace_of(common, cr)
+        cluster_domain = common.cluster_domain
+        self.name = w.derived(cr, plan, lambda s: s.metadata.name)
         self.head_service_name = w.derived(cr, plan, head_service_name)
         self.serve_service_name = w.derived(cr, plan, serve_service_name)
         self.dashboard_url = w.derived(
@@ -160,18 +183,17 @@ class RayService(pulumi.ComponentResource):
             "serve",
             Backend(
                 namespace=ns,
-                object_name=self.resource_name,
+                object_name=self.name,
                 service_name=self.serve_service_name,
                 port=w.derived(cr, plan, serve_port),
             ),
-            ingress=serve_ingress,
-            gateway=serve_gateway,
+            ingress=ingress,
+            gateway=gateway,
             custom_resource=cr,
-            provider=provider,
         )
         self.register_outputs(
             {
-                "resource_name": self.resource_name,
+                "name": self.name,
                 "namespace": self.namespace,
                 "head_service_name": self.head_service_name,
                 "dashboard_url": self.dashboard_url,

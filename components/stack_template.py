@@ -186,13 +186,13 @@ class OperatorConfig(_ConfigModel):
             return ",".join(f"{gate}={str(on).lower()}" for gate, on in self.feature_gates.items())
         return self.feature_gates
 
-    def args(self, provider: pulumi.ProviderResource | None) -> RayOperatorArgs:
+    def args(self) -> RayOperatorArgs:
         given = self.model_dump(exclude={"enabled", "service_account"}, exclude_unset=True)
         if self.service_account is not None:
             given["service_account"] = OperatorServiceAccount(
                 **self.service_account.model_dump(exclude_unset=True)
             )
-        return RayOperatorArgs(**given, provider=provider)
+        return RayOperatorArgs(**given)
 
 
 class WorkloadEntry(_ConfigModel):
@@ -322,7 +322,9 @@ def deploy(config: pulumi.Config | None = None) -> None:
     operator = None
     if values.operator.enabled:
         try:
-            operator = RayOperator("ray-operator", values.operator.args(provider))
+            operator = RayOperator(
+                "ray-operator", values.operator.args(), pulumi.ResourceOptions(provider=provider)
+            )
         except RayInputError as error:
             field, dot, rest = error.path.partition(".")
             key = config_key("operator", to_camel(field) + dot + rest)
@@ -345,7 +347,7 @@ def deploy(config: pulumi.Config | None = None) -> None:
             namespace=namespaces.get(plan.namespace),
             feature_gates=gates,
         )
-        created[plan.kind].append(pulumi.Output.concat(plan.namespace, "/", workload.resource_name))
+        created[plan.kind].append(pulumi.Output.concat(plan.namespace, "/", workload.name))
 
     pulumi.export("operatorNamespace", operator.namespace if operator else None)
     for kind, names in created.items():
@@ -413,9 +415,10 @@ class _PlannedWorkload:
         try:
             return KINDS[self.kind].component(
                 self.resource_name,
-                spec,
-                operator=operator,
-                provider=provider,
+                opts=pulumi.ResourceOptions(
+                    provider=provider, depends_on=[operator] if operator is not None else None
+                ),
+                spec=spec,
                 feature_gates=feature_gates,
                 **arguments,
             )

@@ -69,3 +69,13 @@ ray_services
 ray_cron_jobs
 _.new_resource  # pulumi.runtime.Mocks
 _.root_directory  # pulumi.runtime.settings
+
+# Enum members of the components' args: the package schema lists each one (components/
+# schema.json) and other languages' programs give them; Python code need not name them.
+IMPLEMENTATION_SPECIFIC
+JSON
+CONSOLE
+DEBUG
+ALWAYS
+IF_NOT_PRESENT
+NEVER

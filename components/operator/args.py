@@ -10,12 +10,11 @@ registry namespace it does not own (docs/releasing.md), and whoever registered t
 namespace would run code with the operator's cluster-wide RBAC.
 """
 
-from __future__ import annotations
-
+import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Protocol
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -52,27 +51,61 @@ METRICS_SUFFIX: Final = "-metrics"
 OPERATOR_CONFIG_PATH: Final = "/etc/kuberay/config.yaml"
 """Where the pod reads ``operator_config``: the path KubeRay's chart mounts it at."""
 
-LogFormat = Literal["json", "console"]
-LogLevel = Literal["debug", "info", "warning", "error"]
-PullPolicy = Literal["Always", "IfNotPresent", "Never"]
+
+class LogFormat(enum.StrEnum):
+    """How the operator writes its log lines."""
+
+    JSON = "json"
+    CONSOLE = "console"
+
+
+class LogLevel(enum.StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class PullPolicy(enum.StrEnum):
+    """The operator container's ``imagePullPolicy``."""
+
+    ALWAYS = "Always"
+    IF_NOT_PRESENT = "IfNotPresent"
+    NEVER = "Never"
+
+
+@dataclass(frozen=True)
+class OperatorServiceAccount:
+    """The operator's ServiceAccount, as KubeRay's chart ``serviceAccount`` block has it."""
+
+    create: bool | None = True
+    """True when None."""
+    name: str | None = None
+    """The account's name; the component's base name when None (then ``create`` must be True)."""
+    annotations: Mapping[str, str] | None = None
+    """E.g. ``eks.amazonaws.com/role-arn`` or ``iam.gke.io/gcp-service-account``; only on
+    an account this component creates."""
 
 
 @dataclass(frozen=True)
 class RayOperatorArgs:
     """What to deploy. ``None`` means the operator's own default (the flag is not passed),
-    so a default lives in one place: ``python -m operator_runtime``."""
+    so a default lives in one place: ``python -m operator_runtime``; a field typed
+    ``T | None = value`` takes ``value`` for None (the package schema cannot carry a
+    default, only that a field may be left out)."""
 
     name: str | None = None
     """Base name of the Kubernetes objects (Deployment, ServiceAccount, ClusterRole, ...);
     the component's resource name when None. Two operators in one cluster need two names:
     the ClusterRole is cluster-wide."""
-    namespace: pulumi.Input[str] = DEFAULT_NAMESPACE
+    namespace: pulumi.Input[str] | None = DEFAULT_NAMESPACE
+    """``ray-system`` when None."""
     create_namespace: bool | None = None
     """None: create it unless the RBAC is namespaced (a Namespace is cluster-scoped)."""
     install_crds: bool | None = None
     """None: install the four ray.io/v1 CRDs unless the RBAC is namespaced (CRDs are
     cluster-scoped: install them from a cluster-admin stack, e.g. another RayOperator)."""
-    retain_crds_on_delete: bool = True
+    retain_crds_on_delete: bool | None = True
     """Deleting a CRD deletes every object of its kind in the cluster, other stacks'
     included; like Helm, ``pulumi destroy`` leaves the CRDs in place unless this is False."""
     image: pulumi.Input[str] | None = None
@@ -81,36 +114,37 @@ class RayOperatorArgs:
     ``python -m hack.image push REF`` pushes it and prints that reference
     (docs/releasing.md). A ``None`` here is refused, naming these steps."""
     image_pull_policy: PullPolicy | None = None
-    image_pull_secrets: Sequence[str] = ()
+    image_pull_secrets: Sequence[str] | None = ()
     """Names of docker-registry Secrets in the operator's namespace, for a private registry."""
-    replicas: int = 1
+    replicas: int | None = 1
     """More than one runs hot standbys behind the leader Lease, with a PodDisruptionBudget."""
     resources: Mapping[str, Mapping[str, pulumi.Input[str]]] | None = None
     """``{"requests": {...}, "limits": {...}}``; ``DEFAULT_RESOURCES`` when None."""
     log_format: LogFormat | None = None
     log_level: LogLevel | None = None
-    feature_gates: FeatureGates | Mapping[str, bool] | str | None = None
-    """A ``FeatureGates``, ``{"RayCronJob": True}`` or ``"RayCronJob=true"`` (KubeRay names)."""
+    feature_gates: Mapping[str, bool] | None = None
+    """``{"RayCronJob": True}``, KubeRay's gate names (in Python a ``FeatureGates`` or the
+    flag's ``"RayCronJob=true"`` work too)."""
     qps: float | None = None
     burst: int | None = None
     reconcile_concurrency: int | None = None
-    watch_namespaces: Sequence[str] = ()
+    watch_namespaces: Sequence[str] | None = ()
     """Namespaces the operator watches; empty means all."""
-    cluster_scoped_rbac: bool = True
+    cluster_scoped_rbac: bool | None = True
     """False: a Role and RoleBinding in each of ``watch_namespaces`` and no cluster-scoped
     object at all, for a deployer who holds only namespace rights."""
-    leader_election: bool = True
+    leader_election: bool | None = True
     """On even with one replica: during a rolling update the old and the new pod overlap,
     and without the Lease both would reconcile the same objects."""
-    use_kubernetes_proxy: bool = False
+    use_kubernetes_proxy: bool | None = False
     """``--use-kubernetes-proxy``: reach Ray dashboards and serve proxies through the API
     server (an operator outside the pod network). Only then does the ClusterRole grant
     ``services/proxy`` and ``pods/proxy``, which reach any pod's ports in the cluster."""
     env: Mapping[str, pulumi.Input[str]] | None = None
     """KubeRay's operator environment variables (e.g. ``ENABLE_INIT_CONTAINER_INJECTION``)."""
-    service_monitor: bool = False
+    service_monitor: bool | None = False
     """A monitoring.coreos.com/v1 ServiceMonitor (needs the Prometheus Operator's CRDs)."""
-    prometheus_rule: bool = False
+    prometheus_rule: bool | None = False
     """A PrometheusRule with the alerts of ``monitoring.ALERTS``."""
     monitoring_labels: Mapping[str, str] | None = None
     """Extra labels on both, for a Prometheus that selects by label (e.g. ``release``)."""
@@ -131,38 +165,27 @@ class RayOperatorArgs:
     pod_annotations: Mapping[str, str] | None = None
     """Annotations on the operator's pods (a service mesh's or a log shipper's switches)."""
     node_selector: Mapping[str, str] | None = None
-    tolerations: Sequence[pulumi.Input[k8s.core.v1.TolerationArgs]] | None = None
-    """``k8s.core.v1.TolerationArgs`` or dicts, e.g. for a tainted system node pool."""
-    affinity: pulumi.Input[k8s.core.v1.AffinityArgs] | None = None
+    tolerations: Sequence[Mapping[str, Any]] | None = None
+    """Tolerations as in a pod spec, e.g. for a tainted system node pool (in Python
+    ``k8s.core.v1.TolerationArgs`` work too)."""
+    affinity: Mapping[str, Any] | None = None
+    """The pod's affinity as in a pod spec (in Python ``k8s.core.v1.AffinityArgs`` too)."""
     priority_class_name: str | None = None
     """E.g. ``system-cluster-critical``, so Ray pods never preempt their operator."""
-    pod_security_context: Mapping[str, object] | None = None
+    pod_security_context: Mapping[str, Any] | None = None
     """The pod's securityContext in its YAML form (camelCase), merged key by key over
     ours (``runAsNonRoot: true``, ``seccompProfile: RuntimeDefault``): adding ``fsGroup``
     keeps both, and only an explicit ``runAsNonRoot: False`` turns it off."""
     service_account: OperatorServiceAccount | None = None
     """Create the ServiceAccount (default) with annotations (IRSA, workload identity), or
     use an existing one by name."""
-    operator_config: Mapping[str, object] | None = None
+    operator_config: Mapping[str, Any] | None = None
     """KubeRay's operator configuration file (``config.ray.io/v1alpha1`` ``Configuration``,
     camelCase: ``defaultContainerEnvs``, ``defaultPodLabels``, ``headSidecarContainers``,
     ...), rendered into a ConfigMap and passed as ``--config``. Checked at preview with the
     operator's own parser. The settings this component owns (ports, metrics, leader
     election, watched namespaces, proxy, qps, burst, concurrency) come from their args and
     are written into the file, since with ``--config`` the operator ignores those flags."""
-    provider: pulumi.ProviderResource | None = None
-
-
-@dataclass(frozen=True)
-class OperatorServiceAccount:
-    """The operator's ServiceAccount, as KubeRay's chart ``serviceAccount`` block has it."""
-
-    create: bool = True
-    name: str | None = None
-    """The account's name; the component's base name when None (then ``create`` must be True)."""
-    annotations: Mapping[str, str] | None = None
-    """E.g. ``eks.amazonaws.com/role-arn`` or ``iam.gke.io/gcp-service-account``; only on
-    an account this component creates."""
 
 
 @dataclass(frozen=True)
@@ -203,8 +226,8 @@ class Plan:
     pod_labels: Mapping[str, str]
     pod_annotations: Mapping[str, str]
     node_selector: Mapping[str, str] | None
-    tolerations: list[pulumi.Input[k8s.core.v1.TolerationArgs]] | None
-    affinity: pulumi.Input[k8s.core.v1.AffinityArgs] | None
+    tolerations: list[Any] | None
+    affinity: Any
     priority_class_name: str | None
     pod_security_context: Mapping[str, object]
     create_service_account: bool
@@ -216,7 +239,6 @@ class Plan:
     config_map_name: str | None
     """Named after the file's content, so a change replaces the (immutable) ConfigMap and
     rolls the pods, which read the file only at start."""
-    provider: pulumi.ProviderResource | None
 
     @property
     def selector_labels(self) -> dict[str, str]:
@@ -264,10 +286,8 @@ class Plan:
     def child(
         self, parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource] = ()
     ) -> pulumi.ResourceOptions:
-        """Options of every child of the component."""
-        return pulumi.ResourceOptions(
-            parent=parent, provider=self.provider, depends_on=list(depends_on)
-        )
+        """Options of every child of the component, which inherits its provider."""
+        return pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on))
 
 
 class _Named(Protocol):

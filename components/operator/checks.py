@@ -16,6 +16,7 @@ import pulumi
 from components._inputs import RayInputError, has_outputs
 from components.operator import podchecks
 from components.operator.args import (
+    DEFAULT_NAMESPACE,
     DEFAULT_RESOURCES,
     METRICS_SUFFIX,
     SELF_DELETING_RAYJOB_ENV,
@@ -48,16 +49,20 @@ def settle(resource_name: str, args: RayOperatorArgs) -> Plan:
 
 
 def _settle(resource_name: str, args: RayOperatorArgs) -> Plan:
+    # A None where the field has another default is that default (``RayOperatorArgs``).
+    namespace = args.namespace if args.namespace is not None else DEFAULT_NAMESPACE
+    replicas = args.replicas if args.replicas is not None else 1
+    leader_election = args.leader_election is not False
     base_name = args.name if args.name is not None else resource_name
     _check_dns_label("name", base_name, len(METRICS_SUFFIX))
-    if isinstance(args.namespace, str):
-        _check_dns_label("namespace", args.namespace)
+    if isinstance(namespace, str):
+        _check_dns_label("namespace", namespace)
     image = podchecks.image(args.image)
-    _check_count("replicas", args.replicas, "REPLICAS")
-    if args.replicas > 1 and not args.leader_election:
+    _check_count("replicas", replicas, "REPLICAS")
+    if replicas > 1 and not leader_election:
         raise _Refusal(
             "leader_election",
-            f"is off with {args.replicas} replicas: every replica would "
+            f"is off with {replicas} replicas: every replica would "
             "reconcile the same objects at once",
             "keep leader_election=True or use 1 replica",
             "LEADER_ELECTION",
@@ -73,7 +78,7 @@ def _settle(resource_name: str, args: RayOperatorArgs) -> Plan:
     _check_choice("log_format", args.log_format, ("json", "console"))
     _check_choice("log_level", args.log_level, ("debug", "info", "warning", "error"))
     _check_choice("image_pull_policy", args.image_pull_policy, ("Always", "IfNotPresent", "Never"))
-    watch_namespaces = _watch_namespaces(args.watch_namespaces)
+    watch_namespaces = _watch_namespaces(args.watch_namespaces or ())
     create_namespace, install_crds = _cluster_scoped_choices(args, watch_namespaces)
     feature_gates = _feature_gates(args.feature_gates)
     create_account, account_name, account_annotations = podchecks.service_account(
@@ -85,16 +90,16 @@ def _settle(resource_name: str, args: RayOperatorArgs) -> Plan:
     return Plan(
         resource_name=resource_name,
         base_name=base_name,
-        namespace=args.namespace,
+        namespace=namespace,
         create_namespace=create_namespace,
         install_crds=install_crds,
-        retain_crds_on_delete=args.retain_crds_on_delete,
+        retain_crds_on_delete=args.retain_crds_on_delete is not False,
         image=image,
         image_pull_policy=args.image_pull_policy,
         image_pull_secrets=podchecks.object_names(
-            "image_pull_secrets", args.image_pull_secrets, "PULL_SECRETS"
+            "image_pull_secrets", args.image_pull_secrets or (), "PULL_SECRETS"
         ),
-        replicas=args.replicas,
+        replicas=replicas,
         resources=_resources(args.resources),
         feature_gates=feature_gates,
         feature_gates_given=args.feature_gates is not None,
@@ -104,12 +109,12 @@ def _settle(resource_name: str, args: RayOperatorArgs) -> Plan:
         burst=args.burst,
         reconcile_concurrency=args.reconcile_concurrency,
         watch_namespaces=watch_namespaces,
-        cluster_scoped_rbac=args.cluster_scoped_rbac,
-        leader_election=args.leader_election,
-        use_kubernetes_proxy=args.use_kubernetes_proxy,
+        cluster_scoped_rbac=args.cluster_scoped_rbac is not False,
+        leader_election=leader_election,
+        use_kubernetes_proxy=bool(args.use_kubernetes_proxy),
         env=_env(args.env),
-        service_monitor=args.service_monitor,
-        prometheus_rule=args.prometheus_rule,
+        service_monitor=bool(args.service_monitor),
+        prometheus_rule=bool(args.prometheus_rule),
         monitoring_labels=podchecks.label_map("monitoring_labels", args.monitoring_labels),
         service_monitor_interval=podchecks.scrape_interval(args.service_monitor_interval),
         service_monitor_namespace=_namespace_or_none(args.service_monitor_namespace),
@@ -129,7 +134,6 @@ def _settle(resource_name: str, args: RayOperatorArgs) -> Plan:
         config_map_name=(
             f"{base_name}-config-{config_map_suffix(config_text)}" if config_text else None
         ),
-        provider=args.provider,
     )
 
 
@@ -161,9 +165,9 @@ def _operator_config(
             "OPERATOR_CONFIG",
         )
     owned = OwnedSettings(
-        leader_election=args.leader_election,
+        leader_election=args.leader_election is not False,
         watch_namespaces=watch_namespaces,
-        use_kubernetes_proxy=args.use_kubernetes_proxy,
+        use_kubernetes_proxy=bool(args.use_kubernetes_proxy),
         qps=args.qps,
         burst=args.burst,
         reconcile_concurrency=args.reconcile_concurrency,
@@ -231,7 +235,7 @@ def _cluster_scoped_choices(
 ) -> tuple[bool, bool]:
     """(create_namespace, install_crds). Namespaced RBAC promises no cluster-scoped
     object, so a Namespace or a CRD asked for explicitly is refused there, not dropped."""
-    if args.cluster_scoped_rbac:
+    if args.cluster_scoped_rbac is not False:
         create = args.create_namespace if args.create_namespace is not None else True
         install = args.install_crds if args.install_crds is not None else True
         return create, install

@@ -14,18 +14,17 @@ What it creates, each a child of the component (``parent=self``):
   and, with replicas > 1, a PodDisruptionBudget (``deployment.py``); optionally a
   ServiceMonitor and a PrometheusRule (``monitoring.py``).
 
-Workload components take it as ``operator=``, so they wait for it on ``up`` and are
+Workload components take it in ``opts.depends_on``, so they wait for it on ``up`` and are
 deleted while it still runs on ``destroy``; they read its ``feature_gates`` to validate
 with the gates the operator really has.
 """
-
-from __future__ import annotations
 
 from typing import Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components._args import aliased, build_args
 from components.operator.args import Plan, RayOperatorArgs, name_of
 from components.operator.checks import settle
 from components.operator.deployment import (
@@ -40,7 +39,10 @@ from operator_runtime.api import FeatureGates, crds
 
 __all__ = ["TYPE_TOKEN", "RayOperator", "load_crds"]
 
-TYPE_TOKEN: Final = "pulumi-ray:index:RayOperator"
+TYPE_TOKEN: Final = "ray:index:RayOperator"
+OLD_TYPE_TOKEN: Final = "pulumi-ray:index:RayOperator"
+"""The token before the package was named ``ray``; an alias keeps such stacks' URNs."""
+_NO_ARGS: Final = RayOperatorArgs()
 _POD_SECURITY: Final = {"pod-security.kubernetes.io/enforce": "restricted"}
 
 
@@ -70,33 +72,33 @@ class RayOperator(pulumi.ComponentResource):
     leader_election_role_name: pulumi.Output[str | None]
     """None with leader election off."""
     image: pulumi.Output[str]
-    crds: list[k8s.apiextensions.v1.CustomResourceDefinition]
-    """The CRDs this component installs (none with ``install_crds=False``)."""
-    deployment: k8s.apps.v1.Deployment
-    feature_gates: FeatureGates
-    """The gates the operator runs with (its defaults when none were given)."""
-    watch_namespaces: tuple[str, ...]
-    """Empty: every namespace."""
 
     def __init__(
         self,
         resource_name: str,
-        args: RayOperatorArgs | None = None,
+        args: RayOperatorArgs = _NO_ARGS,
         opts: pulumi.ResourceOptions | None = None,
+        **fields: object,
     ) -> None:
-        plan = settle(resource_name, args if args is not None else RayOperatorArgs())
-        super().__init__(TYPE_TOKEN, resource_name, None, opts)
-        self.feature_gates = plan.feature_gates
-        self.watch_namespaces = plan.watch_namespaces
+        """``args``, or its fields as keyword arguments (``RayOperator("ray", image=...)``)."""
+        given, _ = build_args(RayOperatorArgs, args, fields)
+        plan = settle(resource_name, given)
+        super().__init__(TYPE_TOKEN, resource_name, None, aliased(opts, OLD_TYPE_TOKEN))
+        # Python attributes, not outputs of the package (only annotated ones are).
+        self.feature_gates: FeatureGates = plan.feature_gates
+        """The gates the operator runs with (its defaults when none were given)."""
+        self.watch_namespaces: tuple[str, ...] = plan.watch_namespaces
+        """Empty: every namespace."""
         self.namespace = self._namespace(plan)
-        self.crds = self._crds(plan)
+        self.crds: list[k8s.apiextensions.v1.CustomResourceDefinition] = self._crds(plan)
+        """The CRDs this component installs (none with ``install_crds=False``)."""
         self.service_account_name = self._service_account(plan)
         rbac = create_rbac(self, plan, self.namespace, self.service_account_name)
         self.cluster_role_name = rbac.cluster_role_name
         self.role_names = rbac.role_names
         self.leader_election_role_name = rbac.leader_election_role_name
         config_map = create_config_map(self, plan, self.namespace)
-        self.deployment = create_deployment(
+        self.deployment: k8s.apps.v1.Deployment = create_deployment(
             self,
             plan,
             self.namespace,

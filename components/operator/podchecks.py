@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -169,9 +169,7 @@ def _string_map(path: str, value: Mapping[str, str] | None) -> dict[str, str]:
     return dict(sorted(value.items()))
 
 
-def tolerations(
-    value: Sequence[pulumi.Input[k8s.core.v1.TolerationArgs]] | None,
-) -> list[pulumi.Input[k8s.core.v1.TolerationArgs]] | None:
+def tolerations(value: Sequence[Any] | None) -> list[Any] | None:
     if value is None:
         return None
     if isinstance(value, Mapping | k8s.core.v1.TolerationArgs | str):
@@ -201,7 +199,7 @@ def service_account(
     given = value or OperatorServiceAccount()
     if given.name is not None:
         _check_subdomain("service_account.name", given.name, "SERVICE_ACCOUNT")
-    if given.create:
+    if given.create is not False:
         notes = annotation_map("service_account.annotations", given.annotations)
         return True, given.name or base_name, notes
     if given.name is None:

@@ -58,7 +58,7 @@ spec = RayClusterSpec(
 
 cluster = RayCluster(
     "gpu",
-    spec,
+    spec=spec,
     namespace=config.get("namespace") or "default",
     dashboard_ingress=IngressEdgeArgs(host=dashboard_host) if dashboard_host else None,
 )

@@ -52,5 +52,5 @@ job = RayJob(
     },
 )
 
-pulumi.export("jobName", job.resource_name)
+pulumi.export("jobName", job.name)
 pulumi.export("dashboardUrl", job.dashboard_url)

@@ -29,5 +29,5 @@ cluster = RayCluster(
     ],
 )
 
-pulumi.export("clusterName", cluster.resource_name)
+pulumi.export("clusterName", cluster.name)
 pulumi.export("dashboardUrl", cluster.dashboard_url)

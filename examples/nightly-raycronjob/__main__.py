@@ -55,4 +55,4 @@ nightly = RayCronJob(
     },
 )
 
-pulumi.export("cronJobName", nightly.resource_name)
+pulumi.export("cronJobName", nightly.name)

@@ -54,7 +54,7 @@ clusters = {
     team: RayCluster(
         f"{team}-ray",
         namespace=namespace_names[team],
-        operator=operator,
+        opts=pulumi.ResourceOptions(depends_on=[operator]),
         head_group_spec={"template": {"spec": {"containers": [container("ray-head")]}}},
         worker_group_specs=[
             {

@@ -5,7 +5,8 @@ from components import RayCluster, RayOperator, RayOperatorArgs
 ray = {"name": "ray", "image": "rayproject/ray:2.52.0"}
 operator = RayOperator("ray-operator", RayOperatorArgs(image=pulumi.Config().get("operatorImage")))
 cluster = RayCluster(
-    "demo", namespace="default", operator=operator, ray_version="2.52.0",
+    "demo", opts=pulumi.ResourceOptions(depends_on=[operator]),
+    namespace="default", ray_version="2.52.0",
     head_group_spec={"template": {"spec": {"containers": [ray]}}},
     worker_group_specs=[{"group_name": "cpu", "replicas": 2, "min_replicas": 0,
                          "max_replicas": 4, "template": {"spec": {"containers": [ray]}}}],

@@ -28,7 +28,7 @@ from tests.examples import CONFIG
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO_ROOT / "examples"
-COMPONENT = "pulumi-ray:index:RayOperator"
+COMPONENT = "ray:index:RayOperator"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
@@ -435,7 +435,11 @@ def test_disruption_budget_only_with_standbys(replicas: int, budgets: int) -> No
 def test_children_use_the_given_provider() -> None:
     def program() -> None:
         provider = k8s.Provider("target", kubeconfig="{}")
-        RayOperator("ray-operator", operator_args(provider=provider, install_crds=False))
+        RayOperator(
+            "ray-operator",
+            operator_args(install_crds=False),
+            pulumi.ResourceOptions(provider=provider),
+        )
 
     result = run(program)
 
@@ -463,7 +467,12 @@ def test_a_namespace_from_another_resource_is_used_not_created() -> None:
 def test_a_workload_waits_for_the_operator() -> None:
     def program() -> None:
         operator = RayOperator("ray-operator", operator_args(install_crds=False))
-        RayCluster("demo", namespace="team-a", operator=operator, **cluster_spec())
+        RayCluster(
+            "demo",
+            namespace="team-a",
+            opts=pulumi.ResourceOptions(depends_on=[operator]),
+            **cluster_spec(),
+        )
 
     result = run(program)
 

@@ -70,7 +70,7 @@ def _with_config(
 
 def test_the_image_alone_deploys_the_operator_alone() -> None:
     result = _with_config({})
-    assert "pulumi-ray:index:RayOperator" in result.types
+    assert "ray:index:RayOperator" in result.types
     assert not [t for t in result.types if t.startswith("kubernetes:ray.io/v1:")]
     (container,) = result.one("kubernetes:apps/v1:Deployment").inputs["spec"]["template"]["spec"][
         "containers"
@@ -143,7 +143,7 @@ def test_workloads_are_created_per_namespace_after_the_operator() -> None:
     assert cluster.inputs["metadata"]["name"] == "gpu"
     assert cluster.inputs["metadata"]["namespace"] == "ml"
     assert annotations(cluster)["pulumi.com/waitFor"] == "jsonpath={.status.state}=ready"
-    component = result.one("pulumi-ray:index:RayCluster")
+    component = result.one("ray:index:RayCluster")
     assert component.name == "raycluster-ml-gpu"
     # Destroy deletes the cluster while the operator still runs (and honours finalizers).
     # (the engine is given the component's children, the Deployment among them)
@@ -162,7 +162,7 @@ def test_the_operator_can_be_left_out() -> None:
             },
         }
     )
-    assert "pulumi-ray:index:RayOperator" not in result.types
+    assert "ray:index:RayOperator" not in result.types
     assert (
         annotations(result.one("kubernetes:ray.io/v1:RayCluster"))["pulumi.com/skipAwait"] == "true"
     )
@@ -176,7 +176,7 @@ def test_manifests_go_through_the_components() -> None:
             "namespace": "team",
         }
     )
-    component = result.one("pulumi-ray:index:RayCluster")
+    component = result.one("ray:index:RayCluster")
     assert component.name == "raycluster-team-raycluster-gpu"
     assert result.one("kubernetes:ray.io/v1:RayCluster").inputs["metadata"]["namespace"] == "team"
 

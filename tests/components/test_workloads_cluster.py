@@ -24,12 +24,12 @@ from tests.components.workload_mocks import (
 )
 
 CR = "kubernetes:ray.io/v1:RayCluster"
-COMPONENT = "pulumi-ray:index:RayCluster"
+COMPONENT = "ray:index:RayCluster"
 
 
 def outputs(cluster: RayCluster) -> dict[str, Any]:
     return {
-        "resource_name": cluster.resource_name,
+        "name": cluster.name,
         "namespace": cluster.namespace,
         "head_service_name": cluster.head_service_name,
         "dashboard_url": cluster.dashboard_url,
@@ -64,7 +64,7 @@ def test_registers_the_component_and_one_custom_resource_under_it() -> None:
         ],
     }
     assert result.value == {
-        "resource_name": "demo",
+        "name": "demo",
         "namespace": "team-a",
         "head_service_name": "demo-head-svc",
         "dashboard_url": "http://demo-head-svc.team-a.svc.cluster.local:8265",
@@ -78,7 +78,8 @@ def test_model_snake_case_and_camel_case_arguments_apply_the_same_spec() -> None
     camel = api.RayClusterSpec.model_validate(snake).model_dump(by_alias=True, exclude_unset=True)
     model = api.RayClusterSpec.model_validate(snake)
     specs = [
-        run(lambda s=s: RayCluster("demo", s)).one(CR).inputs["spec"] for s in (snake, camel, model)
+        run(lambda s=s: RayCluster("demo", spec=s)).one(CR).inputs["spec"]
+        for s in (snake, camel, model)
     ]
     specs.append(run(lambda: RayCluster("demo", **snake)).one(CR).inputs["spec"])
     assert specs[0] == specs[1] == specs[2] == specs[3]
@@ -261,7 +262,7 @@ def test_the_pulumi_name_must_make_a_valid_object_name() -> None:
 
 def test_spec_and_keyword_arguments_are_exclusive() -> None:
     with pytest.raises(RayInputError, match="given both"):
-        run(lambda: RayCluster("demo", cluster_spec(), ray_version="2.52.0"))
+        run(lambda: RayCluster("demo", spec=cluster_spec(), ray_version="2.52.0"))
 
 
 def test_a_bad_timeout_is_refused() -> None:
@@ -339,7 +340,7 @@ def test_an_invalid_output_value_with_a_namespace_from_a_resource_names_the_obje
         namespace = k8s.core.v1.Namespace("team-b", metadata={"name": "team-b"})
         spec = cluster_spec()
         spec["worker_group_specs"][0]["max_replicas"] = pulumi.Output.from_input(-1)
-        return RayCluster("demo", namespace=namespace.metadata.name, **spec).resource_name
+        return RayCluster("demo", namespace=namespace.metadata.name, **spec).name
 
     seen = Run()
     with pytest.raises(RayInputError) as caught:
@@ -392,7 +393,7 @@ def test_outputs_derived_from_a_secret_spec_are_not_secret() -> None:
         cluster = RayCluster("demo", **spec)
 
         async def record() -> None:
-            secrets["name"] = await cluster.resource_name.is_secret()
+            secrets["name"] = await cluster.name.is_secret()
             secrets["url"] = await cluster.dashboard_url.is_secret()
 
         return pulumi.Output.from_input(record())
@@ -413,9 +414,12 @@ def test_operator_provider_and_options_pass_through() -> None:
         provider = k8s.Provider("other-cluster")
         return RayCluster(
             "demo",
-            operator=operator,
-            provider=provider,
-            opts=pulumi.ResourceOptions(protect=True, aliases=[pulumi.Alias(name="old")]),
+            opts=pulumi.ResourceOptions(
+                depends_on=[operator],
+                provider=provider,
+                protect=True,
+                aliases=[pulumi.Alias(name="old")],
+            ),
             **cluster_spec(),
         )
 

@@ -42,7 +42,7 @@ def test_example_registers_its_custom_resource(example: str) -> None:
     result = run_example(example)
     kind = KINDS[example]
     cr = result.one(f"kubernetes:ray.io/v1:{kind}")
-    assert cr.parent == result.one(f"pulumi-ray:index:{kind}").urn
+    assert cr.parent == result.one(f"ray:index:{kind}").urn
 
 
 def test_the_gcs_ft_password_is_only_ever_a_secret() -> None:

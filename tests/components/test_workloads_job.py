@@ -19,7 +19,7 @@ from tests.components.workload_mocks import (
 )
 
 CR = "kubernetes:ray.io/v1:RayJob"
-COMPONENT = "pulumi-ray:index:RayJob"
+COMPONENT = "ray:index:RayJob"
 
 
 def job_spec(**overrides: Any) -> dict[str, Any]:
@@ -34,11 +34,10 @@ def job_spec(**overrides: Any) -> dict[str, Any]:
 
 def outputs(job: RayJob) -> dict[str, Any]:
     return {
-        "resource_name": job.resource_name,
+        "name": job.name,
         "namespace": job.namespace,
         "head_service_name": job.head_service_name,
         "dashboard_url": job.dashboard_url,
-        "serve_url": job.serve_url,
         "status": job.status,
     }
 
@@ -63,12 +62,12 @@ def test_registers_one_rayjob_named_after_its_spec() -> None:
     # A new name is what makes the change a replacement; create the new run first.
     assert not cr.request.deleteBeforeReplace
     assert list(cr.request.replaceOnChanges) == []
-    assert result.value["resource_name"] == name
+    assert result.value["name"] == name
     assert result.value["head_service_name"] == "op-made-x7k2p-head-svc"
     assert result.value["dashboard_url"] == (
         "http://op-made-x7k2p-head-svc.team-a.svc.cluster.local:8265"
     )
-    assert result.value["serve_url"] is None
+    assert "serve_url" not in result.value  # a RayJob serves nothing: no such output
 
 
 def test_same_spec_same_name_changed_spec_new_name() -> None:

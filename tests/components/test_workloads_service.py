@@ -25,7 +25,7 @@ def test_rayservice_registers_waits_for_ready_and_returns_its_addresses() -> Non
     def program() -> Any:
         service = RayService("llm", namespace="team-a", **service_spec())
         return {
-            "resource_name": service.resource_name,
+            "name": service.name,
             "head_service_name": service.head_service_name,
             "serve_service_name": service.serve_service_name,
             "dashboard_url": service.dashboard_url,
@@ -33,7 +33,7 @@ def test_rayservice_registers_waits_for_ready_and_returns_its_addresses() -> Non
         }
 
     result = run(program)
-    assert result.types == ["pulumi-ray:index:RayService", SERVICE]
+    assert result.types == ["ray:index:RayService", SERVICE]
     component, cr = result.registrations
     assert cr.parent == component.urn
     assert cr.inputs["metadata"]["name"] == "llm"
@@ -41,7 +41,7 @@ def test_rayservice_registers_waits_for_ready_and_returns_its_addresses() -> Non
     assert annotations(cr)["pulumi.com/waitFor"] == "condition=Ready"
     assert annotations(cr)["pulumi.com/patchForce"] == "true"
     assert result.value == {
-        "resource_name": "llm",
+        "name": "llm",
         "head_service_name": "llm-head-svc",
         "serve_service_name": "llm-serve-svc",
         "dashboard_url": "http://llm-head-svc.team-a.svc.cluster.local:8265",
@@ -77,7 +77,7 @@ def test_serve_gateway_routes_to_the_serve_service() -> None:
     assert listener["listeners"] == [
         {"name": "http", "port": 80, "protocol": "HTTP", "hostname": "llm.example.com"}
     ]
-    assert route.parent == result.one("pulumi-ray:index:RayService").urn
+    assert route.parent == result.one("ray:index:RayService").urn
 
 
 def test_an_edge_beside_an_incremental_upgrade_is_refused() -> None:
@@ -117,7 +117,7 @@ def test_raycronjob_registers_without_waiting() -> None:
     result = run(
         lambda: {"status": RayCronJob("nightly", namespace="team-a", **cronjob_spec()).status}
     )
-    assert result.types == ["pulumi-ray:index:RayCronJob", CRONJOB]
+    assert result.types == ["ray:index:RayCronJob", CRONJOB]
     cr = result.one(CRONJOB)
     assert cr.inputs["spec"]["schedule"] == "0 2 * * *"
     assert "pulumi.com/waitFor" not in annotations(cr)

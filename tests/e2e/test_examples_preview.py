@@ -73,4 +73,4 @@ def test_example_previews_cleanly(
     text = "".join(output)
     assert "warning:" not in text.lower(), text[-4000:]
     creates = {step.type for step in steps if step.op == auto.OpType.CREATE}
-    assert f"pulumi-ray:index:{COMPONENT[example.name]}" in creates, sorted(creates)
+    assert f"ray:index:{COMPONENT[example.name]}" in creates, sorted(creates)

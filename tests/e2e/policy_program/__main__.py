@@ -33,5 +33,5 @@ else:
                 "template": {"spec": {"containers": [{**container, "name": "worker"}]}},
             }
         ],
-        provider=provider,
+        opts=pulumi.ResourceOptions(provider=provider),
     )

@@ -1,0 +1,101 @@
+"""The components' Pulumi package schema, as Pulumi's analyzer infers it from the type
+annotations, and the committed copy that guards the public API::
+
+    python -m components.schema           # rewrite components/schema.json
+    python -m components.schema --check   # exit 1 with a diff if it is stale
+
+The schema is what every other language sees of the components (the SDKs ``pulumi
+package add`` generates, a YAML program's property names), so a change to an args class
+or an output shows up as a diff of ``schema.json`` in review. It is generated with the
+analyzer of ``pulumi.provider.experimental``, the one the component provider host runs,
+so the file is exactly what ``pulumi package get-schema`` answers.
+
+The package is named ``ray`` (tokens ``ray:index:RayCluster``, as Pulumi packages read:
+``kubernetes:apps/v1:Deployment``, ``eks:index:Cluster``); ``pulumi-ray:`` would repeat
+the ``pulumi-`` prefix of the Python distribution's name in every token.
+"""
+
+import argparse
+import difflib
+import importlib.metadata
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import pulumi
+from pulumi.provider.experimental.analyzer import Analyzer
+from pulumi.provider.experimental.schema import generate_schema
+
+from components.cluster import RayCluster
+from components.cronjob import RayCronJob
+from components.job import RayJob
+from components.operator import RayOperator
+from components.service import RayService
+
+__all__ = ["COMPONENTS", "PACKAGE_NAME", "SCHEMA_FILE", "main", "package_schema"]
+
+PACKAGE_NAME: Final = "ray"
+COMPONENTS: Final[tuple[type[pulumi.ComponentResource], ...]] = (
+    RayOperator,
+    RayCluster,
+    RayJob,
+    RayService,
+    RayCronJob,
+)
+SCHEMA_FILE: Final = Path(__file__).with_name("schema.json")
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("pulumi-ray")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+def package_schema() -> dict[str, Any]:
+    """The schema the component provider serves; raises if the analyzer cannot type an
+    annotation (a ``Literal``, a union other than Optional, an unknown class)."""
+    analyzed = Analyzer(PACKAGE_NAME).analyze(list(COMPONENTS))
+    spec = generate_schema(
+        PACKAGE_NAME,
+        _version(),
+        None,
+        analyzed["component_definitions"],
+        analyzed["type_definitions"],
+        sorted(analyzed["dependencies"], key=lambda d: f"{d.name}{d.version}"),
+    )
+    document: dict[str, Any] = spec.to_json()
+    return document
+
+
+def schema_text() -> str:
+    return json.dumps(package_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m components.schema")
+    parser.add_argument("--check", action="store_true", help="fail if schema.json is stale")
+    args = parser.parse_args(argv)
+    text = schema_text()
+    if not args.check:
+        SCHEMA_FILE.write_text(text, encoding="utf-8")
+        return 0
+    committed = SCHEMA_FILE.read_text(encoding="utf-8") if SCHEMA_FILE.exists() else ""
+    if committed == text:
+        return 0
+    sys.stdout.writelines(
+        difflib.unified_diff(
+            committed.splitlines(keepends=True),
+            text.splitlines(keepends=True),
+            str(SCHEMA_FILE),
+            "generated",
+        )
+    )
+    print("schema.json is stale: run `python -m components.schema`", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
