@@ -171,17 +171,20 @@ def config(**fields: Any) -> OperatorConfiguration:
 def test_batch_schedulers_are_refused_with_one_line() -> None:
     check_batch_scheduler(config(), kubernetes_was=False)
     check_batch_scheduler(config(), kubernetes_was=True)
-    cases = {
-        config(enable_batch_scheduler=True): "Volcano batch scheduler is not implemented",
-        config(batch_scheduler="volcano"): "--batch-scheduler=volcano: this batch scheduler",
-        config(batch_scheduler="yunikorn"): "is not implemented by this operator",
-        config(batch_scheduler="kai-scheduler"): "is not implemented by this operator",
-        config(batch_scheduler="nope"): "scheduler is not supported, name=nope",
-        config(
-            enable_batch_scheduler=True, batch_scheduler="volcano"
-        ): "use --batch-scheduler only",
-    }
-    for given, message in cases.items():
+    # Pairs, not a dict: a configuration holds dicts (sidecars, cleanup resources), so it
+    # has no hash.
+    cases = [
+        (config(enable_batch_scheduler=True), "Volcano batch scheduler is not implemented"),
+        (config(batch_scheduler="volcano"), "--batch-scheduler=volcano: this batch scheduler"),
+        (config(batch_scheduler="yunikorn"), "is not implemented by this operator"),
+        (config(batch_scheduler="kai-scheduler"), "is not implemented by this operator"),
+        (config(batch_scheduler="nope"), "scheduler is not supported, name=nope"),
+        (
+            config(enable_batch_scheduler=True, batch_scheduler="volcano"),
+            "use --batch-scheduler only",
+        ),
+    ]
+    for given, message in cases:
         with pytest.raises(StartupError, match=message) as refused:
             check_batch_scheduler(given, kubernetes_was=False)
         assert "\n" not in str(refused.value) and refused.value.code == 1
