@@ -22,6 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from hack.localcluster import LocalCluster
 from operator_runtime.api import RayJob
 from operator_runtime.clients import DashboardPool, JobSubmission, direct_endpoint
@@ -64,10 +66,13 @@ def test_interactive_waits_for_the_users_job_id(
         time.sleep(4)  # more than one requeue (3 s): still waiting without spec.jobId
         assert job_status(kube, namespace, name)["jobDeploymentStatus"] == "Waiting"
 
-        with DashboardPool() as pool:
-            pool.dashboard(_dashboard(ray_head)).submit_job(
-                JobSubmission(entrypoint=f"echo '{marker}'", submission_id=job_id)
-            )
+        # The user submits as `ray job submit` would, with its own patience: the
+        # operator's 2 s deadline is the operator's, and a loaded head can take longer.
+        submission = JobSubmission(entrypoint=f"echo '{marker}'", submission_id=job_id)
+        answer = httpx.post(
+            f"{ray_head.dashboard_url}/api/jobs/", json=submission.body(), timeout=60
+        )
+        assert answer.status_code == 200, answer.text
         kube.patch(RAY_JOB, name, namespace, {"spec": {"jobId": job_id}})
         running = wait_for(
             "Running", reaches(kube, namespace, name, "Running", "Complete", "Failed"), timeout=30

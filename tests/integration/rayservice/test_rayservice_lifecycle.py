@@ -186,7 +186,8 @@ def test_a_cluster_that_never_gets_ready_times_out_and_is_deleted(
     assert [e["type"] for e in warned] == ["Warning"], warned
     # The clock starts at the Initializing condition's lastTransitionTime, written in
     # whole seconds (truncated): up to 1 s before ``created``.
-    assert 4 <= took < 20, took
+    # Bounded by the 60 s wait above; 45 s still tells a 5 s timeout from any default.
+    assert 4 <= took < 45, took
     assert after[0] == [], after
     assert condition(after[1], "Ready")["reason"] == "InitializingTimeout"
     assert not (after[1].get("activeServiceStatus") or {}).get("rayClusterName")

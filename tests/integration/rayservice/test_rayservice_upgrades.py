@@ -381,5 +381,8 @@ def test_the_deletion_delay_survives_an_operator_restart(
         f"{delay} s after it, the timer restarting from zero)"
     )
     assert delay - 5 <= ahead <= delay + 5, ahead
-    assert after_restart < 10, after_restart
+    # KubeRay's in-memory timer starts again at the restart: deleted `delay` s after it.
+    # Ours is on the object and already due: deleted as soon as the operator has synced
+    # (a few seconds; more on a loaded machine), well before the timer would.
+    assert after_restart < delay - 2, after_restart
     assert status["activeServiceStatus"]["rayClusterName"] == new
