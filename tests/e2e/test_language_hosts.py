@@ -122,6 +122,18 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "the Python host we can build (sdk/v3 v3.79.0) cannot run a Python plugin for this "
+        "engine: the engine first asks it to install the plugin's dependencies, and it makes "
+        "a virtualenv in the plugin directory and runs pip, which needs the network; its "
+        "RunPlugin then runs `python <RunPluginRequest.program>`, a field the engine no "
+        "longer sets. The host's own module, which has both fixed, answers 403 at the Go "
+        "module proxy here (hack/pulumi/versions.py). Strict: a host that works fails this "
+        "marker, and the marker goes."
+    ),
+)
 def test_python_component_provider_answers_get_schema(
     pulumi_engine: PulumiEngine, tmp_path: Path
 ) -> None:
@@ -154,17 +166,17 @@ def test_host_starts_and_serves(pulumi_engine: PulumiEngine, host: str) -> None:
     Hosts take the engine's address as their argument and answer on a port they print;
     the engine is not there, so the host serves until it is stopped.
     """
-    process = subprocess.Popen(
+    with subprocess.Popen(
         [str(pulumi_engine.engine.path(host)), "127.0.0.1:1"],
         env=pulumi_engine.env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
-    )
-    try:
-        assert process.stdout is not None
-        port = process.stdout.readline().strip()
-        assert port.isdigit() and int(port) > 0, (port, process.poll())
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
+    ) as process:
+        try:
+            assert process.stdout is not None
+            port = process.stdout.readline().strip()
+            assert port.isdigit() and int(port) > 0, (port, process.poll())
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
