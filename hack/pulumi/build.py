@@ -1,4 +1,4 @@
-"""Build the Pulumi CLI, the Python language host and the Kubernetes provider from Go modules.
+"""Build the Pulumi CLI, its language hosts and the Kubernetes provider from Go modules.
 
 No release downloads are reachable where this project is built, so each binary comes from
 the Go module proxy through a wrapper module (``gomod/<binary>``) whose go.sum pins it.
@@ -27,10 +27,40 @@ BINARIES = (
     "pulumi",
     "pulumi-language-python",
     "pulumi-language-python-exec",
+    "pulumi-language-nodejs",
+    "pulumi-language-go",
+    "pulumi-language-yaml",
     "pulumi-resource-kubernetes",
 )
 
-RECIPE_REVISION = 2
+SDK_VERSION_PACKAGE = "github.com/pulumi/pulumi/sdk/v3/go/common/version"
+"""Where every binary built from pulumi/pulumi reads its version (set by -ldflags -X)."""
+
+LANGUAGE_HOSTS = {
+    "pulumi-language-python": (
+        "github.com/pulumi/pulumi/sdk/v3/python/cmd/pulumi-language-python",
+        SDK_VERSION_PACKAGE,
+        versions.LANGUAGE_PYTHON,
+    ),
+    "pulumi-language-nodejs": (
+        "github.com/pulumi/pulumi/sdk/v3/nodejs/cmd/pulumi-language-nodejs",
+        SDK_VERSION_PACKAGE,
+        versions.LANGUAGE_NODEJS,
+    ),
+    "pulumi-language-go": (
+        "github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go",
+        SDK_VERSION_PACKAGE,
+        versions.LANGUAGE_GO,
+    ),
+    "pulumi-language-yaml": (
+        "github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml",
+        "github.com/pulumi/pulumi-yaml/pkg/version",
+        versions.LANGUAGE_YAML,
+    ),
+}
+"""binary (= wrapper directory) -> (its main package, its version variable's package, version)."""
+
+RECIPE_REVISION = 3
 """Bump when the build steps change in a way the go.mod/go.sum digest cannot see."""
 
 PROVIDER_COMMAND = "github.com/pulumi/pulumi-kubernetes/provider/v4/cmd/pulumi-resource-kubernetes"
@@ -46,7 +76,7 @@ def engine() -> Engine:
           for name, (module, version) in sorted(versions.WRAPPER_MODULES.items())),
     )  # fmt: skip
     stamp = (
-        f"pulumi-{versions.PULUMI}-python-{versions.LANGUAGE_PYTHON}"
+        f"pulumi-{versions.PULUMI}-yaml-{versions.LANGUAGE_YAML}"
         f"-kubernetes-v{versions.KUBERNETES_PROVIDER}-{digest}"
     )
     return Engine(root=gobuild.cache_root() / "pulumi" / stamp, binaries=BINARIES)
@@ -84,7 +114,7 @@ def _build_cli(out_dir: Path) -> None:
             "build",
             "-trimpath",
             "-ldflags",
-            _version_ldflags("github.com/pulumi/pulumi/sdk/v3/go/common/version", versions.PULUMI),
+            _version_ldflags(SDK_VERSION_PACKAGE, versions.PULUMI),
             "-o",
             str(out_dir / "pulumi"),
             "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi",
@@ -93,23 +123,25 @@ def _build_cli(out_dir: Path) -> None:
     )
 
 
-def _build_language_python(out_dir: Path) -> None:
+def _build_language_host(out_dir: Path, binary: str) -> None:
+    package, version_package, version = LANGUAGE_HOSTS[binary]
     _run_go(
-        f"go build pulumi-language-python {versions.LANGUAGE_PYTHON}",
+        f"go build {binary} {version}",
         [
             "build",
             "-trimpath",
             "-ldflags",
-            _version_ldflags(
-                "github.com/pulumi/pulumi/sdk/v3/go/common/version", versions.LANGUAGE_PYTHON
-            ),
+            _version_ldflags(version_package, version),
             "-o",
-            str(out_dir / "pulumi-language-python"),
-            "github.com/pulumi/pulumi/sdk/v3/python/cmd/pulumi-language-python",
+            str(out_dir / binary),
+            package,
         ],
-        "pulumi-language-python",
+        binary,
     )
-    # The host runs the Python program through this script, found beside its own
+
+
+def _copy_python_exec_script(out_dir: Path) -> None:
+    # The Python host runs the program through this script, found beside its own
     # executable. It is a plain file of the sdk/v3 module (python/cmd/), taken from the
     # release of the Python SDK it drives; the CLI's wrapper has that sdk/v3 in its build list.
     sdk_dir = _module_dir(f"github.com/pulumi/pulumi/sdk/v3@{versions.EXEC_SCRIPT_SDK}", "pulumi")
@@ -199,7 +231,9 @@ def _stamp_text() -> str:
 
 def _build(out_dir: Path) -> None:
     _build_cli(out_dir)
-    _build_language_python(out_dir)
+    for binary in LANGUAGE_HOSTS:
+        _build_language_host(out_dir, binary)
+    _copy_python_exec_script(out_dir)
     with tempfile.TemporaryDirectory(prefix="pulumi-provider-") as scratch:
         _build_provider(out_dir, scratch=Path(scratch))
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from hack.pulumi import versions
-from hack.pulumi.build import GOMOD_DIR
+from hack.pulumi.build import BINARIES, GOMOD_DIR
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,6 +35,20 @@ def test_wrapper_modules_pin_the_versions() -> None:
     provider = (GOMOD_DIR / "pulumi-resource-kubernetes" / "go.mod").read_text()
     for module in ("github.com/pulumi/pulumi/pkg/v3", "github.com/pulumi/pulumi/sdk/v3"):
         assert _required_version(provider, module) == versions.KUBERNETES_PROVIDER_PULUMI_SDK
+
+
+def test_every_wrapper_module_is_a_built_binary() -> None:
+    wrappers = {path.name for path in GOMOD_DIR.iterdir() if (path / "go.mod").is_file()}
+    assert wrappers == set(versions.WRAPPER_MODULES)
+    assert wrappers <= set(BINARIES)
+
+
+def test_python_sdk_is_not_newer_than_the_cli() -> None:
+    """An SDK newer than the engine may send RPC fields the engine does not know yet."""
+    sdk = Version(versions.PYTHON_SDK)
+    cli = Version(versions.PULUMI.removeprefix("v"))
+    assert sdk <= cli
+    assert sdk.major == cli.major
 
 
 def test_pypi_pins_match_the_engine() -> None:

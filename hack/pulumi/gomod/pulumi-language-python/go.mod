@@ -1,8 +1,9 @@
 // Wrapper module: pins the Python language host we build for the e2e tests.
 // The host's own module (sdk/python/cmd/pulumi-language-python/v3) is untagged and no
 // pseudo-version of it is served by the Go module proxy here (403), so we take the last
-// release where the host was still a package inside sdk/v3: v3.79.0. The v3.259 engine
-// falls back to the older RPCs (GetRequiredPlugins) for such a host.
+// release where the host was still a package inside sdk/v3: v3.79.0. Newer engines fall
+// back to the older RPCs (GetRequiredPlugins) for such a host; it cannot run Python
+// plugins for them (its RunPlugin reads a request field they no longer set).
 module pulumi-ray.local/pulumi/language-python
 
 go 1.25.11
