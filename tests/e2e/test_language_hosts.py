@@ -1,13 +1,12 @@
-"""The language hosts we build beyond Python, and a Python component provider, through the
-real engine.
+"""The language hosts we build beyond Python, through the real engine.
 
 Issue 28 makes the components a Pulumi package that YAML, TypeScript and Go programs
 consume. Before any of that can be tested the engine must (a) run a YAML program through
-the pulumi-yaml host against the local control plane, (b) answer ``pulumi package
-get-schema`` for a Python component provider directory (``PulumiPlugin.yaml`` with
-``runtime: python``), which the engine runs through the Python host's RunPlugin, and
-(c) start the Node.js and Go hosts at all. These tests pin those capabilities with the
-smallest program each, so a later failure points at the engine, not at our components.
+the pulumi-yaml host against the local control plane and (b) start the Node.js and Go
+hosts at all. These tests pin those capabilities with the smallest program each, so a
+later failure points at the engine, not at our components. (A Python component provider
+cannot run yet: the only Python host buildable here, sdk/v3 v3.79.0, predates plugin
+hosting; hack/pulumi/versions.py says why.)
 """
 
 from __future__ import annotations
@@ -91,72 +90,6 @@ def test_yaml_program_previews_a_config_map(
     )
     assert data == {"greeting": "hello from yaml"}
     print(f"yaml host: stack init + config + preview in {elapsed:.1f} s")
-
-
-PLUGIN_MAIN = """\
-import pulumi
-from pulumi.provider.experimental import component_provider_host
-from typing import TypedDict
-
-
-class GreetingArgs(TypedDict):
-    message: pulumi.Input[str]
-    \"\"\"What the greeting says.\"\"\"
-
-
-class Greeting(pulumi.ComponentResource):
-    \"\"\"A component with one typed input and one output: the least a schema can name.\"\"\"
-
-    text: pulumi.Output[str]
-
-    def __init__(
-        self, name: str, args: GreetingArgs, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
-        super().__init__("spike:index:Greeting", name, {}, opts)
-        self.text = pulumi.Output.from_input(args["message"])
-        self.register_outputs({"text": self.text})
-
-
-if __name__ == "__main__":
-    component_provider_host(name="spike", components=[Greeting])
-"""
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "the Python host we can build (sdk/v3 v3.79.0) cannot run a Python plugin for this "
-        "engine: the engine first asks it to install the plugin's dependencies, and it makes "
-        "a virtualenv in the plugin directory and runs pip, which needs the network; its "
-        "RunPlugin then runs `python <RunPluginRequest.program>`, a field the engine no "
-        "longer sets. The host's own module, which has both fixed, answers 403 at the Go "
-        "module proxy here (hack/pulumi/versions.py). Strict: a host that works fails this "
-        "marker, and the marker goes."
-    ),
-)
-def test_python_component_provider_answers_get_schema(
-    pulumi_engine: PulumiEngine, tmp_path: Path
-) -> None:
-    """``pulumi package get-schema`` runs a ``runtime: python`` plugin through the Python
-    host and returns the schema the SDK infers from the component's annotations."""
-    plugin = tmp_path / "spike"
-    plugin.mkdir()
-    (plugin / "PulumiPlugin.yaml").write_text("runtime: python\n")
-    (plugin / "__main__.py").write_text(PLUGIN_MAIN)
-    # Run from elsewhere: the plugin must be found by its path, not by the working directory.
-    work = tmp_path / "work"
-    work.mkdir()
-    started = time.monotonic()
-    schema = json.loads(
-        _pulumi(pulumi_engine, work, "package", "get-schema", str(plugin), timeout=300).stdout
-    )
-    elapsed = time.monotonic() - started
-    assert schema["name"] == "spike"
-    greeting = schema["resources"]["spike:index:Greeting"]
-    assert greeting["isComponent"] is True
-    assert greeting["inputProperties"]["message"]["type"] == "string"
-    assert greeting["properties"]["text"]["type"] == "string"
-    print(f"python component provider: get-schema in {elapsed:.1f} s")
 
 
 @pytest.mark.parametrize("host", ["pulumi-language-nodejs", "pulumi-language-go"])
