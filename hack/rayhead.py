@@ -127,6 +127,36 @@ def start_ray_head(
     return head
 
 
+def revive(head: RayHead) -> bool:
+    """Start ``head`` again, in place and on the same dashboard port, if it has died.
+
+    Under a loaded machine Ray's own processes have died between tests (the dashboard
+    refusing connections a second after it answered); what the tests check is the
+    operator, so the next test gets a head again instead of every later test of the module
+    timing out on a dead one. A death is printed with its log, never hidden; a head that
+    is only slow is left alone. Returns whether it was restarted.
+    """
+    exited = head.process.poll() is not None
+    if not exited:
+        try:
+            httpx.get(f"{head.dashboard_url}/api/gcs_healthz", timeout=10.0)
+            return False
+        except httpx.ConnectError:
+            pass  # nothing listens: the dashboard is gone
+        except httpx.TransportError:
+            return False  # slow, not dead
+    print(
+        f"\nRay head on :{head.dashboard_port} died (ray start "
+        f"{'exited ' + str(head.process.returncode) if exited else 'still running'}); "
+        f"starting it again. Its last log lines:\n{head.log_tail(20)}",
+        file=sys.stderr,
+    )
+    head.stop()
+    again = start_ray_head(dashboard_port=head.dashboard_port)
+    head.process, head.temp_dir, head.started_in = again.process, again.temp_dir, again.started_in
+    return True
+
+
 def _worker_range_base(taken: set[int], width: int = WORKER_PORTS) -> int:
     """The first port of a free range for Ray's workers that holds none of ``taken``."""
     while True:

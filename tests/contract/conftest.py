@@ -6,4 +6,4 @@ this one, and an idle head's processes would take CPU from them on a 2-core mach
 
 from __future__ import annotations
 
-from tests.rayhead import ray_head  # noqa: F401 (fixture)
+from tests.rayhead import module_ray_head, ray_head  # noqa: F401 (fixtures)

@@ -25,7 +25,8 @@ from operator_runtime.clients.dashboard import Addressing, DashboardPool, dashbo
 from tests import rayhead
 from tests.headaccess import apiserver_tls, mapped_host
 
-ray_head = rayhead.ray_head  # the shared module-scoped fixture
+module_ray_head = rayhead.module_ray_head  # the shared module-scoped head
+ray_head = rayhead.ray_head  # ... started again if it died
 RAY_VERSION_KEYS = {"ray_version", "version"}
 
 

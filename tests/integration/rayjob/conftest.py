@@ -37,7 +37,7 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     wait_for,
 )
 from tests.operatorprocess import OperatorProcess
-from tests.rayhead import ray_head  # noqa: F401 (fixture)
+from tests.rayhead import module_ray_head, ray_head  # noqa: F401 (fixtures)
 
 
 @pytest.fixture
