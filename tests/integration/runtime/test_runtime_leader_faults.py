@@ -139,7 +139,9 @@ def test_a_leader_cut_off_from_its_lease_stops_before_the_standby_takes_over(
         assert last_write - paused_at <= RENEW_DEADLINE + 1.0
         assert exit_code == 1, "lost the Lease: exit non-zero, to be restarted"
         assert not any(r.request.path.endswith("/stuck") for r in writes)
-        assert exited_after <= RENEW_DEADLINE + 3, "no drain: the stuck reconcile is left"
+        # The stuck reconcile sleeps 30 s: a drain would exit after it. Leaving it shows
+        # as an exit soon after the renew deadline (a few seconds more on a loaded machine).
+        assert exited_after <= RENEW_DEADLINE + 10, "no drain: the stuck reconcile is left"
         assert _logged(old, "lost the leader Lease")
         # The new leader does the work now.
         wait_for("the new leader copies", lambda: _copied_by(client, namespace, names, new), 30)
