@@ -30,8 +30,9 @@ from tests.integration.rayjob.conftest import (
     wait_for,
 )
 
-SLACK = 4.0
-"""KubeRay's 2 s after the due time, and 2 s for two shared cores."""
+SLACK = 8.0
+"""KubeRay's 2 s after the due time, and 6 s for a loaded shared machine (CI saw +5.1 s
+at load 20). A rule applied before its ttl fails the lower bound."""
 AT_ONCE = 2.5
 """A rule due at ttl 0: endTime's lost fraction of a second, and the pass itself."""
 SUCCEED = "python -c \"print('done')\""
