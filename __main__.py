@@ -3,6 +3,6 @@ namespace, all from stack config (schema in ``Pulumi.yaml``, documented in the R
 in ``components/stack_template.py``). Copy ``Pulumi.yaml`` and this file into a repository
 of your own, or run ``pulumi up`` here."""
 
-from components.stack_template import deploy
+from pulumi_ray.stack_template import deploy
 
 deploy()

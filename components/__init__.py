@@ -4,13 +4,13 @@ RayService, RayCronJob). Thin and typed: their arguments are the models of
 component talks to a cluster itself. Each is ``Component(name, args, opts)`` with one
 ``<Component>Args`` dataclass, the package schema's definition too (``schema.json``)."""
 
-from components.cluster import RayCluster, RayClusterArgs
-from components.cronjob import RayCronJob, RayCronJobArgs
-from components.edges import GatewayEdgeArgs, IngressEdgeArgs, PathType
-from components.job import RayJob, RayJobArgs
-from components.operator import RayOperator, RayOperatorArgs
-from components.operator.args import LogFormat, LogLevel, OperatorServiceAccount, PullPolicy
-from components.service import RayService, RayServiceArgs
+from .cluster import RayCluster, RayClusterArgs
+from .cronjob import RayCronJob, RayCronJobArgs
+from .edges import GatewayEdgeArgs, IngressEdgeArgs, PathType
+from .job import RayJob, RayJobArgs
+from .operator import RayOperator, RayOperatorArgs
+from .operator.args import LogFormat, LogLevel, OperatorServiceAccount, PullPolicy
+from .service import RayService, RayServiceArgs
 
 __all__: list[str] = [
     "GatewayEdgeArgs",

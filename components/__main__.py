@@ -43,15 +43,16 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from components.rendering import (
+from operator_runtime.api import FeatureGateError
+from operator_runtime.render import add_render_arguments, render_settings
+
+from .rendering import (
     InputError,
     InvalidResourceError,
     diff_renders,
     load_sources,
     render_sources,
 )
-from operator_runtime.api import FeatureGateError
-from operator_runtime.render import add_render_arguments, render_settings
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -31,9 +31,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_kubernetes import _utilities as k8s_utilities
 
-from components._inputs import RayInputError, has_outputs, object_ref, parse_object, to_wire
-from components._replicas import get_at, map_at, without_autoscaler_fields
 from operator_runtime.api import API_VERSION, FeatureGateError, FeatureGates, KubeModel
+
+from ._inputs import RayInputError, has_outputs, object_ref, parse_object, to_wire
+from ._replicas import get_at, map_at, without_autoscaler_fields
 
 __all__ = [
     "PATCH_FORCE",

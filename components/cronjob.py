@@ -6,10 +6,11 @@ from typing import Any, Final
 
 import pulumi
 
-from components import _workload as w
-from components._args import aliased, build_args
-from components._inputs import object_ref
 from operator_runtime import api
+
+from . import _workload as w
+from ._args import aliased, build_args
+from ._inputs import object_ref
 
 __all__ = ["RayCronJob", "RayCronJobArgs"]
 

@@ -16,7 +16,7 @@ from typing import Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components._inputs import RayInputError
+from ._inputs import RayInputError
 
 __all__ = ["GATEWAY_API_VERSION", "GatewayEdgeArgs", "IngressEdgeArgs", "PathType", "create_edges"]
 

@@ -8,14 +8,15 @@ from typing import Any, Final
 
 import pulumi
 
-from components import _workload as w
-from components._args import aliased, build_args
-from components._inputs import RayInputError, has_outputs, object_ref, redact_secrets
 from operator_runtime import api
 from operator_runtime.api.labels import LabelKey
 
 # The operator's own limit, so the two can never disagree.
 from operator_runtime.api.validation._names import MAX_RAYJOB_NAME
+
+from . import _workload as w
+from ._args import aliased, build_args
+from ._inputs import RayInputError, has_outputs, object_ref, redact_secrets
 
 __all__ = ["RayJob", "RayJobArgs"]
 

@@ -26,16 +26,6 @@ from typing import Any, Final
 
 import yaml
 
-from components._program import (
-    AUTONAME_SUFFIX,
-    ENCRYPTED_CONFIG,
-    SECRET_SIG,
-    SIG,
-    UNKNOWN,
-    ProgramError,
-    load_program,
-    run_program,
-)
 from operator_runtime.api import JSONObject
 from operator_runtime.render import (
     RAY_KINDS,
@@ -46,6 +36,17 @@ from operator_runtime.render import (
     is_ray_object,
     load_documents,
     render_manifest,
+)
+
+from ._program import (
+    AUTONAME_SUFFIX,
+    ENCRYPTED_CONFIG,
+    SECRET_SIG,
+    SIG,
+    UNKNOWN,
+    ProgramError,
+    load_program,
+    run_program,
 )
 
 __all__ = [

@@ -28,11 +28,11 @@ import pulumi
 from pulumi.provider.experimental.analyzer import Analyzer
 from pulumi.provider.experimental.schema import generate_schema
 
-from components.cluster import RayCluster
-from components.cronjob import RayCronJob
-from components.job import RayJob
-from components.operator import RayOperator
-from components.service import RayService
+from .cluster import RayCluster
+from .cronjob import RayCronJob
+from .job import RayJob
+from .operator import RayOperator
+from .service import RayService
 
 __all__ = ["COMPONENTS", "PACKAGE_NAME", "SCHEMA_FILE", "main", "package_schema"]
 

@@ -8,14 +8,15 @@ from typing import Any, Final
 
 import pulumi
 
-from components import _workload as w
-from components._args import aliased, build_args
-from components._inputs import RayInputError, object_ref
-from components.edges import Backend, GatewayEdgeArgs, IngressEdgeArgs, check_edges, create_edges
 from operator_runtime import api
 from operator_runtime.api.rayservice import INCREMENTAL_UPGRADE
 from operator_runtime.render.names import serve_service_name as default_serve_service_name
 from operator_runtime.render.services import DEFAULT_PORTS, service_ports
+
+from . import _workload as w
+from ._args import aliased, build_args
+from ._inputs import RayInputError, object_ref
+from .edges import Backend, GatewayEdgeArgs, IngressEdgeArgs, check_edges, create_edges
 
 __all__ = ["RayService", "RayServiceArgs"]
 

@@ -47,16 +47,17 @@ from pulumi.runtime.config import is_config_secret
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel, to_snake
 
-from components import _workload as w
-from components import cluster, cronjob, job, service
-from components._inputs import RayInputError
-from components.cluster import RayCluster
-from components.cronjob import RayCronJob
-from components.job import RayJob
-from components.operator import RayOperator
-from components.operator.args import DEFAULT_NAMESPACE, OperatorServiceAccount, RayOperatorArgs
-from components.service import RayService
 from operator_runtime.render import DocumentError, load_documents
+
+from . import _workload as w
+from . import cluster, cronjob, job, service
+from ._inputs import RayInputError
+from .cluster import RayCluster
+from .cronjob import RayCronJob
+from .job import RayJob
+from .operator import RayOperator
+from .operator.args import DEFAULT_NAMESPACE, OperatorServiceAccount, RayOperatorArgs
+from .service import RayService
 
 __all__ = [
     "CONFIG_NAMESPACE",

@@ -1,5 +1,5 @@
 """The policy pack's entry point: `pulumi preview --policy-pack policy/` runs this file."""
 
-from components.policy.pack import serve
+from pulumi_ray.policy.pack import serve
 
 serve()

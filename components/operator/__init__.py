@@ -11,14 +11,14 @@
 - ``monitoring.py``: the ServiceMonitor and the PrometheusRule with its alerts.
 """
 
-from components.operator.args import (
+from .args import (
     DEFAULT_NAMESPACE,
     SELF_DELETING_RAYJOB_ENV,
     OperatorServiceAccount,
     RayOperatorArgs,
 )
-from components.operator.component import TYPE_TOKEN, RayOperator, load_crds
-from components.operator.deployment import OPERATOR_COMMAND
+from .component import TYPE_TOKEN, RayOperator, load_crds
+from .deployment import OPERATOR_COMMAND
 
 __all__ = [
     "DEFAULT_NAMESPACE",

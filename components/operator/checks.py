@@ -13,9 +13,12 @@ from typing import Final
 
 import pulumi
 
-from components._inputs import RayInputError, has_outputs
-from components.operator import podchecks
-from components.operator.args import (
+from operator_runtime.api import FeatureGates
+from operator_runtime.api.errors import FeatureGateError
+
+from .._inputs import RayInputError, has_outputs
+from . import podchecks
+from .args import (
     DEFAULT_NAMESPACE,
     DEFAULT_RESOURCES,
     METRICS_SUFFIX,
@@ -23,10 +26,8 @@ from components.operator.args import (
     Plan,
     RayOperatorArgs,
 )
-from components.operator.config import ConfigRefusal, OwnedSettings, config_map_suffix, render_file
-from components.operator.refusal import Refusal as _Refusal
-from operator_runtime.api import FeatureGates
-from operator_runtime.api.errors import FeatureGateError
+from .config import ConfigRefusal, OwnedSettings, config_map_suffix, render_file
+from .refusal import Refusal as _Refusal
 
 __all__ = ["settle"]
 

@@ -24,18 +24,19 @@ from typing import Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components._args import aliased, build_args
-from components.operator.args import Plan, RayOperatorArgs, name_of
-from components.operator.checks import settle
-from components.operator.deployment import (
+from operator_runtime.api import FeatureGates, crds
+
+from .._args import aliased, build_args
+from .args import Plan, RayOperatorArgs, name_of
+from .checks import settle
+from .deployment import (
     create_config_map,
     create_deployment,
     create_disruption_budget,
     create_metrics_service,
 )
-from components.operator.monitoring import create_prometheus_rule, create_service_monitor
-from components.operator.rbac import create_rbac
-from operator_runtime.api import FeatureGates, crds
+from .monitoring import create_prometheus_rule, create_service_monitor
+from .rbac import create_rbac
 
 __all__ = ["TYPE_TOKEN", "RayOperator", "load_crds"]
 

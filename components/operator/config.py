@@ -19,7 +19,7 @@ from typing import Final
 
 import yaml
 
-from components.operator.deployment import HEALTH_PORT, METRICS_PORT
+from .deployment import HEALTH_PORT, METRICS_PORT
 
 __all__ = ["OWNED_FIELDS", "ConfigRefusal", "OwnedSettings", "config_map_suffix", "render_file"]
 

@@ -19,8 +19,9 @@ from typing import Final, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.operator.args import OPERATOR_CONFIG_PATH, Plan
 from operator_runtime.render.rbac import USE_KUBERNETES_PROXY
+
+from .args import OPERATOR_CONFIG_PATH, Plan
 
 __all__ = [
     "CONTAINER_NAME",

@@ -14,8 +14,8 @@ from typing import Any, Final, Literal
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.operator.args import Plan
-from components.operator.deployment import METRICS_LABELS
+from .args import Plan
+from .deployment import METRICS_LABELS
 
 __all__ = [
     "ALERTS",

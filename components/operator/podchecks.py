@@ -14,9 +14,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic.alias_generators import to_camel
 
-from components.operator.args import OperatorServiceAccount
-from components.operator.monitoring import SCRAPE_INTERVAL
-from components.operator.refusal import Refusal
+from .args import OperatorServiceAccount
+from .monitoring import SCRAPE_INTERVAL
+from .refusal import Refusal
 
 __all__ = [
     "DEFAULT_POD_SECURITY_CONTEXT",

@@ -30,7 +30,6 @@ from typing import Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.operator.args import Plan, name_of
 from operator_runtime.api import JSONObject, JSONValue
 from operator_runtime.render.rbac import (
     OPERATOR_PERMISSIONS,
@@ -40,6 +39,8 @@ from operator_runtime.render.rbac import (
     build_operator_cluster_role,
     turned_on_by,
 )
+
+from .args import Plan, name_of
 
 __all__ = [
     "LEADER_ELECTION_RESOURCES",

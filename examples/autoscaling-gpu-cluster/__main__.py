@@ -3,8 +3,8 @@
 
 import pulumi
 
-from components import IngressEdgeArgs, RayCluster
 from operator_runtime.api import AutoscalerOptions, HeadGroupSpec, RayClusterSpec, WorkerGroupSpec
+from pulumi_ray import IngressEdgeArgs, RayCluster
 
 config = pulumi.Config()
 image = f"rayproject/ray:{config.get('rayVersion') or '2.52.0'}-gpu"

@@ -4,7 +4,7 @@ deleted when the job ends, the RayJob (with its status) stays until ``pulumi des
 
 import pulumi
 
-from components import RayJob
+from pulumi_ray import RayJob
 
 config = pulumi.Config()
 

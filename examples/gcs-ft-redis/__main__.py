@@ -5,7 +5,7 @@ Ray through a Kubernetes Secret, so it is never in the state file in plain text.
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import RayCluster
+from pulumi_ray import RayCluster
 
 config = pulumi.Config()
 namespace = config.get("namespace") or "default"

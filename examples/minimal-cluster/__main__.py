@@ -2,7 +2,7 @@
 
 import pulumi
 
-from components import RayCluster
+from pulumi_ray import RayCluster
 
 config = pulumi.Config()
 image = f"rayproject/ray:{config.get('rayVersion') or '2.52.0'}"

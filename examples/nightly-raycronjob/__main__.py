@@ -4,7 +4,7 @@ not Pulumi's, so they may delete themselves when done."""
 
 import pulumi
 
-from components import RayCronJob
+from pulumi_ray import RayCronJob
 
 config = pulumi.Config()
 

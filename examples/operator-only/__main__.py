@@ -2,7 +2,7 @@
 
 import pulumi
 
-from components import RayOperator, RayOperatorArgs
+from pulumi_ray import RayOperator, RayOperatorArgs
 
 config = pulumi.Config()
 # A Prometheus Operator must be installed for these two (they are its custom resources).

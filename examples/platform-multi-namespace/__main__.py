@@ -3,8 +3,8 @@
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import RayCluster, RayOperator, RayOperatorArgs
-from components.operator import load_crds
+from pulumi_ray import RayCluster, RayOperator, RayOperatorArgs
+from pulumi_ray.operator import load_crds
 
 config = pulumi.Config()
 teams: list[str] = config.get_object("teams") or ["team-a", "team-b"]

@@ -1,6 +1,6 @@
 import pulumi
 
-from components import RayCluster, RayOperator, RayOperatorArgs
+from pulumi_ray import RayCluster, RayOperator, RayOperatorArgs
 
 ray = {"name": "ray", "image": "rayproject/ray:2.52.0"}
 operator = RayOperator("ray-operator", RayOperatorArgs(image=pulumi.Config().get("operatorImage")))

@@ -8,7 +8,7 @@ component creates its own Gateway + HTTPRoute in front of ``<name>-serve-svc`` i
 
 import pulumi
 
-from components import GatewayEdgeArgs, RayService
+from pulumi_ray import GatewayEdgeArgs, RayService
 
 config = pulumi.Config()
 gateway_class = config.get("gatewayClassName") or "istio"
