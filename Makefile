@@ -65,6 +65,7 @@ lint: venv
 	$(PY) -m hack.deadcode
 	$(PY) -m operator_runtime.controllers.permission_table --check
 	$(PY) -m components.schema --check
+	$(PY) -m hack.schemadocs --check
 
 test: venv policy-venv localcluster pulumi-engine kuberay image lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
@@ -86,9 +87,11 @@ crds: venv
 permissions: venv
 	$(PY) -m operator_runtime.controllers.permission_table
 
-# The components' Pulumi package schema (components/schema.json), from their annotations.
+# The components' Pulumi package schema (components/schema.json), from their annotations,
+# and the reference in docs/components.md, from the schema.
 schema: venv
 	$(PY) -m components.schema
+	$(PY) -m hack.schemadocs
 
 clean:
 	rm -rf $(VENV) .localcluster .pytest_cache .mypy_cache .ruff_cache dist/image

@@ -1,8 +1,8 @@
-"""``python -m components render``: what the operator will create, without a cluster.
+"""``python -m pulumi_ray render``: what the operator will create, without a cluster.
 
 Usage::
 
-    python -m components render PROGRAM_DIR_OR_MANIFEST [--stack STACK]
+    python -m pulumi_ray render PROGRAM_DIR_OR_MANIFEST [--stack STACK]
                                 [--diff OTHER] [--feature-gates A=true,B=false]
                                 [--no-cleanup-job]
 
@@ -28,8 +28,8 @@ same bytes. Values a preview cannot know show as ``<unknown>``, secrets as
 from the first to the second, nothing when they render the same; a CI job shows it next
 to ``pulumi preview --diff``::
 
-    python -m components render examples/minimal-cluster
-    python -m components render main-checkout/infra --diff infra --stack prod
+    python -m pulumi_ray render examples/minimal-cluster
+    python -m pulumi_ray render main-checkout/infra --diff infra --stack prod
 
 Exit codes: 0 rendered (a diff, empty or not, is a success); 1 a ray.io/v1 object the
 operator would refuse; 2 the program failed (a component's input error, printed as one
@@ -57,7 +57,7 @@ from .rendering import (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m components",
+        prog="python -m pulumi_ray",
         description="Show what the operator will create for a Pulumi program's Ray resources.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -1,4 +1,4 @@
-"""``python -m components render``: what the operator will create for a program's (or a
+"""``python -m pulumi_ray render``: what the operator will create for a program's (or a
 manifest's) Ray resources, as deterministic YAML, and the diff between two of them.
 
 The flow: ``load_sources`` runs the Pulumi program under mocks (``_program``), or reads

@@ -1,8 +1,8 @@
-"""``python -m components render``: a program or a manifest -> what the operator creates.
+"""``python -m pulumi_ray render``: a program or a manifest -> what the operator creates.
 
 The tests call each CLI's ``main`` in this process with its streams captured (a
 subprocess costs a second of interpreter start and imports a call). One test per CLI
-runs the real entry point as a subprocess: ``python -m components`` (also showing that
+runs the real entry point as a subprocess: ``python -m pulumi_ray`` (also showing that
 a program's own print stays off stdout) and ``python -m operator_runtime render``.
 """
 
@@ -85,13 +85,13 @@ def in_process(entry: Callable[..., int], *args: object) -> subprocess.Completed
 
 
 def cli(*args: object) -> subprocess.CompletedProcess[str]:
-    """``python -m components ARGS`` in this process."""
+    """``python -m pulumi_ray ARGS`` in this process."""
     return in_process(main, *args)
 
 
 def cli_process(*args: object) -> subprocess.CompletedProcess[str]:
-    """``python -m components ARGS`` as a real process."""
-    command = [sys.executable, "-m", "components", *(str(a) for a in args)]
+    """``python -m pulumi_ray ARGS`` as a real process."""
+    command = [sys.executable, "-m", "pulumi_ray", *(str(a) for a in args)]
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
 
 

@@ -68,3 +68,21 @@ def test_committed_schema_is_current() -> None:
         timeout=120,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr
+
+
+def test_the_docs_reference_is_the_schemas_and_follows_a_change() -> None:
+    """docs/components.md's reference is written from schema.json (``make schema``); a new
+    input in the schema changes it, so ``--check`` in ``make lint`` catches a stale doc."""
+    import json
+
+    from hack import schemadocs
+
+    committed = schemadocs.DOC.read_text(encoding="utf-8")
+    document = json.loads(schemadocs.SCHEMA.read_text(encoding="utf-8"))
+    assert schemadocs.updated(committed, document) == committed
+    cluster = document["resources"]["ray:index:RayCluster"]
+    cluster["inputProperties"]["brandNew"] = {"type": "integer", "description": "A | B."}
+    changed = schemadocs.updated(committed, document)
+    assert "| `brandNew` | integer | A \\| B. |" in changed
+    # Only the reference moved: the hand-written prose before it is kept.
+    assert changed.split(schemadocs.BEGIN)[0] == committed.split(schemadocs.BEGIN)[0]
