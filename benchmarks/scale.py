@@ -88,6 +88,9 @@ class Settings:
     timeout: float
     profile: Path | None = None
     """Where py-spy writes our operator's sampled stacks (collapsed, one per line)."""
+    fairness_runs: int = 3
+    """Each fairness figure is the median of this many runs (one is at the mercy of noise
+    on a shared 2-core machine); the test's smoke run takes 1."""
 
     @property
     def pods(self) -> int:
@@ -510,11 +513,6 @@ def scale_up_and_delete(
     }
 
 
-FAIRNESS_RUNS: Final = 3
-"""Each fairness figure is the median of this many runs (one is at the mercy of noise
-on a shared 2-core machine)."""
-
-
 def time_to_ready(bench: Bench, manifest: dict[str, Any], timeout: float) -> tuple[float, float]:
     """Seconds until the cluster is ready, and until its head and worker pods existed
     (the operator's part; the rest is kwok making them Running). Both are taken from
@@ -573,26 +571,27 @@ def time_to_ready(bench: Bench, manifest: dict[str, Any], timeout: float) -> tup
 
 def fairness(bench: Bench, operator: Operator, settings: Settings) -> dict[str, Any]:
     """A 1-worker cluster's time to ready on the idle operator, then while another
-    cluster scales 0 -> ``fairness_workers``; each the median of ``FAIRNESS_RUNS``."""
+    cluster scales 0 -> ``fairness_workers``; each the median of ``fairness_runs``."""
     progress = Progress(f"{operator.key} fairness")
+    runs = settings.fairness_runs
     node = f"kwok-node-{settings.node_count - 1}"
     idle_runs = [
         time_to_ready(bench, raycluster(f"small-idle-{n}", 1, node), settings.timeout)
-        for n in range(FAIRNESS_RUNS)
+        for n in range(runs)
     ]
     idle = statistics.median(run[0] for run in idle_runs)
     idle_pods = statistics.median(run[1] for run in idle_runs)
     progress.show(f"1-worker cluster on an idle operator: ready in {idle:.2f}s "
-                  f"(median of {FAIRNESS_RUNS})", final=True)  # fmt: skip
-    busy_runs = [_during_scale_up(bench, settings, node, n) for n in range(FAIRNESS_RUNS)]
+                  f"(median of {runs})", final=True)  # fmt: skip
+    busy_runs = [_during_scale_up(bench, settings, node, n) for n in range(runs)]
     busy = statistics.median(run[0] for run in busy_runs)
     progress.show(f"1-worker cluster during the 0 -> {settings.fairness_workers} scale-up: "
-                  f"ready in {busy:.2f}s (median of {FAIRNESS_RUNS}: "
+                  f"ready in {busy:.2f}s (median of {runs}: "
                   f"{', '.join(f'{run[0]:.2f}' for run in busy_runs)})", final=True)  # fmt: skip
-    platform_runs = [_during_plain_creates(bench, settings, node, n) for n in range(FAIRNESS_RUNS)]
+    platform_runs = [_during_plain_creates(bench, settings, node, n) for n in range(runs)]
     platform = statistics.median(platform_runs)
     progress.show(f"1-worker cluster while a plain client creates {settings.fairness_workers} "
-                  f"pods: ready in {platform:.2f}s (median of {FAIRNESS_RUNS})",
+                  f"pods: ready in {platform:.2f}s (median of {runs})",
                   final=True)  # fmt: skip
     return {
         "small_idle_seconds": round(idle, 2),
@@ -810,6 +809,8 @@ def main() -> None:
                         help="both operators' --reconcile-concurrency")  # fmt: skip
     parser.add_argument("--fairness-workers", type=int, default=500,
                         help="the big cluster's scale-up (fairness run); 0 skips it")  # fmt: skip
+    parser.add_argument("--fairness-runs", type=int, default=3,
+                        help="each fairness figure is the median of this many runs")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per wait")
     parser.add_argument("--only", default="ours,kuberay,ceiling", metavar="KEY,...")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the report here")
@@ -822,7 +823,8 @@ def main() -> None:
     if set(wanted) - {"ours", "kuberay", "ceiling"}:
         parser.error(f"--only: one or more of ours, kuberay, ceiling; got {args.only!r}")
     settings = Settings(args.clusters, args.workers, args.qps, args.burst, args.concurrency,
-                        args.fairness_workers, args.timeout, args.profile)  # fmt: skip
+                        args.fairness_workers, args.timeout, args.profile,
+                        args.fairness_runs)  # fmt: skip
     if "kuberay" in wanted:
         kuberay.ensure_built()
     started = time.monotonic()
