@@ -26,6 +26,7 @@ import socketserver
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,14 +87,22 @@ def gateway_crds(ray_crds: LocalCluster) -> LocalCluster:
 
 
 @pytest.fixture(scope="module")
-def second_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeHead]:
+def second_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Future[ServeHead]]:
+    """The upgrade's second head, started in the background: the test asks for it before
+    ``serve_head``, so both heads start at once (each takes 20-60 s on a busy machine)."""
     code = tmp_path_factory.mktemp("rayservice-app-2")
     (code / "rs_greeter.py").write_text(APP)
-    head = start_ray_head({"PYTHONPATH": str(code)})
-    try:
-        yield ServeHead(head, free_port())
-    finally:
-        head.stop()
+
+    def start() -> ServeHead:
+        return ServeHead(start_ray_head({"PYTHONPATH": str(code)}), free_port())
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        starting = pool.submit(start)
+        try:
+            yield starting
+        finally:
+            if starting.exception() is None:
+                starting.result().head.stop()
 
 
 class CountingProxy:
@@ -408,21 +417,22 @@ def _dedupe(values: list[Any]) -> list[Any]:
 
 
 def test_rayservice_incremental_upgrade_and_rollback(
+    second_head: Future[ServeHead],
     gateway_crds: LocalCluster,
     namespace: str,
     serve_head: ServeHead,
-    second_head: ServeHead,
     tmp_path: Path,
 ) -> None:
     kube = make_client(gateway_crds)
+    second = second_head.result()
     with (
         CountingProxy(serve_head.dashboard_port) as proxy_1,
-        CountingProxy(second_head.dashboard_port) as proxy_2,
+        CountingProxy(second.dashboard_port) as proxy_2,
         ClusterHosts(kube, namespace),
         FakeGatewayController(kube, namespace) as gateway,
         operator(gateway_crds, namespace),
     ):
-        _scenario(kube, namespace, Head(serve_head, proxy_1), Head(second_head, proxy_2), gateway)
+        _scenario(kube, namespace, Head(serve_head, proxy_1), Head(second, proxy_2), gateway)
 
 
 def _scenario(
