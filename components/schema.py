@@ -34,7 +34,7 @@ from .job import RayJob
 from .operator import RayOperator
 from .service import RayService
 
-__all__ = ["COMPONENTS", "PACKAGE_NAME", "SCHEMA_FILE", "main", "package_schema"]
+__all__ = ["COMPONENTS", "PACKAGE_NAME", "SCHEMA_FILE", "main", "package_schema", "write_or_check"]
 
 PACKAGE_NAME: Final = "ray"
 COMPONENTS: Final[tuple[type[pulumi.ComponentResource], ...]] = (
@@ -74,27 +74,34 @@ def schema_text() -> str:
     return json.dumps(package_schema(), indent=2, sort_keys=True) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m components.schema")
-    parser.add_argument("--check", action="store_true", help="fail if schema.json is stale")
-    args = parser.parse_args(argv)
-    text = schema_text()
-    if not args.check:
-        SCHEMA_FILE.write_text(text, encoding="utf-8")
+def write_or_check(path: Path, text: str, *, check: bool, remedy: str) -> int:
+    """Write ``text`` to the golden file ``path``; with ``check``, write nothing and return
+    1 with a unified diff if the file differs (``remedy`` says how to refresh it)."""
+    if not check:
+        path.write_text(text, encoding="utf-8")
         return 0
-    committed = SCHEMA_FILE.read_text(encoding="utf-8") if SCHEMA_FILE.exists() else ""
+    committed = path.read_text(encoding="utf-8") if path.exists() else ""
     if committed == text:
         return 0
     sys.stdout.writelines(
         difflib.unified_diff(
             committed.splitlines(keepends=True),
             text.splitlines(keepends=True),
-            str(SCHEMA_FILE),
+            str(path),
             "generated",
         )
     )
-    print("schema.json is stale: run `python -m components.schema`", file=sys.stderr)
+    print(f"{path.name} is stale: run `{remedy}`", file=sys.stderr)
     return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m components.schema")
+    parser.add_argument("--check", action="store_true", help="fail if schema.json is stale")
+    args = parser.parse_args(argv)
+    return write_or_check(
+        SCHEMA_FILE, schema_text(), check=args.check, remedy="python -m components.schema"
+    )
 
 
 if __name__ == "__main__":

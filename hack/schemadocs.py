@@ -11,13 +11,14 @@ diff and, after ``make schema``, here. The prose above the markers stays hand-wr
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
+
+from components.schema import write_or_check
 
 REPO: Final = Path(__file__).resolve().parents[1]
 SCHEMA: Final = REPO / "components" / "schema.json"
@@ -138,23 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if the reference is stale")
     args = parser.parse_args(argv)
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
-    current = DOC.read_text(encoding="utf-8")
-    wanted = updated(current, schema)
-    if not args.check:
-        DOC.write_text(wanted, encoding="utf-8")
-        return 0
-    if current == wanted:
-        return 0
-    sys.stdout.writelines(
-        difflib.unified_diff(
-            current.splitlines(keepends=True),
-            wanted.splitlines(keepends=True),
-            str(DOC),
-            "generated",
-        )
-    )
-    print("docs/components.md's reference is stale: run `make schema`", file=sys.stderr)
-    return 1
+    wanted = updated(DOC.read_text(encoding="utf-8"), schema)
+    return write_or_check(DOC, wanted, check=args.check, remedy="make schema")
 
 
 if __name__ == "__main__":
