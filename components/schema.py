@@ -34,7 +34,14 @@ from components.job import RayJob
 from components.operator import RayOperator
 from components.service import RayService
 
-__all__ = ["COMPONENTS", "PACKAGE_NAME", "SCHEMA_FILE", "main", "package_schema"]
+__all__ = [
+    "COMPONENTS",
+    "PACKAGE_NAME",
+    "SCHEMA_FILE",
+    "main",
+    "package_schema",
+    "package_version",
+]
 
 PACKAGE_NAME: Final = "ray"
 COMPONENTS: Final[tuple[type[pulumi.ComponentResource], ...]] = (
@@ -47,7 +54,8 @@ COMPONENTS: Final[tuple[type[pulumi.ComponentResource], ...]] = (
 SCHEMA_FILE: Final = Path(__file__).with_name("schema.json")
 
 
-def _version() -> str:
+def package_version() -> str:
+    """The installed distribution's version, which the schema and the provider report."""
     try:
         return importlib.metadata.version("pulumi-ray")
     except importlib.metadata.PackageNotFoundError:
@@ -60,7 +68,7 @@ def package_schema() -> dict[str, Any]:
     analyzed = Analyzer(PACKAGE_NAME).analyze(list(COMPONENTS))
     spec = generate_schema(
         PACKAGE_NAME,
-        _version(),
+        package_version(),
         None,
         analyzed["component_definitions"],
         analyzed["type_definitions"],
