@@ -114,8 +114,9 @@ def test_the_yaml_quickstart_registers_what_the_python_one_does(
             for key, value in CONFIG[example].items():
                 program.set_config(key, value)
             plans[example], seconds[example] = _preview_creates(program)
-        yaml_children, python_children = _children(plans[yaml_example]), _children(
-            plans[python_example]
+        yaml_children, python_children = (
+            _children(plans[yaml_example]),
+            _children(plans[python_example]),
         )
         assert sorted(yaml_children) == sorted(python_children)
         assert len(yaml_children) >= 10, sorted(yaml_children)
