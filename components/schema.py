@@ -34,7 +34,15 @@ from .job import RayJob
 from .operator import RayOperator
 from .service import RayService
 
-__all__ = ["COMPONENTS", "PACKAGE_NAME", "SCHEMA_FILE", "main", "package_schema", "write_or_check"]
+__all__ = [
+    "COMPONENTS",
+    "PACKAGE_NAME",
+    "SCHEMA_FILE",
+    "main",
+    "package_schema",
+    "package_version",
+    "write_or_check",
+]
 
 PACKAGE_NAME: Final = "ray"
 COMPONENTS: Final[tuple[type[pulumi.ComponentResource], ...]] = (
@@ -47,7 +55,8 @@ COMPONENTS: Final[tuple[type[pulumi.ComponentResource], ...]] = (
 SCHEMA_FILE: Final = Path(__file__).with_name("schema.json")
 
 
-def _version() -> str:
+def package_version() -> str:
+    """The installed distribution's version, which the schema and the provider report."""
     try:
         return importlib.metadata.version("pulumi-ray")
     except importlib.metadata.PackageNotFoundError:
@@ -60,7 +69,7 @@ def package_schema() -> dict[str, Any]:
     analyzed = Analyzer(PACKAGE_NAME).analyze(list(COMPONENTS))
     spec = generate_schema(
         PACKAGE_NAME,
-        _version(),
+        package_version(),
         None,
         analyzed["component_definitions"],
         analyzed["type_definitions"],

@@ -94,13 +94,15 @@ def _stacks(
         ray_cluster_wait_for: str | None = None,
         template_manifests: list[str] | None = None,
         template_config: dict[str, Any] | None = None,
+        example: Path | None = None,
     ) -> ProgramStack:
         """A stack of the e2e program or, given ``template_manifests`` or
         ``template_config`` (keys of ``pulumi-ray:``, objects as in a stack file), of the
-        root stack template."""
+        root stack template, or of the program in ``example`` with only the kubeconfig
+        set (the rest of its config is the caller's)."""
         suffix = uuid.uuid4().hex[:8]
         template = template_manifests is not None or template_config is not None
-        work_dir = program_copy(work_root / suffix, template=template)
+        work_dir = program_copy(work_root / suffix, template=template, source=example)
         workspace = auto.LocalWorkspace(
             work_dir=str(work_dir),
             pulumi_home=pulumi_engine.env["PULUMI_HOME"],
@@ -126,6 +128,8 @@ def _stacks(
             config["rayClusterWaitFor"] = ray_cluster_wait_for
         if template:
             config = {"kubeconfig": str(local_cluster.kubeconfig), "namespace": program.namespace}
+        if example is not None:
+            config = {"kubernetes:kubeconfig": str(local_cluster.kubeconfig)}
         stack.set_all_config({key: auto.ConfigValue(value=value) for key, value in config.items()})
         if template_manifests is not None:
             program.write_config({"manifests": template_manifests})

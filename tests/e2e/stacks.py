@@ -14,6 +14,7 @@ import yaml
 from hack.localcluster import LocalCluster
 from hack.localcluster.deployed_operator import OperatorAsServiceAccount
 from hack.pulumi import python_executable
+from hack.pulumi.componentplugin import write_provider_plugin
 from operator_runtime.api import crds
 
 PROGRAM_DIR = Path(__file__).resolve().parent / "program"
@@ -131,7 +132,7 @@ class ProgramStack:
 def program_copy(tmp_path: Path, *, template: bool = False, source: Path | None = None) -> Path:
     """The e2e program (or, with ``template``, the root stack template; or the program in
     ``source``, e.g. an example) in a scratch directory, set to run in the project's
-    virtualenv.
+    virtualenv (a YAML program: with this checkout's component provider).
 
     The engine writes ``Pulumi.<stack>.yaml`` beside ``Pulumi.yaml``, so the program
     never runs from the repository itself.
@@ -146,8 +147,15 @@ def program_copy(tmp_path: Path, *, template: bool = False, source: Path | None 
             source or PROGRAM_DIR, work_dir, ignore=shutil.ignore_patterns("__pycache__")
         )
     project = yaml.safe_load((work_dir / "Pulumi.yaml").read_text())
-    # Read by language hosts that take it from the engine; the v3.79 host we can build
-    # uses PULUMI_PYTHON_CMD instead (see hack/pulumi/environment.py). Both name .venv.
-    project["runtime"]["options"] = {"virtualenv": str(python_executable().parents[1])}
+    if project["runtime"] == "yaml":
+        # A YAML program consumes the components through the component provider: the
+        # executable plugin, since the Python host we build cannot run the plugin
+        # directory (hack/pulumi/componentplugin.py). Named here, not taken from PATH.
+        plugin = write_provider_plugin(work_dir / "plugin")
+        project["plugins"] = {"providers": [{"name": "ray", "path": str(plugin.parent)}]}
+    else:
+        # Read by language hosts that take it from the engine; the v3.79 host we can build
+        # uses PULUMI_PYTHON_CMD instead (see hack/pulumi/environment.py). Both name .venv.
+        project["runtime"]["options"] = {"virtualenv": str(python_executable().parents[1])}
     (work_dir / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
     return work_dir

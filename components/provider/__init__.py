@@ -1,0 +1,34 @@
+"""The components as a Pulumi component provider: the package ``ray`` that YAML,
+TypeScript, Go and .NET programs consume (``pulumi package add``).
+
+Pulumi's component provider host (``pulumi.provider.experimental``) infers the schema
+from the args classes' annotations, the same analysis ``components.schema`` commits as
+``schema.json``, so what a consumer sees is exactly what review saw. Each component a
+consumer declares is constructed here, in this process, with the same Python code a
+Python program would run; its child resources are registered with the consumer's engine.
+
+Two ways in, one server:
+
+- ``PulumiPlugin.yaml`` (``runtime: python``) beside this file: a current Pulumi CLI runs
+  this directory through its Python language host (``python <this directory> <engine>``).
+- ``python -m pulumi_ray.provider <engine>``: what an executable plugin named
+  ``pulumi-resource-ray`` runs (``hack.pulumi.write_provider_plugin`` writes one), for an
+  engine whose Python host cannot run plugins, as the one built here (docs/components.md).
+"""
+
+from ..schema import COMPONENTS, PACKAGE_NAME, package_version
+
+__all__ = ["serve"]
+
+
+def serve() -> None:
+    """Serve the provider's gRPC API until the engine stops it.
+
+    The engine's address is the first command-line argument (``pulumi.provider.main``
+    reads ``sys.argv`` itself); the port served on is printed on stdout for the engine.
+    """
+    # Imported here: loading the host starts nothing, but the analyzer it pulls in is
+    # only needed by a process that serves.
+    from pulumi.provider.experimental import component_provider_host
+
+    component_provider_host(list(COMPONENTS), name=PACKAGE_NAME, version=package_version())
