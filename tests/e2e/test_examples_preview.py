@@ -14,11 +14,13 @@ import pytest
 from hack.localcluster import LocalCluster
 from tests.e2e.conftest import PulumiEngine
 from tests.e2e.stacks import crd_files, program_copy
-from tests.examples import COMPONENT, CONFIG, EXAMPLES, SECRETS
+from tests.examples import COMPONENT, CONFIG, EXAMPLES, SDK_EXAMPLES, SECRETS
 
 pytestmark = pytest.mark.timeout(900)
 
-EXAMPLE_DIRS = sorted(p.parent for p in EXAMPLES.glob("*/Pulumi.yaml"))
+EXAMPLE_DIRS = sorted(
+    p.parent for p in EXAMPLES.glob("*/Pulumi.yaml") if p.parent.name not in SDK_EXAMPLES
+)
 
 
 @pytest.fixture(scope="module")
