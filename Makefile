@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo bench shell lint venv policy-venv localcluster pulumi-engine kuberay image crds permissions schema clean
+.PHONY: test demo bench shell lint venv policy-venv localcluster pulumi-engine sdk-deps kuberay image crds permissions schema clean
 
 venv: $(STAMP)
 
@@ -49,6 +49,13 @@ localcluster: venv
 pulumi-engine: venv
 	$(PY) -m hack.pulumi build
 
+# What the TypeScript and Go SDK tests build with (hack/pulumi/sdk.py): the TypeScript
+# example's npm packages (its package-lock.json) into the cache, and the Go example's
+# modules into the module cache, compiled into the build cache (cold: minutes). Once
+# done, a run costs seconds (a warm build).
+sdk-deps: pulumi-engine
+	$(PY) -m hack.pulumi sdk-deps
+
 kuberay: venv
 	$(PY) -m hack.kuberay build
 
@@ -67,7 +74,7 @@ lint: venv
 	$(PY) -m components.schema --check
 	$(PY) -m hack.schemadocs --check
 
-test: venv policy-venv localcluster pulumi-engine kuberay image lint
+test: venv policy-venv localcluster pulumi-engine sdk-deps kuberay image lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
 
 demo: venv localcluster

@@ -54,6 +54,17 @@ COMPONENTS: Final[tuple[type[pulumi.ComponentResource], ...]] = (
 )
 SCHEMA_FILE: Final = Path(__file__).with_name("schema.json")
 
+LANGUAGE_SETTINGS: Final[dict[str, dict[str, str]]] = {
+    # npm: a scope of our own; the default, @pulumi/ray, is the Pulumi organisation's scope.
+    "nodejs": {"packageName": "@pulumi-ray/ray"},
+    # Go: unpublished, so a path no proxy answers for (like the wrapper modules under
+    # hack/); a consumer `replace`s it with the generated directory (module
+    # pulumi-ray.local/sdk/go, whose go.mod hack/pulumi/gomod/pulumi-gen-sdk writes).
+    "go": {"importBasePath": "pulumi-ray.local/sdk/go/ray"},
+}
+"""What the SDK generators need and the analyzer has no way to say (it writes only
+``respectSchemaVersion``): merged into the schema's ``language`` section."""
+
 
 def package_version() -> str:
     """The installed distribution's version, which the schema and the provider report."""
@@ -76,6 +87,8 @@ def package_schema() -> dict[str, Any]:
         sorted(analyzed["dependencies"], key=lambda d: f"{d.name}{d.version}"),
     )
     document: dict[str, Any] = spec.to_json()
+    for language, settings in LANGUAGE_SETTINGS.items():
+        document.setdefault("language", {}).setdefault(language, {}).update(settings)
     return document
 
 

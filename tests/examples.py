@@ -24,13 +24,22 @@ COMPONENT: Final = {
 YAML_EXAMPLES: Final = {"yaml-quickstart": "quickstart"}
 """Each YAML example and the Python example it mirrors: its preview must register the same
 child resources with the same inputs (tests/e2e/test_yaml_consumer.py)."""
+SDK_EXAMPLES: Final = {"typescript-quickstart": "quickstart", "go-quickstart": "quickstart"}
+"""The quickstart in TypeScript and Go, through the SDKs generated from the schema, and the
+Python example each mirrors: ``tests/e2e/test_sdk_*.py`` type-check and build them."""
 WORKLOAD_EXAMPLES: Final = {name: kind for name, kind in COMPONENT.items() if kind != "RayOperator"}
 SECRETS: Final = {"gcs-ft-redis": {"redisPassword": "pw-example-not-a-default"}}
 """Secret config an example requires (``config.require_secret``: no default password), as
 its README tells a user to set it; tests set these before running or previewing one."""
 CONFIG: Final = {
     name: {"operatorImage": NEVER_PULLED_IMAGE}
-    for name in ("quickstart", "operator-only", "platform-multi-namespace", *YAML_EXAMPLES)
+    for name in (
+        "quickstart",
+        "operator-only",
+        "platform-multi-namespace",
+        *YAML_EXAMPLES,
+        *SDK_EXAMPLES,
+    )
 }
 """Config an example requires: the operator image, which a user builds and pushes to a
 registry of their own (its README says so); there is no default."""

@@ -31,6 +31,7 @@ BINARIES = (
     "pulumi-language-go",
     "pulumi-language-yaml",
     "pulumi-resource-kubernetes",
+    "pulumi-gen-sdk",
 )
 
 SDK_VERSION_PACKAGE = "github.com/pulumi/pulumi/sdk/v3/go/common/version"
@@ -63,6 +64,9 @@ LANGUAGE_HOSTS = {
 RECIPE_REVISION = 3
 """Bump when the build steps change in a way the go.mod/go.sum digest cannot see."""
 
+GEN_SDK_MAIN = GOMOD_DIR / "pulumi-gen-sdk" / "main.go"
+"""The one wrapper with source of ours: its text is part of the stamp."""
+
 PROVIDER_COMMAND = "github.com/pulumi/pulumi-kubernetes/provider/v4/cmd/pulumi-resource-kubernetes"
 
 Engine = gobuild.Built
@@ -72,6 +76,7 @@ def engine() -> Engine:
     """The engine for the current pins, built or not."""
     digest = gobuild.wrapper_digest(
         GOMOD_DIR, versions.WRAPPER_MODULES, f"recipe {RECIPE_REVISION}",
+        GEN_SDK_MAIN.read_text(),
         *(f"{name} {module} {version}"
           for name, (module, version) in sorted(versions.WRAPPER_MODULES.items())),
     )  # fmt: skip
@@ -137,6 +142,16 @@ def _build_language_host(out_dir: Path, binary: str) -> None:
             package,
         ],
         binary,
+    )
+
+
+def _build_gen_sdk(out_dir: Path) -> None:
+    # Our own main package: the wrapper module is the program (see its main.go for why
+    # SDKs are not generated with `pulumi package gen-sdk`).
+    _run_go(
+        f"go build pulumi-gen-sdk (pkg/v3 {versions.PULUMI} codegen)",
+        ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(out_dir / "pulumi-gen-sdk"), "."],
+        "pulumi-gen-sdk",
     )
 
 
@@ -234,6 +249,7 @@ def _build(out_dir: Path) -> None:
     for binary in LANGUAGE_HOSTS:
         _build_language_host(out_dir, binary)
     _copy_python_exec_script(out_dir)
+    _build_gen_sdk(out_dir)
     with tempfile.TemporaryDirectory(prefix="pulumi-provider-") as scratch:
         _build_provider(out_dir, scratch=Path(scratch))
 

@@ -37,6 +37,10 @@ are actually served (checked 2026-11-25 with ``go list -m -versions`` and the pr
   compile it (pkg/v3 codegen/schema changed ``Provider`` to a pointer in v3.247.0).
   Provider and engine only share the plugin gRPC protocol, so their SDKs may differ,
   as in upstream releases.
+- the SDK generator (``gomod/pulumi-gen-sdk``, a main of ours): the CLI's pkg/v3, whose
+  ``codegen/nodejs`` and ``codegen/go`` it calls. ``pulumi package gen-sdk`` cannot be
+  used: it asks the language host's GeneratePackage RPC, which the 2023 hosts above
+  answer with "method GeneratePackage not implemented".
 """
 
 from __future__ import annotations
@@ -92,6 +96,7 @@ WRAPPER_MODULES: Final = {
         "github.com/pulumi/pulumi-kubernetes/provider/v4",
         KUBERNETES_PROVIDER_MODULE_VERSION,
     ),
+    "pulumi-gen-sdk": ("github.com/pulumi/pulumi/pkg/v3", PULUMI),
 }
 """wrapper directory (= binary name) -> (the module it pins, its version)."""
 

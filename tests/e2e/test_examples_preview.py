@@ -14,14 +14,17 @@ import pytest
 from hack.localcluster import LocalCluster
 from tests.e2e.conftest import PulumiEngine
 from tests.e2e.stacks import crd_files, program_copy
-from tests.examples import COMPONENT, CONFIG, EXAMPLES, SECRETS, YAML_EXAMPLES
+from tests.examples import COMPONENT, CONFIG, EXAMPLES, SDK_EXAMPLES, SECRETS, YAML_EXAMPLES
 
 pytestmark = pytest.mark.timeout(900)
 
 EXAMPLE_DIRS = sorted(
-    p.parent for p in EXAMPLES.glob("*/Pulumi.yaml") if p.parent.name not in YAML_EXAMPLES
+    p.parent
+    for p in EXAMPLES.glob("*/Pulumi.yaml")
+    if p.parent.name not in YAML_EXAMPLES and p.parent.name not in SDK_EXAMPLES
 )
-"""The Python examples; test_yaml_consumer.py previews (and runs) the YAML ones."""
+"""The Python examples; test_yaml_consumer.py previews (and runs) the YAML ones,
+test_sdk_*.py build the TypeScript and Go ones."""
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +38,7 @@ def ray_crds(local_cluster: LocalCluster) -> Iterator[None]:
 
 def test_every_example_is_listed() -> None:
     every = sorted(p.parent.name for p in EXAMPLES.glob("*/Pulumi.yaml"))
-    assert every == sorted([*COMPONENT, *YAML_EXAMPLES])
+    assert every == sorted([*COMPONENT, *YAML_EXAMPLES, *SDK_EXAMPLES])
 
 
 @pytest.mark.parametrize("example", EXAMPLE_DIRS, ids=lambda p: p.name)
