@@ -16,7 +16,10 @@ Two ways in, one server:
   engine whose Python host cannot run plugins, as the one built here (docs/components.md).
 """
 
-from ..schema import COMPONENTS, PACKAGE_NAME, package_version
+import json
+import sys
+
+from ..schema import COMPONENTS, PACKAGE_NAME, package_schema, package_version
 
 __all__ = ["serve"]
 
@@ -26,9 +29,16 @@ def serve() -> None:
 
     The engine's address is the first command-line argument (``pulumi.provider.main``
     reads ``sys.argv`` itself); the port served on is printed on stdout for the engine.
+    The host is Pulumi's (``component_provider_host`` in parts): its provider infers the
+    schema, and the schema it answers with is ``package_schema()``, the analyzer's plus
+    the SDK settings the analyzer cannot say (npm name, Go import path), so ``pulumi
+    package add`` generates the SDKs the committed ``schema.json`` describes.
     """
-    # Imported here: loading the host starts nothing, but the analyzer it pulls in is
-    # only needed by a process that serves.
-    from pulumi.provider.experimental import component_provider_host
+    # Imported here: the analyzer and the gRPC server are only needed by a process that
+    # serves.
+    from pulumi.provider import main
+    from pulumi.provider.experimental.component import ComponentProvider
 
-    component_provider_host(list(COMPONENTS), name=PACKAGE_NAME, version=package_version())
+    provider = ComponentProvider(list(COMPONENTS), PACKAGE_NAME, None, package_version())
+    provider.schema = json.dumps(package_schema())
+    main(provider, sys.argv[1:])
