@@ -23,10 +23,11 @@ COMPONENT: Final = {
 """Each Python example and the component it is about (its preview must plan to create one)."""
 YAML_EXAMPLES: Final = {"yaml-quickstart": "quickstart"}
 """Each YAML example and the Python example it mirrors: its preview must register the same
-child resources with the same inputs (tests/e2e/test_yaml_consumer.py)."""
+child resources with the same inputs (tests/e2e/test_consumers.py)."""
 SDK_EXAMPLES: Final = {"typescript-quickstart": "quickstart", "go-quickstart": "quickstart"}
 """The quickstart in TypeScript and Go, through the SDKs generated from the schema, and the
-Python example each mirrors: ``tests/e2e/test_sdk_*.py`` type-check and build them."""
+Python example each mirrors: ``tests/e2e/test_sdk_*.py`` type-check and build them, and
+``tests/e2e/test_consumers.py`` holds their previews, like the YAML ones, to the Python's."""
 WORKLOAD_EXAMPLES: Final = {name: kind for name, kind in COMPONENT.items() if kind != "RayOperator"}
 SECRETS: Final = {"gcs-ft-redis": {"redisPassword": "pw-example-not-a-default"}}
 """Secret config an example requires (``config.require_secret``: no default password), as

@@ -162,15 +162,17 @@ def link_node_modules(project: Path, sdk_package: Path) -> None:
     (directory / scope / name).symlink_to(sdk_package, target_is_directory=True)
 
 
-def offline_go_env() -> dict[str, str]:
-    """Go's environment for building a consumer from the module cache alone.
+def offline_go_variables(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables that make ``go`` build a consumer from the module cache alone (what
+    they change in ``base``, default this process's environment): for our own builds and
+    for the Go language host, which runs ``go build`` with the engine's environment.
 
     GOPROXY=off: every module must already be in the cache; -mod=mod lets go add the
     generated SDK (a local replace) to a scratch copy's go.mod without asking anyone.
     """
-    flags = [f for f in os.environ.get("GOFLAGS", "").split() if not f.startswith("-mod=")]
+    environment = os.environ if base is None else base
+    flags = [f for f in environment.get("GOFLAGS", "").split() if not f.startswith("-mod=")]
     return {
-        **os.environ,
         "CGO_ENABLED": "0",
         "GOFLAGS": " ".join([*flags, "-mod=mod"]),
         "GOPROXY": "off",
@@ -178,15 +180,25 @@ def offline_go_env() -> dict[str, str]:
     }
 
 
-def copy_go_example(target: Path, sdk: Path) -> Path:
-    """A copy of the Go example whose go.mod replaces the SDK module with ``sdk``."""
-    shutil.copytree(GO_EXAMPLE, target)
+def offline_go_env() -> dict[str, str]:
+    """This process's environment with :func:`offline_go_variables`."""
+    return {**os.environ, **offline_go_variables()}
+
+
+def use_go_sdk(program: Path, sdk: Path) -> None:
+    """Point the go.mod of ``program`` (a copy of the Go example) at the SDK in ``sdk``."""
     subprocess.run(
         [gobuild.go(), "mod", "edit", f"-replace={go_module_path()}={sdk}"],
-        cwd=target,
+        cwd=program,
         check=True,
         env=offline_go_env(),
     )
+
+
+def copy_go_example(target: Path, sdk: Path) -> Path:
+    """A copy of the Go example whose go.mod replaces the SDK module with ``sdk``."""
+    shutil.copytree(GO_EXAMPLE, target)
+    use_go_sdk(target, sdk)
     return target
 
 

@@ -22,7 +22,17 @@ from hack.localcluster import LocalCluster, start_for_tests
 from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE
 from hack.pulumi import Engine
 from hack.pulumi import start_for_tests as start_engine_for_tests
-from tests.e2e.stacks import ProgramStack, crd_files, crd_names, program_copy
+from tests.e2e.stacks import (
+    GeneratedSdks,
+    Plan,
+    ProgramStack,
+    crd_files,
+    crd_names,
+    preview_plan,
+    program_copy,
+    program_env,
+)
+from tests.examples import CONFIG, EXAMPLES
 
 
 @dataclass(frozen=True)
@@ -52,32 +62,71 @@ def pulumi_engine(tmp_path_factory: pytest.TempPathFactory) -> PulumiEngine:
     return PulumiEngine(engine=built, env=env)
 
 
+@pytest.fixture(scope="session")
+def generated_sdks(tmp_path_factory: pytest.TempPathFactory) -> GeneratedSdks:
+    """Our TypeScript and Go SDKs, generated once per session when a program needs one."""
+    return GeneratedSdks(tmp_path_factory.mktemp("sdks"))
+
+
 @pytest.fixture
 def program_stack(
-    pulumi_engine: PulumiEngine, local_cluster: LocalCluster, tmp_path: Path
+    pulumi_engine: PulumiEngine,
+    local_cluster: LocalCluster,
+    generated_sdks: GeneratedSdks,
+    tmp_path: Path,
 ) -> Iterator[Callable[..., ProgramStack]]:
     """Factory of fresh stacks of the e2e program; each is destroyed and removed after the
     test (see ``_stacks``)."""
-    with _stacks(pulumi_engine, local_cluster, tmp_path) as create:
+    with _stacks(pulumi_engine, local_cluster, tmp_path, generated_sdks) as create:
         yield create
+
+
+@pytest.fixture(scope="session")
+def python_plan(
+    pulumi_engine: PulumiEngine,
+    local_cluster: LocalCluster,
+    generated_sdks: GeneratedSdks,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[[str], tuple[Plan, float]]]:
+    """The preview plan (and its wall time) of a Python example as committed, with its
+    ``CONFIG``: what the same program in YAML, TypeScript or Go must register. Previewed
+    once per session, however many languages are compared with it."""
+    plans: dict[str, tuple[Plan, float]] = {}
+    work_root = tmp_path_factory.mktemp("python-plans")
+    with _stacks(pulumi_engine, local_cluster, work_root, generated_sdks) as create:
+
+        def plan(example: str) -> tuple[Plan, float]:
+            if example not in plans:
+                program = create(example=EXAMPLES / example)
+                for key, value in CONFIG[example].items():
+                    program.set_config(key, value)
+                plans[example] = preview_plan(program)
+            return plans[example]
+
+        yield plan
 
 
 @pytest.fixture(scope="class")
 def class_program_stack(
     pulumi_engine: PulumiEngine,
     local_cluster: LocalCluster,
+    generated_sdks: GeneratedSdks,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Callable[..., ProgramStack]]:
     """``program_stack`` for a stack that the tests of one class share: its lifecycle
     (stack, first ``up``, operator, ``destroy``) is paid once, and it is gone when the
     class ends, before any other test's stack runs an operator of its own."""
-    with _stacks(pulumi_engine, local_cluster, tmp_path_factory.mktemp("stacks")) as create:
+    work_root = tmp_path_factory.mktemp("stacks")
+    with _stacks(pulumi_engine, local_cluster, work_root, generated_sdks) as create:
         yield create
 
 
 @contextlib.contextmanager
 def _stacks(
-    pulumi_engine: PulumiEngine, local_cluster: LocalCluster, work_root: Path
+    pulumi_engine: PulumiEngine,
+    local_cluster: LocalCluster,
+    work_root: Path,
+    sdks: GeneratedSdks,
 ) -> Iterator[Callable[..., ProgramStack]]:
     """Factory of fresh stacks of the e2e program under ``work_root``; each is destroyed and
     removed on exit.
@@ -102,11 +151,11 @@ def _stacks(
         set (the rest of its config is the caller's)."""
         suffix = uuid.uuid4().hex[:8]
         template = template_manifests is not None or template_config is not None
-        work_dir = program_copy(work_root / suffix, template=template, source=example)
+        work_dir = program_copy(work_root / suffix, template=template, source=example, sdks=sdks)
         workspace = auto.LocalWorkspace(
             work_dir=str(work_dir),
             pulumi_home=pulumi_engine.env["PULUMI_HOME"],
-            env_vars=pulumi_engine.env,
+            env_vars=program_env(work_dir, pulumi_engine.env),
             pulumi_command=auto.PulumiCommand(root=str(pulumi_engine.engine.root)),
         )
         stack = auto.Stack.create(f"e2e-{suffix}", workspace)

@@ -1,8 +1,12 @@
-"""Stacks of the e2e program (``program/``) and the facts the tests check them against."""
+"""Stacks of the e2e program (``program/``) and of the examples, in any language, and the
+facts the tests check them against."""
 
 from __future__ import annotations
 
+import functools
 import shutil
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,14 +15,16 @@ from urllib.parse import urlparse
 import pulumi.automation as auto
 import yaml
 
+from components.schema import PACKAGE_NAME
 from hack.localcluster import LocalCluster
 from hack.localcluster.deployed_operator import OperatorAsServiceAccount
-from hack.pulumi import python_executable
+from hack.pulumi import python_executable, sdk
 from hack.pulumi.componentplugin import write_provider_plugin
 from operator_runtime.api import crds
 
 PROGRAM_DIR = Path(__file__).resolve().parent / "program"
 REPO_ROOT = Path(__file__).resolve().parents[2]
+RAY_CLUSTER = "kubernetes:ray.io/v1:RayCluster"
 CRD_DIR = crds.CRD_DIR
 TEMPLATE_FILES = ("Pulumi.yaml", "__main__.py")
 """The repository's own stack template (the root program)."""
@@ -129,10 +135,51 @@ class ProgramStack:
         return "".join(self.output)
 
 
-def program_copy(tmp_path: Path, *, template: bool = False, source: Path | None = None) -> Path:
+class GeneratedSdks:
+    """Our package's TypeScript and Go SDKs under ``root``, each generated (the TypeScript
+    one also compiled, some seconds) the first time a program of its language needs it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @functools.cached_property
+    def nodejs(self) -> Path:
+        """The compiled npm package."""
+        sdk.generate("nodejs", self.root / "nodejs")
+        return sdk.compile_typescript_sdk(self.root / "nodejs")
+
+    @functools.cached_property
+    def go(self) -> Path:
+        """The Go module's root."""
+        sdk.generate("go", self.root / "go")
+        return self.root / "go"
+
+
+def runtime_name(work_dir: Path) -> str:
+    """The language of the program in ``work_dir`` (its Pulumi.yaml's runtime)."""
+    runtime = yaml.safe_load((work_dir / "Pulumi.yaml").read_text())["runtime"]
+    return str(runtime if isinstance(runtime, str) else runtime["name"])
+
+
+def program_env(work_dir: Path, engine_env: Mapping[str, str]) -> dict[str, str]:
+    """The engine's environment for the program in ``work_dir``: a Go program's host runs
+    ``go build``, which must find every module in the cache (``make sdk-deps``)."""
+    if runtime_name(work_dir) == "go":
+        return {**engine_env, **sdk.offline_go_variables(dict(engine_env))}
+    return dict(engine_env)
+
+
+def program_copy(
+    tmp_path: Path,
+    *,
+    template: bool = False,
+    source: Path | None = None,
+    sdks: GeneratedSdks | None = None,
+) -> Path:
     """The e2e program (or, with ``template``, the root stack template; or the program in
     ``source``, e.g. an example) in a scratch directory, set to run in the project's
-    virtualenv (a YAML program: with this checkout's component provider).
+    virtualenv (a YAML, TypeScript or Go program: with this checkout's component provider
+    and, but YAML, the SDK of its language from ``sdks``).
 
     The engine writes ``Pulumi.<stack>.yaml`` beside ``Pulumi.yaml``, so the program
     never runs from the repository itself.
@@ -144,18 +191,88 @@ def program_copy(tmp_path: Path, *, template: bool = False, source: Path | None 
             shutil.copyfile(REPO_ROOT / name, work_dir / name)
     else:
         shutil.copytree(
-            source or PROGRAM_DIR, work_dir, ignore=shutil.ignore_patterns("__pycache__")
+            source or PROGRAM_DIR,
+            work_dir,
+            ignore=shutil.ignore_patterns("__pycache__", "node_modules", "bin"),
         )
     project = yaml.safe_load((work_dir / "Pulumi.yaml").read_text())
-    if project["runtime"] == "yaml":
-        # A YAML program consumes the components through the component provider: the
+    runtime = runtime_name(work_dir)
+    if runtime == "python":
+        # Read by language hosts that take it from the engine; the v3.79 host we can build
+        # uses PULUMI_PYTHON_CMD instead (see hack/pulumi/environment.py). Both name .venv.
+        project["runtime"]["options"] = {"virtualenv": str(python_executable().parents[1])}
+    else:
+        # Any other language consumes the components through the component provider: the
         # executable plugin, since the Python host we build cannot run the plugin
         # directory (hack/pulumi/componentplugin.py). Named here, not taken from PATH.
         plugin = write_provider_plugin(work_dir / "plugin")
         project["plugins"] = {"providers": [{"name": "ray", "path": str(plugin.parent)}]}
-    else:
-        # Read by language hosts that take it from the engine; the v3.79 host we can build
-        # uses PULUMI_PYTHON_CMD instead (see hack/pulumi/environment.py). Both name .venv.
-        project["runtime"]["options"] = {"virtualenv": str(python_executable().parents[1])}
+        if runtime in ("nodejs", "go") and sdks is None:
+            raise ValueError(f"a {runtime} program needs the generated SDKs: pass sdks=")
+        if runtime == "nodejs" and sdks is not None:
+            sdk.link_node_modules(work_dir, sdks.nodejs)
+        if runtime == "go" and sdks is not None:
+            sdk.use_go_sdk(work_dir, sdks.go)
     (work_dir / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
     return work_dir
+
+
+Plan = dict[tuple[str, str], Any]
+"""The resources a preview plans to create, by (type chain, name) as their URNs have them,
+with their inputs."""
+
+
+def preview_plan(program: ProgramStack) -> tuple[Plan, float]:
+    """Preview ``program``: what it plans to create, and the preview's wall time."""
+    created: Plan = {}
+
+    def collect(event: auto.EngineEvent) -> None:
+        pre = event.resource_pre_event
+        if pre is not None and pre.metadata.op == auto.OpType.CREATE:
+            assert pre.metadata.new is not None, pre.metadata
+            qualified_type, name = pre.metadata.urn.split("::")[2:4]
+            created[(qualified_type, name)] = pre.metadata.new.inputs
+
+    program.output.clear()
+    started = time.monotonic()
+    try:
+        program.stack.preview(color="never", on_output=program.output.append, on_event=collect)
+    except auto.CommandError as error:
+        raise AssertionError(f"preview failed\n{program.text[-4000:]}") from error
+    return created, time.monotonic() - started
+
+
+def _is_ours(qualified_type: str) -> bool:
+    """A component of our package (last in the type chain)."""
+    return qualified_type.rsplit("$", 1)[-1].startswith(f"{PACKAGE_NAME}:")
+
+
+def _children(plan: Plan) -> Plan:
+    """What the components registered: neither the stack nor a provider nor a component
+    itself (a remote component's inputs are its args, a local one's are empty)."""
+    return {
+        (qualified_type, name): inputs
+        for (qualified_type, name), inputs in plan.items()
+        if not qualified_type.rsplit("$", 1)[-1].startswith("pulumi:")
+        and not _is_ours(qualified_type)
+    }
+
+
+def assert_registers_what_python_does(consumer: Plan, python: Plan) -> int:
+    """The consumer (a YAML, TypeScript or Go program) plans the components the Python
+    program does, under the same names, and each child resource with the same type chain
+    (so the same parents), name and inputs. Returns how many children each has."""
+    consumer_children, python_children = _children(consumer), _children(python)
+    assert sorted(consumer_children) == sorted(python_children)
+    assert len(consumer_children) >= 10, sorted(consumer_children)
+    for key, inputs in python_children.items():
+        assert consumer_children[key] == inputs, key
+    # The inputs compared are the real ones, not two empty maps.
+    ray_cluster = next(
+        inputs for (t, _), inputs in consumer_children.items() if t.endswith(RAY_CLUSTER)
+    )
+    assert ray_cluster["spec"]["workerGroupSpecs"][0]["groupName"] == "cpu"
+    components = {key for key in consumer if _is_ours(key[0])}
+    assert components == {key for key in python if _is_ours(key[0])}
+    assert len(components) >= 2, components
+    return len(consumer_children)

@@ -3,8 +3,7 @@ consumer (examples/go-quickstart) builds against it, while the same consumer wit
 misspelled field does not.
 
 Everything builds from the module cache alone (GOPROXY=off; `make sdk-deps` filled it
-before the sandbox). Running the program through the engine is the component provider's
-part (issue 28), not this module's.
+before the sandbox). The program's run through the engine is test_consumers.py's.
 """
 
 from __future__ import annotations
