@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo bench shell lint venv policy-venv localcluster pulumi-engine sdk-deps kuberay image crds permissions schema clean
+.PHONY: test demo bench shell lint venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay image crds permissions schema clean
 
 venv: $(STAMP)
 
@@ -41,6 +41,22 @@ $(POLICY_STAMP): policy/requirements.txt pyproject.toml
 	@test -x $(POLICY_VENV)/bin/python || $(PYTHON) -m venv $(POLICY_VENV)
 	$(POLICY_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(POLICY_VENV)/bin/python -m pip install --quiet -r policy/requirements.txt -e .
+	@touch $@
+
+# The base install alone (no `operator` extra) at the lowest versions pyproject.toml
+# allows (constraints-floor.txt): tests/components/test_dependency_floors.py renders every
+# example in it and compares the bytes with the pinned environment's. Regenerate the pins
+# after moving a floor with:
+#   .venv-floor/bin/pip freeze --exclude-editable | grep -v '^pulumi-ray' > constraints-floor.txt
+FLOOR_VENV := .venv-floor
+FLOOR_STAMP := $(FLOOR_VENV)/.installed-$(shell cat pyproject.toml constraints-floor.txt | cksum | cut -d' ' -f1)
+floor-venv: $(FLOOR_STAMP)
+
+$(FLOOR_STAMP): pyproject.toml constraints-floor.txt
+	@test -x $(FLOOR_VENV)/bin/python || $(PYTHON) -m venv $(FLOOR_VENV)
+	$(FLOOR_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(FLOOR_VENV)/bin/python -m pip install --quiet -c constraints-floor.txt -e .
+	@rm -f $(FLOOR_VENV)/.installed-*
 	@touch $@
 
 localcluster: venv
@@ -74,7 +90,7 @@ lint: venv
 	$(PY) -m components.schema --check
 	$(PY) -m hack.schemadocs --check
 
-test: venv policy-venv localcluster pulumi-engine sdk-deps kuberay image lint
+test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay image lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
 
 demo: venv localcluster
@@ -101,4 +117,4 @@ schema: venv
 	$(PY) -m hack.schemadocs
 
 clean:
-	rm -rf $(VENV) .localcluster .pytest_cache .mypy_cache .ruff_cache dist/image
+	rm -rf $(VENV) $(FLOOR_VENV) .localcluster .pytest_cache .mypy_cache .ruff_cache dist/image

@@ -58,6 +58,7 @@ _.auth_flow  # httpx.Auth
 _.do_GET  # http.server.BaseHTTPRequestHandler
 _.log_message
 _.daemon_threads  # socketserver.ThreadingMixIn
+__getattr__  # a module's lazy attributes (PEP 562): operator_runtime/runtime/__init__.py
 _.connection_pool_maxsize  # kubernetes.client.Configuration
 _.check_event  # yaml.composer.Composer reads its parser through these two
 _.get_event

@@ -105,10 +105,15 @@ def _project() -> dict[str, object]:
 
 
 def requirements() -> list[str]:
-    """The project's dependencies minus Pulumi's: what the operator needs (DESIGN.md §2)."""
-    dependencies = _project()["dependencies"]
-    assert isinstance(dependencies, list)
-    return [str(d) for d in dependencies if not str(d).lower().startswith("pulumi")]
+    """What the operator needs (DESIGN.md §2): the base dependencies minus Pulumi's (the
+    API layer's pydantic, PyYAML, croniter) and the ``operator`` extra (the Kubernetes
+    client, httpx, prometheus-client, ...)."""
+    project = _project()
+    base, extras = project["dependencies"], project["optional-dependencies"]
+    assert isinstance(base, list) and isinstance(extras, dict)
+    operator = extras["operator"]
+    assert isinstance(operator, list)
+    return [str(d) for d in [*base, *operator] if not str(d).lower().startswith("pulumi")]
 
 
 def package_version() -> str:

@@ -16,7 +16,7 @@ import argparse
 import re
 from collections.abc import Iterable, Sequence
 from importlib import metadata
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from operator_runtime.api.common import KUBERAY_VERSION
 from operator_runtime.runtime.configuration import (
@@ -30,7 +30,11 @@ from operator_runtime.runtime.configuration import (
     load_configuration_file,
 )
 from operator_runtime.runtime.errors import TransportError
-from operator_runtime.runtime.transport import Transport
+
+if TYPE_CHECKING:
+    # The Kubernetes client's transport: only an annotation here, so that the components,
+    # which import this module for check_batch_scheduler, need no Kubernetes client.
+    from operator_runtime.runtime.transport import Transport
 
 KNOWN_BATCH_SCHEDULERS: Final = ("volcano", "yunikorn", "scheduler-plugins", "kai-scheduler")
 """The names KubeRay's ``--batch-scheduler`` accepts; none is implemented here."""

@@ -16,12 +16,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_package_list_names_every_package_folder() -> None:
     """pyproject lists the packages by hand (discovery cannot rename a folder); a new
-    subpackage left out would be missing from the wheel and fail only at a user's import."""
+    subpackage left out would be missing from the wheel and fail only at a user's import.
+    Data folders are listed too, or setuptools warns at every build that they are not."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     on_disk = set()
     for folder, installed_as in (("components", "pulumi_ray"), ("operator_runtime", None)):
-        for init in (ROOT / folder).rglob("__init__.py"):
-            dotted = ".".join(init.parent.relative_to(ROOT).parts)
+        # Every folder: a package, or one of package data (the CRDs, the JSON schemas).
+        for path in [ROOT / folder, *(ROOT / folder).rglob("*")]:
+            if not path.is_dir() or path.name == "__pycache__":
+                continue
+            dotted = ".".join(path.relative_to(ROOT).parts)
             on_disk.add(dotted.replace(folder, installed_as, 1) if installed_as else dotted)
     assert set(setuptools["packages"]) == on_disk
     assert setuptools["package-dir"] == {"pulumi_ray": "components"}
