@@ -17,6 +17,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any
 
@@ -54,19 +55,20 @@ from tests.integration.rayservice.test_rayservice_incremental import (  # noqa: 
 
 
 def test_a_sigkill_mid_upgrade_never_puts_the_new_apps_on_the_active_cluster(
+    second_head: Future[ServeHead],  # noqa: F811 (asked first: it starts in the background)
     gateway_crds: LocalCluster,  # noqa: F811
     namespace: str,
     serve_head: ServeHead,
-    second_head: ServeHead,  # noqa: F811
 ) -> None:
     kube = make_client(gateway_crds)
+    second = second_head.result()
     with (
         CountingProxy(serve_head.dashboard_port) as proxy_1,
-        CountingProxy(second_head.dashboard_port) as proxy_2,
+        CountingProxy(second.dashboard_port) as proxy_2,
         ClusterHosts(kube, namespace),
         FakeGatewayController(kube, namespace),
     ):
-        head_1, head_2 = Head(serve_head, proxy_1), Head(second_head, proxy_2)
+        head_1, head_2 = Head(serve_head, proxy_1), Head(second, proxy_2)
         first = operator(gateway_crds, namespace).__enter__()
         try:
             kube.create(incremental_service(namespace, head_1, "hello"))
