@@ -20,7 +20,7 @@ import pytest
 
 from components.__main__ import main
 from components._inputs import RayInputError
-from components.operator.grafana import BOARDS, FOLDER_ANNOTATION
+from components.operator.grafana import BOARDS, BOARDS_DIR, FOLDER_ANNOTATION
 from components.operator.monitoring import ALERTS, RUNBOOK_DOC, rule_groups
 from components.operator.queries import QUERIES, Query
 from hack import dashboards
@@ -76,6 +76,11 @@ def test_a_query_groups_by_the_labels_it_promises() -> None:
 
 
 # --- the JSON ----------------------------------------------------------------------------
+
+
+def test_the_boards_folder_holds_the_boards_and_nothing_else() -> None:
+    """A file left behind by a renamed board would ship in the wheel, and in no ConfigMap."""
+    assert sorted(BOARDS_DIR.iterdir()) == sorted(board.path for board in BOARDS)
 
 
 @pytest.mark.parametrize("board", BOARDS, ids=lambda b: b.slug)
