@@ -106,7 +106,7 @@ ALERTS: Final[tuple[Alert, ...]] = (
             "passed; ValidationFailed: the spec is refused, status.message says why). "
             f"2. `{_KUBECTL} logs job/{{{{ $labels.name }}}}`: the submitter's output, the "
             "program's own log. 3. `kubectl describe` the RayJob for its events. It fires "
-            "until the RayJob is deleted or rerun."
+            "until the RayJob is deleted."
         ),
     ),
     Alert(
