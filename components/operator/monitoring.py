@@ -109,20 +109,28 @@ ALERTS: Final[tuple[Alert, ...]] = (
             "until the RayJob is deleted."
         ),
     ),
+    # The notes' expression, kuberay_job_execution_duration_seconds{job_deployment_status
+    # !~"Complete|Failed"} > 3600, can never see a running job: KubeRay (and we) record
+    # that duration only when a run ends (Complete, Failed, or Retrying), so it matched
+    # only a failed attempt that is retried. A RayJob Running for an hour is what it means.
     Alert(
         "RayJobExecutionTimeout",
-        'kuberay_job_execution_duration_seconds{job_deployment_status!~"Complete|Failed"} > 3600',
+        'kuberay_job_deployment_status{deployment_status="Running"} == 1',
         "warning",
         f"RayJob {_WHERE} has been running for more than an hour",
-        "It has run for {{ $value }} s without finishing: check it is not deadlocked or "
+        "It has been Running for an hour without finishing: check it is not deadlocked or "
         "waiting for resources it cannot get.",
         runbook=(
-            "The execution time is recorded when an attempt ends, so this fires for an "
-            "attempt that ran over an hour and was then retried (job_deployment_status "
-            "Retrying). Compare with the RayJob's earlier attempts on the RayJobs board; in "
-            "the Ray dashboard, tasks that wait for resources or never finish show where it "
-            "hung; set spec.activeDeadlineSeconds so a stuck attempt ends on its own."
+            f"1. `{_KUBECTL} get rayjob {{{{ $labels.name }}}} -o yaml`: status.startTime and "
+            "the cluster it runs on (status.rayClusterName). 2. The Ray dashboard of that "
+            "cluster: tasks pending for resources no node has, or tasks that never finish, "
+            "show where it hangs; the job's log (the submitter's output, "
+            f"`{_KUBECTL} logs job/{{{{ $labels.name }}}}`) shows its last progress. 3. Set "
+            "spec.activeDeadlineSeconds so a stuck run ends on its own (it then fails with "
+            "DeadlineExceeded and RayJobFailed fires); a job that takes longer than an hour "
+            "by design fires this every run: silence it for that job."
         ),
+        pending="1h",
     ),
     Alert(
         "RayServiceNotReady",
