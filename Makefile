@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo bench shell lint venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay image crds permissions schema clean
+.PHONY: test demo bench shell lint venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay image crds permissions dashboards schema clean
 
 venv: $(STAMP)
 
@@ -89,6 +89,7 @@ lint: venv
 	$(PY) -m operator_runtime.controllers.permission_table --check
 	$(PY) -m components.schema --check
 	$(PY) -m hack.schemadocs --check
+	$(PY) -m hack.dashboards --check
 
 test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay image lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
@@ -109,6 +110,10 @@ crds: venv
 
 permissions: venv
 	$(PY) -m operator_runtime.controllers.permission_table
+
+# The Grafana boards (components/operator/boards/*.json), from the panel queries.
+dashboards: venv
+	$(PY) -m hack.dashboards
 
 # The components' Pulumi package schema (components/schema.json), from their annotations,
 # and the reference in docs/components.md, from the schema.

@@ -34,6 +34,13 @@ to ``pulumi preview --diff``::
 Exit codes: 0 rendered (a diff, empty or not, is a success); 1 a ray.io/v1 object the
 operator would refuse; 2 the program failed (a component's input error, printed as one
 message), an input that cannot be read, or a bad flag.
+
+``python -m pulumi_ray dashboards`` lists the Grafana boards ``RayOperator(
+grafana_dashboards=True)`` installs; ``dashboards BOARD`` prints one's JSON (what the
+ConfigMap holds, and what Grafana's "Import dashboard" takes); ``dashboards --out DIR``
+writes them all as ``DIR/<uid>.json``, e.g. for a Grafana provisioned from files::
+
+    python -m pulumi_ray dashboards rayclusters > rayclusters.json
 """
 
 from __future__ import annotations
@@ -41,11 +48,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 from operator_runtime.api import FeatureGateError
 from operator_runtime.render import add_render_arguments, render_settings
 
+from .operator.grafana import BOARDS
 from .rendering import (
     InputError,
     InvalidResourceError,
@@ -75,7 +84,31 @@ def build_parser() -> argparse.ArgumentParser:
         "--stack", help="take the program's config from Pulumi.<STACK>.yaml (default: none)"
     )
     add_render_arguments(render)
+    dashboards = commands.add_parser(
+        "dashboards",
+        help="list the Grafana boards, print one's JSON, or write them all to a folder",
+        description="The Grafana boards RayOperator(grafana_dashboards=True) installs.",
+    )
+    dashboards.add_argument(
+        "board", nargs="?", choices=[b.slug for b in BOARDS], help="print this board's JSON"
+    )
+    dashboards.add_argument("--out", metavar="DIR", help="write every board to DIR/<uid>.json")
     return parser
+
+
+def _dashboards(board: str | None, out_dir: str | None, out: TextIO) -> int:
+    if out_dir is not None:
+        folder = Path(out_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        for each in BOARDS:
+            (folder / f"{each.uid}.json").write_text(each.json())
+            out.write(f"{folder / f'{each.uid}.json'}\n")
+    elif board is not None:
+        out.write(next(b for b in BOARDS if b.slug == board).json())
+    else:
+        for each in BOARDS:
+            out.write(f"{each.slug:<12} {each.title}\n")
+    return 0
 
 
 def main(
@@ -83,6 +116,8 @@ def main(
 ) -> int:
     out, err = stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
+    if args.command == "dashboards":
+        return _dashboards(args.board, args.out, out)
     try:
         options, cleanup_job = render_settings(args)
     except FeatureGateError as error:

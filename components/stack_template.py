@@ -167,6 +167,10 @@ class OperatorConfig(_ConfigModel):
     monitoring_labels: dict[str, str] | None = None
     service_monitor_interval: str | None = None
     service_monitor_namespace: str | None = None
+    grafana_dashboards: bool = False
+    grafana_dashboard_labels: dict[str, str] | None = None
+    grafana_dashboard_namespace: str | None = None
+    grafana_folder: str | None = None
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
     pod_labels: dict[str, str] | None = None

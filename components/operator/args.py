@@ -153,6 +153,21 @@ class RayOperatorArgs:
     service_monitor_namespace: pulumi.Input[str] | None = None
     """Where the ServiceMonitor lives, for a Prometheus that reads only its own namespace
     (e.g. ``monitoring``); the operator's namespace when None."""
+    grafana_dashboards: bool | None = False
+    """Four Grafana boards (RayClusters, RayJobs, RayServices, the operator itself), one
+    ConfigMap each, for the dashboard sidecar of kube-prometheus-stack's Grafana
+    (docs/observability.md). One RayOperator per Grafana: the boards show every operator
+    its Prometheus scrapes."""
+    grafana_dashboard_labels: Mapping[str, str] | None = None
+    """The labels the sidecar selects ConfigMaps by (its ``label`` and ``labelValue``);
+    ``{"grafana_dashboard": "1"}``, kube-prometheus-stack's, when None."""
+    grafana_dashboard_namespace: pulumi.Input[str] | None = None
+    """Where the boards' ConfigMaps live: the sidecar reads only Grafana's own namespace
+    unless its ``searchNamespace`` says otherwise (e.g. ``monitoring``); the operator's
+    namespace when None."""
+    grafana_folder: str | None = None
+    """The Grafana folder of the boards, as the ``grafana_folder`` annotation (read when the
+    sidecar's ``folderAnnotation`` is ``grafana_folder``); none when None."""
     labels: Mapping[str, str] | None = None
     """Extra labels on every object the component makes but the CRDs (kept as committed),
     the pods included (cost centre, team). Our ``app.kubernetes.io/*`` labels select the
@@ -221,6 +236,11 @@ class Plan:
     service_monitor_interval: str
     service_monitor_namespace: pulumi.Input[str] | None
     """None: the operator's namespace."""
+    grafana_dashboards: bool
+    grafana_dashboard_labels: Mapping[str, str]
+    grafana_dashboard_namespace: pulumi.Input[str] | None
+    """None: the operator's namespace."""
+    grafana_folder: str | None
     extra_labels: Mapping[str, str]
     extra_annotations: Mapping[str, str]
     pod_labels: Mapping[str, str]

@@ -27,6 +27,7 @@ from .args import (
     RayOperatorArgs,
 )
 from .config import ConfigRefusal, OwnedSettings, config_map_suffix, render_file
+from .grafana import DEFAULT_DASHBOARD_LABELS
 from .refusal import Refusal as _Refusal
 
 __all__ = ["settle"]
@@ -118,7 +119,15 @@ def _settle(resource_name: str, args: RayOperatorArgs) -> Plan:
         prometheus_rule=bool(args.prometheus_rule),
         monitoring_labels=podchecks.label_map("monitoring_labels", args.monitoring_labels),
         service_monitor_interval=podchecks.scrape_interval(args.service_monitor_interval),
-        service_monitor_namespace=_namespace_or_none(args.service_monitor_namespace),
+        service_monitor_namespace=_namespace_or_none(
+            "service_monitor_namespace", args.service_monitor_namespace
+        ),
+        grafana_dashboards=bool(args.grafana_dashboards),
+        grafana_dashboard_labels=_dashboard_labels(args.grafana_dashboard_labels),
+        grafana_dashboard_namespace=_namespace_or_none(
+            "grafana_dashboard_namespace", args.grafana_dashboard_namespace
+        ),
+        grafana_folder=_folder(args.grafana_folder),
         extra_labels=podchecks.label_map("labels", args.labels),
         extra_annotations=podchecks.annotation_map("annotations", args.annotations),
         pod_labels=podchecks.label_map("pod_labels", args.pod_labels),
@@ -138,10 +147,37 @@ def _settle(resource_name: str, args: RayOperatorArgs) -> Plan:
     )
 
 
-def _namespace_or_none(namespace: pulumi.Input[str] | None) -> pulumi.Input[str] | None:
+def _namespace_or_none(path: str, namespace: pulumi.Input[str] | None) -> pulumi.Input[str] | None:
     if isinstance(namespace, str):
-        _check_dns_label("service_monitor_namespace", namespace)
+        _check_dns_label(path, namespace)
     return namespace
+
+
+def _dashboard_labels(labels: Mapping[str, str] | None) -> Mapping[str, str]:
+    if labels is None:
+        return DEFAULT_DASHBOARD_LABELS
+    checked = podchecks.label_map("grafana_dashboard_labels", labels)
+    if not checked:
+        # No label: the sidecar would never load the boards, and nothing would say so.
+        raise _Refusal(
+            "grafana_dashboard_labels",
+            "is empty: the Grafana sidecar finds dashboards by a label",
+            'leave it None for {"grafana_dashboard": "1"}, or give the label your '
+            "sidecar's `label` setting names",
+            "DASHBOARD_LABELS",
+        )
+    return checked
+
+
+def _folder(folder: str | None) -> str | None:
+    if folder is not None and (not isinstance(folder, str) or not folder.strip()):
+        raise _Refusal(
+            "grafana_folder",
+            f"must be a folder's name, got {folder!r}",
+            'e.g. "Ray", or None for none',
+            "GRAFANA_FOLDER",
+        )
+    return folder
 
 
 def _operator_config(

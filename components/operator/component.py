@@ -12,7 +12,8 @@ What it creates, each a child of the component (``parent=self``):
   leader-election Role in its own namespace;
 - the Deployment, the ConfigMap of ``operator_config`` (optional), the metrics Service
   and, with replicas > 1, a PodDisruptionBudget (``deployment.py``); optionally a
-  ServiceMonitor and a PrometheusRule (``monitoring.py``).
+  ServiceMonitor and a PrometheusRule (``monitoring.py``) and the Grafana boards'
+  ConfigMaps (``grafana.py``).
 
 Workload components take it in ``opts.depends_on``, so they wait for it on ``up`` and are
 deleted while it still runs on ``destroy``; they read its ``feature_gates`` to validate
@@ -35,6 +36,7 @@ from .deployment import (
     create_disruption_budget,
     create_metrics_service,
 )
+from .grafana import create_dashboards
 from .monitoring import create_prometheus_rule, create_service_monitor
 from .rbac import create_rbac
 
@@ -54,7 +56,7 @@ def load_crds() -> tuple[dict[str, Any], ...]:
 
 
 class RayOperator(pulumi.ComponentResource):
-    """The ray.io/v1 operator: CRDs, RBAC, Deployment, metrics, alerts.
+    """The ray.io/v1 operator: CRDs, RBAC, Deployment, metrics, alerts, dashboards.
 
     ``RayOperator("ray", RayOperatorArgs(replicas=2, watch_namespaces=["team-a"]))``.
     Arguments are checked before anything is registered; a mistake raises
@@ -114,6 +116,8 @@ class RayOperator(pulumi.ComponentResource):
             create_service_monitor(self, plan, self.namespace)
         if plan.prometheus_rule:
             create_prometheus_rule(self, plan, self.namespace)
+        if plan.grafana_dashboards:
+            create_dashboards(self, plan, self.namespace)
         self.register_outputs(
             {
                 "namespace": self.namespace,

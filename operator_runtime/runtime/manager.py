@@ -278,6 +278,7 @@ class Manager:
 
     def _start_workers(self) -> None:
         for runner in self._runners:
+            self.metrics.controller_started(runner.controller.name)
             for index in range(max(1, self.options.concurrency)):
                 # Daemons: after losing the Lease the process exits without waiting
                 # for a reconcile stuck in a call (its writes are refused anyway).

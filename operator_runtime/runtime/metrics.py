@@ -7,9 +7,13 @@ KubeRay dashboards and alerts keep working.
 
 from __future__ import annotations
 
+from typing import Final
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
+RECONCILE_RESULTS: Final = ("success", "error", "requeue_after")
+"""The ``result`` label of ``controller_runtime_reconcile_total``."""
 _RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _QUEUE_BUCKETS = (1e-4, 1e-3, 0.01, 0.1, 1, 10, 100, 1000)
 
@@ -78,6 +82,17 @@ class RuntimeMetrics:
             "operator_events_dropped_total", "Events refused by the per-object budget.",
             registry=r,
         )  # fmt: skip
+
+    def controller_started(self, controller: str) -> None:
+        """A controller's series, at zero, as controller-runtime makes them when a
+        controller starts: an operator that has had no error yet then shows an error rate
+        of 0 rather than no data (the boards' and the alerts' queries match nothing that is
+        absent), and its first error counts in ``rate()``, which needs a sample before the
+        rise (a counter that first appears at 1 has none)."""
+        for result in RECONCILE_RESULTS:
+            self.reconcile_total.labels(controller, result)
+        self.reconcile_errors.labels(controller)
+        self.active_workers.labels(controller).set(0)
 
     def observe_request(self, verb: str, code: str, seconds: float) -> None:
         self.api_requests.labels(verb, code).inc()

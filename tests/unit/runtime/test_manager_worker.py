@@ -100,3 +100,38 @@ def test_a_permanent_error_is_not_retried(caplog: pytest.LogCaptureFixture) -> N
     assert queue.get(block=False) is None
     assert count(metrics, "error") == 1
     assert any("permanently" in r.getMessage() for r in caplog.records)
+
+
+def test_a_started_controller_exports_its_counters_at_zero() -> None:
+    """As controller-runtime's: an error rate of 0, not no data, before the first error."""
+    metrics = RuntimeMetrics(CollectorRegistry())
+    manager = Manager(None, ManagerOptions(), metrics=metrics)  # type: ignore[arg-type]
+    runner = _Runner(Scripted(Result()), WorkQueue(clock=FakeClock()))
+    manager._runners.append(runner)
+    assert (
+        metrics.registry.get_sample_value(
+            "controller_runtime_reconcile_errors_total", {"controller": "scripted"}
+        )
+        is None
+    )
+
+    manager._start_workers()
+    runner.queue.shut_down()
+    for thread in runner.threads:
+        thread.join(timeout=10)
+
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in metrics.registry.collect()
+        for sample in family.samples
+        if sample.labels.get("controller") == "scripted" and not sample.name.endswith("_created")
+    }
+    assert samples == {
+        **{
+            ("controller_runtime_reconcile_total",
+             (("controller", "scripted"), ("result", result))): 0.0
+            for result in ("success", "error", "requeue_after")
+        },
+        ("controller_runtime_reconcile_errors_total", (("controller", "scripted"),)): 0.0,
+        ("controller_runtime_active_workers", (("controller", "scripted"),)): 0.0,
+    }  # fmt: skip
