@@ -69,13 +69,18 @@ ALERTS: Final[tuple[Alert, ...]] = (
         f"RayJob {_WHERE} failed",
         "The RayJob's events and its submitter's logs say why.",
     ),
+    # The notes' expression, kuberay_job_execution_duration_seconds{job_deployment_status
+    # !~"Complete|Failed"} > 3600, can never see a running job: KubeRay (and we) record
+    # that duration only when a run ends (Complete, Failed, or Retrying), so it matched
+    # only a failed attempt that is retried. A RayJob Running for an hour is what it means.
     Alert(
         "RayJobExecutionTimeout",
-        'kuberay_job_execution_duration_seconds{job_deployment_status!~"Complete|Failed"} > 3600',
+        'kuberay_job_deployment_status{deployment_status="Running"} == 1',
         "warning",
         f"RayJob {_WHERE} has been running for more than an hour",
-        "It has run for {{ $value }} s without finishing: check it is not deadlocked or "
+        "It has been Running for an hour without finishing: check it is not deadlocked or "
         "waiting for resources it cannot get.",
+        pending="1h",
     ),
     Alert(
         "RayServiceNotReady",
