@@ -2,8 +2,9 @@
 really exports.
 
 One module, set up once: the operator (``python -m operator_runtime``) watches one
-namespace and KubeRay v1.6.2's (``hack/kuberay``, with ``--enable-metrics``) another;
-each is scraped every second by a Prometheus of its own (Debian's, ``hack/prometheus``)
+namespace and KubeRay v1.6.2's (``hack/kuberay``, with ``--enable-metrics``) another,
+both with leader election on as deployed (the leader panel reads what only an elected
+operator sets); each is scraped every second by a Prometheus of its own (Debian's, ``hack/prometheus``)
 that loads the alert rules exactly as ``RayOperator(prometheus_rule=True)`` renders them,
 with the scrape settings of its rendered ServiceMonitor. The same objects go to both
 namespaces: a RayCluster that becomes ready and one that cannot (its head asks for a
@@ -42,6 +43,7 @@ from components.operator.monitoring import ALERTS, Alert
 from components.operator.queries import QUERIES
 from hack import kuberay
 from hack import prometheus as prometheus_tools
+from hack.clusterhosts import ClusterHosts
 from hack.localcluster import LocalCluster
 from hack.localcluster.cluster import free_port
 from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE
@@ -58,7 +60,7 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     raycluster,
     wait_for,
 )
-from tests.integration.rayjob.conftest import ClusterHosts, operator, rayjob
+from tests.integration.rayjob.conftest import operator, rayjob
 from tests.integration.rayservice.conftest import (  # noqa: F401 (fixtures)
     ServeHead,
     add_head_env,
@@ -261,6 +263,13 @@ def _drive(kube: KubeClient, sides: dict[str, Side], started: float) -> None:
         time.sleep(0.2)
 
 
+def leader_election(namespace: str) -> tuple[str, ...]:
+    """On, as deployed (the component's default, KubeRay's chart's): the operator board's
+    leader panel reads the gauge only an elected operator sets. Each side's Lease in its
+    own namespace, so the two never contend for the one default name."""
+    return ("--enable-leader-election=true", f"--leader-election-namespace={namespace}")
+
+
 def _stop_sleepers(kube: KubeClient, head: ServeHead, namespaces: list[str]) -> None:
     """The head is the module's: no sleeping Ray job may outlive it."""
     with DashboardPool() as pool:
@@ -300,10 +309,10 @@ def observed(
     # ``ray_crds`` waits for the RayCluster CRD only.
     wait_for("the RayJob and RayService CRDs served", served, timeout=60, interval=0.2)
     suffix = uuid.uuid4().hex[:6]
-    namespaces = {side: f"{side}-{suffix}" for side in SIDES}
+    namespaces = {name: f"{name}-{suffix}" for name in SIDES}
     for namespace in namespaces.values():
         ray_crds.kubectl("create", "namespace", namespace)
-    ports = {side: free_port() for side in SIDES}
+    ports = {name: free_port() for name in SIDES}
     with ExitStack() as stack:
         stack.callback(
             lambda: [
@@ -312,27 +321,36 @@ def observed(
             ]
         )
         stack.enter_context(
-            operator(ray_crds, namespaces["ours"], f"--metrics-addr=127.0.0.1:{ports['ours']}")
-        )
+            operator(
+                ray_crds, namespaces["ours"], f"--metrics-addr=127.0.0.1:{ports['ours']}",
+                *leader_election(namespaces["ours"]),
+            )
+        )  # fmt: skip
         theirs = kuberay.start_operator(
             kubeconfig=ray_crds.kubeconfig, watch_namespace=namespaces["kuberay"],
             log_path=work / "kuberay.log", metrics_port=ports["kuberay"],
-            probe_port=free_port(), extra=("--enable-metrics",),
+            probe_port=free_port(),
+            extra=("--enable-metrics", *leader_election(namespaces["kuberay"])),
         )  # fmt: skip
-        stack.callback(lambda: (theirs.terminate(), theirs.wait(30)))
+
+        def stop_kuberay() -> None:
+            theirs.terminate()
+            theirs.wait(30)
+
+        stack.callback(stop_kuberay)
         for namespace in namespaces.values():
             stack.enter_context(ClusterHosts(kube, namespace))
         started_wall = time.time()
         sides: dict[str, Side] = {}
-        for side in SIDES:
-            (work / side).mkdir()
-            config = work / side / "prometheus.yml"
-            config.write_text(prometheus_config(rendered, rules_file, ports[side]))
+        for name in SIDES:
+            (work / name).mkdir()
+            config = work / name / "prometheus.yml"
+            config.write_text(prometheus_config(rendered, rules_file, ports[name]))
             server = prometheus_tools.start(
-                config, work / side, free_port(), work / side / "prometheus.log"
+                config, work / name, free_port(), work / name / "prometheus.log"
             )
             stack.callback(server.stop)
-            sides[side] = Side(side, namespaces[side], Server(server.url, started_wall))
+            sides[name] = Side(name, namespaces[name], Server(server.url, started_wall))
         stack.callback(lambda: _stop_sleepers(kube, serve_head, list(namespaces.values())))
         started = time.monotonic()
         for side in sides.values():
