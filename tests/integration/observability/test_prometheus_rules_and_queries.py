@@ -4,9 +4,10 @@ really exports.
 One module, set up once: the operator (``python -m operator_runtime``) watches one
 namespace and KubeRay v1.6.2's (``hack/kuberay``, with ``--enable-metrics``) another,
 both with leader election on as deployed (the leader panel reads what only an elected
-operator sets); each is scraped every second by a Prometheus of its own (Debian's, ``hack/prometheus``)
-that loads the alert rules exactly as ``RayOperator(prometheus_rule=True)`` renders them,
-with the scrape settings of its rendered ServiceMonitor. The same objects go to both
+operator sets); each is scraped every second by a Prometheus of its own (Debian's,
+``hack/prometheus``) that loads the alert rules exactly as
+``RayOperator(prometheus_rule=True)`` renders them, with the scrape settings of its
+rendered ServiceMonitor. The same objects go to both
 namespaces: a RayCluster that becomes ready and one that cannot (its head asks for a
 node that does not exist), a RayJob that completes, one that fails after one retry and
 one left running, and a RayService that becomes ready and is then upgraded. Every Ray
@@ -49,7 +50,7 @@ from hack.localcluster.cluster import free_port
 from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE
 from operator_runtime.clients import DashboardError, DashboardPool, direct_endpoint
 from operator_runtime.runtime.client import KubeClient
-from operator_runtime.runtime.errors import NotFound
+from operator_runtime.runtime.errors import Conflict, NotFound
 from operator_runtime.runtime.kinds import RAY_JOB, RAY_SERVICE
 from tests.components.workload_mocks import run
 from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
@@ -231,8 +232,11 @@ def _goals(kube: KubeClient, side: Side) -> set[str]:
         if condition(status, "Ready").get("status") == "True":
             reached.add("service Ready")
             if side.upgraded_from is None and active:
-                add_head_env(kube, ns, "serves", "1")  # a new cluster: a blue/green upgrade
-                side.upgraded_from = active
+                # A new cluster: a blue/green upgrade. A write racing the operator's is
+                # refused (409) and tried again on the next round.
+                with suppress(Conflict):
+                    add_head_env(kube, ns, "serves", "1")
+                    side.upgraded_from = active
         if side.upgraded_from is not None and (
             condition(status, "UpgradeInProgress").get("status") == "True"
             or (status.get("pendingServiceStatus") or {}).get("rayClusterName")
