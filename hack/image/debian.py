@@ -172,14 +172,29 @@ def _uris(records: dict[str, dict[str, str]]) -> dict[str, str]:
     return uris
 
 
-def lock(path: Path = LOCK_FILE) -> list[Package]:
-    """Resolve the closure from apt's current indexes and write it to ``path``."""
-    records = _closure()
+def _packages(records: dict[str, dict[str, str]]) -> list[Package]:
     uris = _uris(records)
-    packages = [
+    return [
         Package(name, r["Version"], r["Architecture"], r["SHA256"], int(r["Size"]), uris[name])
         for name, r in sorted(records.items())
     ]
+
+
+def locate(names: tuple[str, ...]) -> list[Package]:
+    """Exactly ``names``, without their dependencies, as apt's current indexes have them:
+    for a tool that is only run from its extracted files (its libraries are the host's)."""
+    records = {}
+    for name in names:
+        record = _show(name)
+        if record is None:
+            raise RuntimeError(f"apt knows no package {name!r}: run `apt-get update` first")
+        records[name] = record
+    return _packages(records)
+
+
+def lock(path: Path = LOCK_FILE) -> list[Package]:
+    """Resolve the closure from apt's current indexes and write it to ``path``."""
+    packages = _packages(_closure())
     header = [
         "# The image's Debian packages (python -m hack.image lock writes this; commit it).",
         f"# The dependency closure of: {' '.join(ROOTS)}",
@@ -208,21 +223,29 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fetch(packages: list[Package]) -> list[Path]:
-    """The locked .debs from the cache, downloading (and checking) what is missing."""
-    directory = cache_dir()
+_REFRESH = "refresh the lock with `python -m hack.image lock` and commit hack/image/debian.lock"
+
+
+def fetch(
+    packages: list[Package],
+    directory: Path | None = None,
+    refresh: str = _REFRESH,
+) -> list[Path]:
+    """The locked .debs from the cache (``directory``, the image's by default),
+    downloading (and checking) what is missing; ``refresh`` says how to renew the lock
+    when the mirror has dropped a version."""
+    directory = directory or cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for package in packages:
         path = directory / package.file_name
         if not (path.is_file() and _sha256(path) == package.sha256):
-            _download(package, path)
+            _download(package, path, refresh)
         paths.append(path)
     return paths
 
 
-def _download(package: Package, path: Path) -> None:
-    refresh = "refresh the lock with `python -m hack.image lock` and commit hack/image/debian.lock"
+def _download(package: Package, path: Path, refresh: str) -> None:
     progress(f"downloading {package.name} {package.version}")
     partial = path.with_name(path.name + ".partial")
     try:

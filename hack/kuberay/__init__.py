@@ -51,9 +51,16 @@ def ensure_built(*, force: bool = False) -> gobuild.Built:
 
 
 def start_operator(
-    *, kubeconfig: Path, watch_namespace: str, log_path: Path, metrics_port: int, probe_port: int
+    *,
+    kubeconfig: Path,
+    watch_namespace: str,
+    log_path: Path,
+    metrics_port: int,
+    probe_port: int,
+    extra: tuple[str, ...] = (),
 ) -> subprocess.Popen[bytes]:
-    """Run KubeRay's operator against one namespace, logging to ``log_path``."""
+    """Run KubeRay's operator against one namespace, logging to ``log_path``; ``extra``
+    adds flags (``--enable-metrics`` for its ``kuberay_*`` metrics)."""
     binary = ensure_built().path("ray-operator")
     log = log_path.open("ab")
     try:
@@ -66,6 +73,7 @@ def start_operator(
                 f"--metrics-addr=127.0.0.1:{metrics_port}",
                 f"--health-probe-bind-address=127.0.0.1:{probe_port}",
                 "--log-stdout-encoder=console",
+                *extra,
             ],
             stdin=subprocess.DEVNULL,
             stdout=log,
