@@ -215,7 +215,16 @@ def test_a_suspend_cancelled_midway_completes_then_resumes(
         )
         kube.patch(RAY_SERVICE, name, namespace, {"spec": {"suspend": False}})
         cancelled = time.monotonic()
-        back = wait_for("Ready again", ready(kube, namespace, name), timeout=60)
+        is_ready = ready(kube, namespace, name)
+        # Ready on a new active cluster. A fresh-clone run once saw Ready with no
+        # activeServiceStatus 1.0 s after the cancel (Ready follows the serve endpoints,
+        # which the old head's pod may still hold while it goes away); that transient is a
+        # finding to chase, not what this test is about.
+        back = wait_for(
+            "Ready again on an active cluster",
+            lambda: (status := is_ready()) and "activeServiceStatus" in status and status,
+            timeout=60,
+        )
         took = time.monotonic() - cancelled
     print(f"\nsuspend cancelled midway -> Ready again in {took:.1f} s")
     assert back["activeServiceStatus"]["rayClusterName"] != first, "the suspend did not complete"
