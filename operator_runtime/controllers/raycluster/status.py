@@ -41,11 +41,13 @@ from operator_runtime.controllers.raycluster.podwrites import ReplicaFailureErro
 from operator_runtime.controllers.raycluster.resources import desired_resources
 from operator_runtime.render import desired_worker_replicas
 from operator_runtime.runtime.clock import format_time
+from operator_runtime.runtime.errors import TemporaryError
 from operator_runtime.runtime.kinds import Object
 
 
-class StatusError(Exception):
-    """The status cannot be computed (e.g. the head Service is missing)."""
+class StatusError(TemporaryError):
+    """The status cannot be computed yet (e.g. the head Service is missing): retried with
+    the key's backoff and logged as a retry, not as an unexpected exception's traceback."""
 
 
 @dataclass(frozen=True, slots=True)
