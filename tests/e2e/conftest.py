@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -41,6 +42,24 @@ class PulumiEngine:
 
     engine: Engine
     env: dict[str, str]
+
+    def cli(self, cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        """Run the built CLI non-interactively; a failure raises with its whole output,
+        the engine's own words."""
+        result = subprocess.run(
+            [str(self.engine.path("pulumi")), *args, "--non-interactive"],
+            cwd=cwd,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if result.returncode != 0:
+            raise AssertionError(
+                f"pulumi {' '.join(args)} exited {result.returncode}\n"
+                f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+            )
+        return result
 
 
 @pytest.fixture(scope="session")

@@ -29,26 +29,6 @@ pytestmark = pytest.mark.timeout(2400)
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 
 
-def _pulumi(
-    engine: PulumiEngine, cwd: Path, *args: str, timeout: float = 600
-) -> subprocess.CompletedProcess[str]:
-    """Run the built CLI; a failure raises with its whole output, the engine's own words."""
-    result = subprocess.run(
-        [str(engine.engine.path("pulumi")), *args, "--non-interactive"],
-        cwd=cwd,
-        env=engine.env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if result.returncode != 0:
-        raise AssertionError(
-            f"pulumi {' '.join(args)} exited {result.returncode}\n"
-            f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-        )
-    return result
-
-
 def test_yaml_program_previews_a_config_map(
     pulumi_engine: PulumiEngine, local_cluster: LocalCluster, tmp_path: Path
 ) -> None:
@@ -70,16 +50,15 @@ def test_yaml_program_previews_a_config_map(
         )
     )
     started = time.monotonic()
-    _pulumi(pulumi_engine, tmp_path, "stack", "init", "spike")
-    _pulumi(
-        pulumi_engine,
+    pulumi_engine.cli(tmp_path, "stack", "init", "spike")
+    pulumi_engine.cli(
         tmp_path,
         "config",
         "set",
         "kubernetes:kubeconfig",
         str(local_cluster.kubeconfig),
     )
-    preview = json.loads(_pulumi(pulumi_engine, tmp_path, "preview", "--json").stdout)
+    preview = json.loads(pulumi_engine.cli(tmp_path, "preview", "--json").stdout)
     elapsed = time.monotonic() - started
     steps = {(step["newState"]["type"], step["op"]) for step in preview["steps"]}
     assert (CONFIG_MAP, "create") in steps, preview["steps"]

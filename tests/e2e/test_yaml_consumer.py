@@ -12,7 +12,6 @@ test_consumers.py's, with the TypeScript and Go quickstarts.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -27,24 +26,6 @@ pytestmark = pytest.mark.timeout(1200)
 YAML_QUICKSTART = EXAMPLES / "yaml-quickstart"
 
 
-def _pulumi(engine: PulumiEngine, cwd: Path, *args: str) -> str:
-    """Run the built CLI and return its stdout; a failure raises with the engine's words."""
-    result = subprocess.run(
-        [str(engine.engine.path("pulumi")), *args, "--non-interactive"],
-        cwd=cwd,
-        env=engine.env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if result.returncode != 0:
-        raise AssertionError(
-            f"pulumi {' '.join(args)} exited {result.returncode}\n"
-            f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-        )
-    return result.stdout
-
-
 def test_the_engine_gets_the_committed_schema_from_the_plugin(
     pulumi_engine: PulumiEngine, tmp_path: Path
 ) -> None:
@@ -53,8 +34,10 @@ def test_the_engine_gets_the_committed_schema_from_the_plugin(
     drop what the schema language has no place for (a description on a map's values,
     empty lists), so both sides go through the same reading."""
     plugin = write_provider_plugin(tmp_path / "bin")
-    served = _pulumi(pulumi_engine, tmp_path, "package", "get-schema", str(plugin))
-    committed = _pulumi(pulumi_engine, tmp_path, "package", "get-schema", str(SCHEMA_FILE))
+    served = pulumi_engine.cli(tmp_path, "package", "get-schema", str(plugin), timeout=300).stdout
+    committed = pulumi_engine.cli(
+        tmp_path, "package", "get-schema", str(SCHEMA_FILE), timeout=300
+    ).stdout
     assert json.loads(served) == json.loads(committed)
     tokens = {f"{PACKAGE_NAME}:index:{c.__name__}" for c in COMPONENTS}
     assert set(json.loads(served)["resources"]) == tokens
