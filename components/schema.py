@@ -41,6 +41,7 @@ __all__ = [
     "main",
     "package_schema",
     "package_version",
+    "with_sdk_settings",
     "write_or_check",
 ]
 
@@ -87,6 +88,11 @@ def package_schema() -> dict[str, Any]:
         sorted(analyzed["dependencies"], key=lambda d: f"{d.name}{d.version}"),
     )
     document: dict[str, Any] = spec.to_json()
+    return with_sdk_settings(document)
+
+
+def with_sdk_settings(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` (an analyzer-made schema) with ``LANGUAGE_SETTINGS`` merged in."""
     for language, settings in LANGUAGE_SETTINGS.items():
         document.setdefault("language", {}).setdefault(language, {}).update(settings)
     return document

@@ -19,7 +19,7 @@ Two ways in, one server:
 import json
 import sys
 
-from ..schema import COMPONENTS, PACKAGE_NAME, package_schema, package_version
+from ..schema import COMPONENTS, PACKAGE_NAME, package_version, with_sdk_settings
 
 __all__ = ["serve"]
 
@@ -30,7 +30,7 @@ def serve() -> None:
     The engine's address is the first command-line argument (``pulumi.provider.main``
     reads ``sys.argv`` itself); the port served on is printed on stdout for the engine.
     The host is Pulumi's (``component_provider_host`` in parts): its provider infers the
-    schema, and the schema it answers with is ``package_schema()``, the analyzer's plus
+    schema, and the schema it answers with is the provider's own analysis plus
     the SDK settings the analyzer cannot say (npm name, Go import path), so ``pulumi
     package add`` generates the SDKs the committed ``schema.json`` describes.
     """
@@ -40,5 +40,7 @@ def serve() -> None:
     from pulumi.provider.experimental.component import ComponentProvider
 
     provider = ComponentProvider(list(COMPONENTS), PACKAGE_NAME, None, package_version())
-    provider.schema = json.dumps(package_schema())
+    # The provider has analyzed the components already: add the SDK settings to its
+    # schema rather than analyze them a second time at every start.
+    provider.schema = json.dumps(with_sdk_settings(json.loads(provider.schema or "{}")))
     main(provider, sys.argv[1:])
