@@ -13,7 +13,9 @@ machine:
 
 TLS is Kueue's own internal certificate management, as in a release: it generates a CA
 and a serving certificate for ``kueue-webhook-service.kueue-system.svc``, keeps them in
-the Secret and writes the CA into the webhook configurations and the CRDs. The API server
+the Secret and writes the CA into the webhook configurations and the CRDs. In a pod the
+kubelet mounts that Secret at the webhook's certificate directory, and Kueue waits for
+the files to appear there; here ``SecretFiles`` plays the kubelet's part. The API server
 resolves the Service to its cluster IP (its default, no endpoints needed); the sandbox
 routes the service range to loopback, so the call reaches Kueue's webhook server, which
 listens on all addresses at the Service's own port.
@@ -21,10 +23,12 @@ listens on all addresses at the Service's own port.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -167,6 +171,41 @@ def install(cluster: LocalCluster, built: Any, *, webhook_port: int) -> None:
     )  # fmt: skip
 
 
+class SecretFiles:
+    """Keeps ``directory`` holding the Secret's keys as files, as the kubelet does for a
+    Secret volume: polled, written when the data changes, until ``stop``."""
+
+    def __init__(self, cluster: LocalCluster, directory: Path) -> None:
+        self._cluster, self._directory = cluster, directory
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._written: dict[str, str] = {}
+
+    def start(self) -> None:
+        self._directory.mkdir(parents=True, exist_ok=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(2.0 if self._written else 0.3):
+            found = self._cluster.kubectl(
+                "-n", NAMESPACE, "get", "secret", SECRET, "-o", "jsonpath={.data}", check=False
+            )
+            if found.returncode != 0 or not found.stdout.strip():
+                continue
+            data: dict[str, str] = yaml.safe_load(found.stdout)
+            if data == self._written:
+                continue
+            for key, value in data.items():
+                staging = self._directory / f".{key}.tmp"
+                staging.write_bytes(base64.b64decode(value))
+                staging.replace(self._directory / key)
+            self._written = data
+
+
 def _ready(health_port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{health_port}/readyz", timeout=2) as r:
@@ -194,6 +233,8 @@ def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> 
     )
     config_path.write_text(yaml.safe_dump(config))
     log_path = state_dir / "kueue.log"
+    secret_files = SecretFiles(cluster, state_dir / "certs")
+    secret_files.start()
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             [str(built.path(kueue.BINARY)), f"--config={config_path}", "--zap-log-level=2"],
@@ -210,6 +251,7 @@ def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> 
             time.sleep(0.2)
         yield log_path
     finally:
+        secret_files.stop()
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
             try:
