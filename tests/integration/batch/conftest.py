@@ -9,12 +9,14 @@ this worker's control plane never depend on it.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from hack.kueue import run as kueue_run
 from hack.localcluster import LocalCluster
@@ -34,7 +36,9 @@ def kueue(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Path]:
     """Kueue running, ready to admit; yields its log file."""
+    started = time.monotonic()
     with kueue_run.running(ray_crds, tmp_path_factory.mktemp("kueue")) as log:
+        print(f"\nKueue: installed and ready in {time.monotonic() - started:.1f} s")
         yield log
 
 
@@ -56,6 +60,50 @@ def queued_namespace(ray_crds: LocalCluster, kueue: Path) -> Iterator[str]:  # n
     )
     yield name
     ray_crds.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def apply_quota(cluster: LocalCluster, namespace: str, *, cpu: str, memory: str) -> None:
+    """Create ``quota``'s objects and wait for the ClusterQueue to be Active: Kueue's
+    readiness is its webhook server's, its controllers may still be syncing then."""
+    documents = quota(namespace, cpu=cpu, memory=memory)
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(documents))
+    cluster.kubectl(
+        "wait", "--for=condition=Active", "--timeout=60s",
+        f"clusterqueue.kueue.x-k8s.io/{namespace}",
+    )  # fmt: skip
+
+
+def delete_quota(cluster: LocalCluster, namespace: str) -> None:
+    """The ClusterQueue (its finalizer holds it while Workloads remain: not waited for)."""
+    cluster.kubectl("delete", "clusterqueue.kueue.x-k8s.io", namespace, "--wait=false", check=False)
+
+
+def workload_owners(cluster: LocalCluster, namespace: str) -> dict[str, dict[str, str]]:
+    """The namespace's Workloads by the object that owns each: condition type -> status."""
+    found = cluster.get_json("-n", namespace, "workloads.kueue.x-k8s.io")
+    by_owner = {}
+    for item in found["items"]:
+        owners = item["metadata"].get("ownerReferences") or [{}]
+        conditions = {
+            c["type"]: c["status"] for c in (item.get("status") or {}).get("conditions") or ()
+        }
+        by_owner[owners[0].get("name", "")] = conditions
+    return by_owner
+
+
+def create_in_order(
+    kube: KubeClient, cluster: LocalCluster, namespace: str, *manifests: dict[str, Any]
+) -> None:
+    """Create each object once the one before has its Workload: Kueue queues Workloads
+    in creation order, so the first is the one admitted."""
+    for manifest in manifests:
+        kube.create(manifest)
+        name = manifest["metadata"]["name"]
+        wait_for(
+            f"a Workload for {name}",
+            lambda name=name: name in workload_owners(cluster, namespace),
+            30, 0.05,
+        )  # fmt: skip
 
 
 def quota(namespace: str, *, cpu: str, memory: str) -> list[dict[str, Any]]:

@@ -11,13 +11,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import yaml
-
 from hack.kueue.run import QUEUE_NAME_LABEL
 from hack.localcluster import LocalCluster
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import POD, RAY_CLUSTER, RAY_JOB
-from tests.integration.batch.conftest import quota, wait_for
+from tests.integration.batch.conftest import (
+    apply_quota,
+    create_in_order,
+    delete_quota,
+    wait_for,
+    workload_owners,
+)
 from tests.integration.rayjob.conftest import ClusterHosts, describe_job, job_status, rayjob
 from tests.operatorprocess import OperatorProcess
 from tests.rayhead import RayHead
@@ -49,19 +53,6 @@ def suspended(kube: KubeClient, namespace: str, name: str) -> bool:
     return bool(kube.get(RAY_JOB, name, namespace)["spec"].get("suspend"))
 
 
-def workloads(cluster: LocalCluster, namespace: str) -> dict[str, dict[str, Any]]:
-    """The namespace's Workloads by the RayJob that owns each, with their conditions."""
-    found = cluster.get_json("-n", namespace, "workloads.kueue.x-k8s.io")
-    by_owner = {}
-    for item in found["items"]:
-        owners = item["metadata"].get("ownerReferences") or [{}]
-        conditions = {
-            c["type"]: c["status"] for c in (item.get("status") or {}).get("conditions") or ()
-        }
-        by_owner[owners[0].get("name", "")] = conditions
-    return by_owner
-
-
 def test_second_rayjob_stays_suspended_until_the_first_finishes(
     ray_crds: LocalCluster,
     kueue: object,
@@ -70,21 +61,23 @@ def test_second_rayjob_stays_suspended_until_the_first_finishes(
     ray_head: RayHead,
 ) -> None:
     namespace = queued_namespace
-    documents = quota(namespace, cpu="1500m", memory="1536Mi")
-    ray_crds.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(documents))
+    apply_quota(ray_crds, namespace, cpu="1500m", memory="1536Mi")
     try:
         with (
             ClusterHosts(kube, namespace),
             OperatorProcess(ray_crds.kubeconfig, namespace),
         ):
             created = time.monotonic()
-            kube.create(queued_job("first", namespace, ray_head))
-            kube.create(queued_job("second", namespace, ray_head))
+            create_in_order(
+                kube, ray_crds, namespace,
+                queued_job("first", namespace, ray_head),
+                queued_job("second", namespace, ray_head),
+            )  # fmt: skip
 
             wait_for(
                 "the first RayJob admitted (unsuspended)",
                 lambda: not suspended(kube, namespace, "first"),
-                60, 0.05, explain=lambda: workloads(ray_crds, namespace),
+                60, 0.05, explain=lambda: workload_owners(ray_crds, namespace),
             )  # fmt: skip
             admitted = time.monotonic()
             wait_for(
@@ -103,7 +96,7 @@ def test_second_rayjob_stays_suspended_until_the_first_finishes(
                 p["metadata"]["labels"].get("ray.io/cluster")
                 for p in kube.list(POD, namespace)["items"]
             }
-            queued = workloads(ray_crds, namespace)
+            queued = workload_owners(ray_crds, namespace)
 
             first = wait_for(
                 "the first RayJob finished",
@@ -115,7 +108,7 @@ def test_second_rayjob_stays_suspended_until_the_first_finishes(
             wait_for(
                 "the second RayJob admitted",
                 lambda: not suspended(kube, namespace, "second"),
-                60, 0.05, explain=lambda: workloads(ray_crds, namespace),
+                60, 0.05, explain=lambda: workload_owners(ray_crds, namespace),
             )  # fmt: skip
             second_admitted = time.monotonic()
             last = wait_for(
@@ -125,7 +118,7 @@ def test_second_rayjob_stays_suspended_until_the_first_finishes(
                 90, 0.05, explain=lambda: describe_job(kube, namespace, "second"),
             )  # fmt: skip
     finally:
-        ray_crds.kubectl("delete", "clusterqueue.kueue.x-k8s.io", namespace, check=False)
+        delete_quota(ray_crds, namespace)
 
     print(
         f"\nKueue: created -> first admitted {admitted - created:.2f} s; admitted -> cluster "
