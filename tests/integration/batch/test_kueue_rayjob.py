@@ -35,8 +35,8 @@ def queued_job(name: str, namespace: str, head: RayHead) -> dict[str, Any]:
 
     ``rayStartParams: {}`` on every group, as Kueue's own RayJob samples have it: its
     mutating webhook decodes the RayJob into KubeRay's Go types, where the field has no
-    ``omitempty``, so an absent one comes back in the patch as ``null``, which the CRD's
-    schema (``type: object``, KubeRay's and ours) rejects: the create fails with 422.
+    ``omitempty``, so an absent one comes back in the patch as ``null``, which our CRD's
+    schema (``type: object``, as KubeRay v1.7.0's) rejects: the create fails with 422.
     """
     manifest = rayjob(
         name, namespace, head, submissionMode="HTTPMode", entrypoint=SLEEP_5,
