@@ -38,7 +38,7 @@ from typing import Any, Final
 
 import yaml
 
-from hack import kueue, sandbox
+from hack import gobuild, kueue, sandbox
 from hack.localcluster import LocalCluster
 from hack.localcluster.cluster import free_ports
 
@@ -158,7 +158,7 @@ def _apply(cluster: LocalCluster, documents: list[dict[str, Any]]) -> None:
     )  # fmt: skip
 
 
-def install(cluster: LocalCluster, built: Any, *, webhook_port: int) -> None:
+def install(cluster: LocalCluster, built: gobuild.Built, *, webhook_port: int) -> None:
     """CRDs, namespace, Secret, Service and webhook configurations (idempotent)."""
     crds = crd_manifests(built.path(kueue.CRDS_FILE).read_text(), webhook_port=webhook_port)
     _apply(cluster, crds)
