@@ -30,7 +30,8 @@ metadata:
   name: validating-webhook-configuration
 webhooks:
 - clientConfig:
-    service: {name: webhook-service, namespace: system, path: /validate-kueue-x-k8s-io-v1beta2-workload}
+    service:
+      {name: webhook-service, namespace: system, path: /validate-kueue-x-k8s-io-v1beta2-workload}
   name: vworkload.kb.io
   rules: [{apiGroups: [kueue.x-k8s.io], resources: [workloads]}]
 """
