@@ -42,6 +42,52 @@ def kueue(
         yield log
 
 
+@pytest.fixture(scope="module")
+def gc_knows_workloads(ray_crds: LocalCluster, kueue: Path) -> None:  # noqa: F811
+    """Wait until the garbage collector watches Workloads. A Workload goes with the
+    RayCluster that owns it by garbage collection, and Kueue gives its quota back only
+    then; the collector starts watching a new CRD's kind on a periodic resync, so on a
+    fresh control plane that took 13 s once (a ConfigMap owned by a throwaway Workload
+    must go when the Workload does)."""
+    name = f"gc-probe-{uuid.uuid4().hex[:8]}"
+    workload = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {"spec": {"containers": [{"name": "c", "image": "probe"}]}},
+                }
+            ]
+        },
+    }
+    ray_crds.kubectl("apply", "-f", "-", input=yaml.safe_dump(workload))
+    uid = ray_crds.get_json("-n", "default", "workloads.kueue.x-k8s.io", name)["metadata"]["uid"]
+    owned = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "ownerReferences": [
+                {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "name": name,
+                 "uid": uid},
+            ],
+        },
+    }  # fmt: skip
+    ray_crds.kubectl("apply", "-f", "-", input=yaml.safe_dump(owned))
+    ray_crds.kubectl("-n", "default", "delete", "workloads.kueue.x-k8s.io", name, "--wait=false")
+    wait_for(
+        "the garbage collector to handle Workload owners",
+        lambda: ray_crds.kubectl("-n", "default", "get", "configmap", name, check=False)
+        .returncode != 0,
+        timeout=120, interval=0.5,
+    )  # fmt: skip
+
+
 @pytest.fixture
 def kube(ray_crds: LocalCluster) -> KubeClient:  # noqa: F811
     return make_client(ray_crds)

@@ -47,7 +47,11 @@ def pod_clusters(kube: KubeClient, namespace: str) -> set[str]:
 
 
 def test_second_raycluster_waits_suspended_until_the_first_is_deleted(
-    ray_crds: LocalCluster, kueue: object, kube: KubeClient, queued_namespace: str
+    ray_crds: LocalCluster,
+    kueue: object,
+    gc_knows_workloads: None,
+    kube: KubeClient,
+    queued_namespace: str,
 ) -> None:
     namespace = queued_namespace
     apply_quota(ray_crds, namespace, cpu="1500m", memory="1536Mi")
