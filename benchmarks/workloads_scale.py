@@ -161,8 +161,6 @@ class Observation:
 
     created: set[str]
     """Workloads whose cluster exists (the workload controller's part)."""
-    pods: int
-    """The workloads' clusters' pods that exist."""
     ready: set[str]
     reached: set[str]
     statuses: Counter[str]
@@ -171,8 +169,7 @@ class Observation:
     """RayService: its ``<name>-head-svc`` and ``<name>-serve-svc`` that exist."""
 
 
-def observe(bench: Bench, kind: Kind, small: str) -> Observation:
-    """What exists now; ``small`` is the 1-worker cluster, whose pods are not counted."""
+def observe(bench: Bench, kind: Kind) -> Observation:
     client = bench.client
     items = client.list(kind.resource, NAMESPACE)["items"]
     selector = f"{ORIGIN_KIND}={kind.crd}"
@@ -184,9 +181,6 @@ def observe(bench: Bench, kind: Kind, small: str) -> Observation:
     }
     ready = set(ready_clusters.values())
     created = {str((c["metadata"].get("labels") or {}).get(ORIGIN_NAME)) for c in clusters}
-    page = client.list(POD, NAMESPACE, limit=1,
-                       label_selector=f"ray.io/cluster,ray.io/cluster notin ({small})")  # fmt: skip
-    pods = len(page["items"]) + int(page["metadata"].get("remainingItemCount") or 0)
     statuses: Counter[str] = Counter()
     reached: set[str] = set()
     own_services = 0
@@ -207,7 +201,7 @@ def observe(bench: Bench, kind: Kind, small: str) -> Observation:
             name = item["metadata"]["name"]
             statuses[str((item.get("status") or {}).get("serviceStatus") or "(none)")] += 1
             own_services += sum(f"{name}-{s}" in services for s in ("head-svc", "serve-svc"))
-    return Observation(created, pods, ready, reached, statuses, own_services)
+    return Observation(created, ready, reached, statuses, own_services)
 
 
 def reconciles_by_controller(port: int) -> Counter[str]:
@@ -299,7 +293,7 @@ def run_phase(
                 settings.timeout,
             )  # fmt: skip
             times, last = wait_for_workloads(
-                bench, kind, count, started, settings.timeout, progress, small_name
+                bench, kind, count, started, settings.timeout, progress
             )
             busy = small_busy.result()[0]
         progress.show(f"all {count} clusters ready in {times['ready']:.1f}s, all reached in "
@@ -319,7 +313,6 @@ def run_phase(
         return {
             "count": count,
             "clusters_created_seconds": round(times["created"], 1),
-            "pods_created_seconds": round(times["pods"], 1),
             "clusters_ready_seconds": round(times["ready"], 1),
             "reached_seconds": round(times["reached"], 1),
             "api_requests": requests,
@@ -366,18 +359,15 @@ def wait_for_workloads(
     started: float,
     timeout: float,
     progress: Progress,
-    small: str,
 ) -> tuple[dict[str, float], Observation]:
     """Poll every 0.5 s until every workload's cluster is ready and its last step is
-    done: the seconds until all clusters existed (``created``), all their pods existed
-    (``pods``), all were ready (``ready``) and all reached (``reached``); and the last
-    observation."""
+    done: the seconds until all clusters existed (``created``), all were ready
+    (``ready``) and all reached (``reached``); and the last observation."""
     times: dict[str, float] = {}
     while True:
         elapsed = time.monotonic() - started
-        seen = observe(bench, kind, small)
+        seen = observe(bench, kind)
         for what, done in (("created", len(seen.created) >= count),
-                           ("pods", seen.pods >= count * (WORKERS + 1)),
                            ("ready", len(seen.ready) >= count)):  # fmt: skip
             if done:
                 times.setdefault(what, elapsed)
@@ -385,7 +375,6 @@ def wait_for_workloads(
                       f"reached {len(seen.reached)}/{count}  {dict(seen.statuses)}")  # fmt: skip
         if "ready" in times and len(seen.reached) >= count:
             times.setdefault("created", elapsed)
-            times.setdefault("pods", elapsed)
             return {**times, "reached": elapsed}, seen
         if elapsed > timeout:
             raise TimeoutError(f"{kind.key}: {len(seen.ready)}/{count} clusters ready, "
@@ -429,7 +418,6 @@ def table(results: dict[str, dict[str, Any]], kind: Kind) -> str:
 
     key_row("time to all clusters ready, s", "clusters_ready_seconds")
     key_row("  all clusters created, s", "clusters_created_seconds")
-    key_row("  all their pods created, s", "pods_created_seconds")
     key_row(kind.reached_label, "reached_seconds")
     key_row("API requests (API server, all clients)", "api_requests_total")
     for verb in scale.SHOWN_VERBS:

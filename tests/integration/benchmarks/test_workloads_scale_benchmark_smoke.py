@@ -54,6 +54,9 @@ def test_workloads_benchmark_reaches_every_figure_for_both_operators(tmp_path: P
             assert values["count"] == COUNT
             assert values["peak_rss_bytes"] > 0 and values["operator_reconciles"] > 0
         # Both stop where the operator's part ends on kwok: every RayJob past its
-        # submission (Running), no RayService with its own Services (no Serve app).
-        assert phases["rayjobs"]["statuses"] == {"Running": COUNT}, (key, phases["rayjobs"])
+        # submission (Running; Failed once kwok's submitter finished 30 s before and no
+        # job info came), no RayService with its own Services (no Serve app).
+        statuses = phases["rayjobs"]["statuses"]
+        assert set(statuses) <= {"Running", "Failed"}, (key, statuses)
+        assert sum(statuses.values()) == COUNT, (key, statuses)
         assert phases["rayservices"]["own_services"] == 0, (key, phases["rayservices"])
