@@ -106,6 +106,7 @@ bench: venv localcluster kuberay pulumi-engine
 	$(SANDBOX) $(PY) -m benchmarks.operator_rss
 	$(SANDBOX) $(PY) -m benchmarks.stack_template
 	$(SANDBOX) $(PY) -m benchmarks.scale
+	$(SANDBOX) $(PY) -m benchmarks.workloads_scale
 
 shell: venv localcluster
 	$(PY) -m hack.sandbox --shell

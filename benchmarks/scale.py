@@ -403,7 +403,17 @@ class Operator:
             self.process.wait(10)
 
 
-def start_operator(key: str, cluster: LocalCluster, settings: Settings, logs: Path) -> Operator:
+def start_operator(
+    key: str,
+    cluster: LocalCluster,
+    settings: Settings,
+    logs: Path,
+    *,
+    controllers: Sequence[str] | None = ("raycluster",),
+) -> Operator:
+    """Start one operator and wait until it is ready. ``controllers`` restricts ours to
+    those controllers (``None``: all, as users run it; a RayJob or RayService needs the
+    RayCluster controller too); KubeRay always runs its default set."""
     metrics, probe, log = free_port(), free_port(), logs / f"{key}.log"
     common = [
         f"--kubeconfig={cluster.kubeconfig}", f"--watch-namespace={NAMESPACE}",
@@ -415,7 +425,8 @@ def start_operator(key: str, cluster: LocalCluster, settings: Settings, logs: Pa
     if key == "kuberay":
         command = [str(kuberay.ensure_built().path("ray-operator")), *common]
     else:
-        command = [sys.executable, "-m", "operator_runtime", "--controllers=raycluster", *common]
+        only = [f"--controllers={','.join(controllers)}"] if controllers else []
+        command = [sys.executable, "-m", "operator_runtime", *only, *common]
     with log.open("ab") as output:
         process = subprocess.Popen(
             command, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=output,
@@ -429,6 +440,23 @@ def start_operator(key: str, cluster: LocalCluster, settings: Settings, logs: Pa
         operator.stop()
         raise
     return operator
+
+
+def start_profiler(pid: int, output: Path) -> subprocess.Popen[bytes]:
+    """py-spy (a test extra) sampling ``pid``'s threads, idle frames included, until
+    ``stop_profiler``; its collapsed stacks go to ``output``."""
+    py_spy = Path(sys.executable).with_name("py-spy")
+    return subprocess.Popen(
+        [str(py_spy), "record", "--pid", str(pid), "--format=raw", "--rate=50", "--threads",
+         "--idle", f"--output={output}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def stop_profiler(profiler: subprocess.Popen[bytes]) -> None:
+    """SIGINT makes py-spy write what it sampled."""
+    profiler.send_signal(signal.SIGINT)
+    profiler.wait(60)
 
 
 # -- phases --------------------------------------------------------------------------------
@@ -669,12 +697,7 @@ def run_operator(
         sampler = Sampler(operator.process.pid)
         profiler = None
         if settings.profile is not None and key == "ours":
-            py_spy = Path(sys.executable).with_name("py-spy")
-            profiler = subprocess.Popen(
-                [str(py_spy), "record", "--pid", str(operator.process.pid), "--format=raw",
-                 "--rate=50", "--threads", "--idle", f"--output={settings.profile}"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
+            profiler = start_profiler(operator.process.pid, settings.profile)
         try:
             # Fairness first, on a quiet control plane; its clusters are gone before the
             # scale-up starts.
@@ -683,8 +706,7 @@ def run_operator(
         finally:
             sampler.stop()
             if profiler is not None:
-                profiler.send_signal(signal.SIGINT)
-                profiler.wait(60)
+                stop_profiler(profiler)
             operator.stop()
     return values
 
@@ -789,6 +811,12 @@ def table(results: dict[str, dict[str, Any]], settings: Settings) -> str:
         row(f"  its 2 pods created, during 0->{settings.fairness_workers}, s",
             "small_busy_pods_seconds", digits=2)  # fmt: skip
         row(f"0->{settings.fairness_workers} cluster ready, s", "big_seconds")
+    return format_rows(rows)
+
+
+def format_rows(rows: Sequence[Sequence[str]]) -> str:
+    """Rows of cells as an aligned text table: the first row is the header, the first
+    column left-aligned (labels), the others right-aligned (figures)."""
     widths = [max(len(line[i]) for line in rows) for i in range(len(rows[0]))]
     out = [
         " | ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
