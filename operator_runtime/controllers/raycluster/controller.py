@@ -11,7 +11,10 @@ One pass over a cluster (``reconcile``):
 
 Outcomes: a failed step is retried with per-key backoff (after the status recorded
 it); a status change looks again after 2 s (suspend moves in several writes);
-otherwise the cluster is resynced every ``requeue_seconds`` (300).
+otherwise the cluster is resynced every ``requeue_seconds`` (300). A pass that waits for
+its own pod creates is started again by the create queue when they are done, and one
+waiting for the cache by the pods' events, with the expectations' timeout as the
+fallback: no timer polls them (KubeRay's pass does not either).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import base64
 import logging
 import random
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import pydantic
@@ -187,6 +190,8 @@ class RayClusterController:
         rng: random.Random | None = None,
     ) -> None:
         self.options = options or options_from(context)
+        self._enqueue: Callable[[ObjectKey, str], None] | None = None
+        """The manager's way into this controller's queue (``bind_queue``)."""
         self._count_writes = CountWrites(context.clock)
         self._projection = self.options.pod_projection
         informers = {
@@ -205,7 +210,7 @@ class RayClusterController:
             caches=caches,
             events=context.events(EVENT_SOURCE),
             expectations=expectations,
-            creates=CreateQueue(expectations),
+            creates=CreateQueue(expectations, on_idle=self._creates_done),
             clock=context.clock,
             options=self.options,
             metrics=self.metrics,
@@ -229,6 +234,17 @@ class RayClusterController:
             metadata = pod["metadata"]
             self.tools.expectations.observe_gone(metadata.get("namespace", ""), metadata["name"])
 
+    def bind_queue(self, enqueue: Callable[[ObjectKey, str], None]) -> None:
+        """The manager hands over its queue: the create queue wakes a cluster with it."""
+        self._enqueue = enqueue
+
+    def _creates_done(self, group: str) -> None:
+        """A group's queued creates all ran: its cluster's next pass looks at them."""
+        enqueue = self._enqueue
+        if enqueue is not None:
+            namespace, name, _ = group.split("/", 2)
+            enqueue(ObjectKey(namespace, name), "creates_done")
+
     def watches(self) -> Sequence[Watch]:
         ray = kinds.RAY_CLUSTER
         result = [own(ray, predicate=metadata_changed)]
@@ -250,21 +266,37 @@ class RayClusterController:
         return result
 
     def _pod_event_matters(self, event: EventType, pod: Object, _old: Object | None) -> bool:
-        """A worker's create or update does not need a pass while its group still has
-        creates queued: the group waits for them anyway (its expectations), and its
-        last creates' own events come after. Without this, a scale-up of N pods made
-        about 2N passes, one per event, where the worker had gathered them before.
-        Deletions always pass."""
+        """Whether a pod's event may change what a pass does.
+
+        Not when its cluster is not in the cache: the cluster is gone (a deleted
+        cluster's pods going one by one made a pass each, 5,000 for 20 x 100 while the
+        garbage collector deleted them), or not seen yet, and then its own event starts
+        the pass. Not for a worker's create or update while its group still has creates
+        queued or running: the group waits for them anyway (its expectations), and the
+        queue starts its next pass once they are done (``_creates_done``). Without
+        this, a scale-up of N pods made about 2N passes, one per event, where the worker
+        had gathered them before. A deletion of a cached cluster's pod always passes."""
+        metadata = pod.get("metadata") or {}
+        namespace = str(metadata.get("namespace") or "")
+        owners = [
+            str(ref.get("name") or "")
+            for ref in metadata.get("ownerReferences") or ()
+            if ref.get("controller") and ref.get("kind") == kinds.RAY_CLUSTER.kind
+        ]
+        clusters = self.tools.caches.clusters
+        if owners and all(clusters.get(namespace, owner) is None for owner in owners):
+            return False
         if event == "DELETED":
             return True
-        metadata = pod.get("metadata") or {}
         labels = metadata.get("labels") or {}
         group = labels.get(LabelKey.GROUP.value)
         if labels.get(LabelKey.NODE_TYPE.value) != NodeType.WORKER or not group:
             return True
         cluster = str(labels.get(LabelKey.CLUSTER.value) or "")
-        key = group_key(str(metadata.get("namespace") or ""), cluster, str(group))
-        return not self.tools.creates.queued(key)
+        key = group_key(namespace, cluster, str(group))
+        if self._enqueue is None:  # no wake-up from the queue: only queued creates gate
+            return not self.tools.creates.queued(key)
+        return not self.tools.creates.busy(key)
 
     def close(self) -> None:
         self.tools.creates.close()
@@ -307,8 +339,21 @@ class RayClusterController:
             raise run.step_error  # e.g. a name no object can have: retrying cannot help
         if run.step_error is not None:
             raise TemporaryError(f"{step.__name__}: {run.step_error}") from run.step_error
-        soon = changed or run.more_to_create or run.waiting_on_cache
-        return Result(requeue_after=SHORT_REQUEUE_SECONDS if soon else self.options.requeue_seconds)
+        return Result(requeue_after=self._next_look(run, changed))
+
+    def _next_look(self, run: ClusterRun, changed: bool) -> float:
+        """Seconds until this cluster's next pass, if nothing else starts one sooner."""
+        if changed or run.more_to_create:
+            return SHORT_REQUEUE_SECONDS
+        if not run.waiting_on_cache:
+            return self.options.requeue_seconds
+        if self._enqueue is None:  # nothing wakes it (a controller outside a manager)
+            return SHORT_REQUEUE_SECONDS
+        # Events (or the create queue) start the next pass; the timer only covers an
+        # event that never came, once its expectation has lapsed.
+        if run.recheck_in is None:
+            return self.options.requeue_seconds
+        return min(max(run.recheck_in, SHORT_REQUEUE_SECONDS), self.options.requeue_seconds)
 
     def _write_status(self, run: ClusterRun) -> bool:
         """Write the status if a reader would see a difference; whether to look again
