@@ -165,10 +165,11 @@ class Manager:
             )
             informer.add_handler(_enqueuer(watch, queue))
         # Optional: a controller with work of its own beside its passes (queued pod
-        # creates) starts a pass when that work is done, instead of polling for it.
+        # creates) starts a pass when that work is done, instead of polling for it, and
+        # may put off a pass that an event cannot make urgent.
         bind = getattr(controller, "bind_queue", None)
         if callable(bind):
-            bind(queue.add)
+            bind(queue)
         self._runners.append(_Runner(controller, queue))
 
     # -- running ----------------------------------------------------------------------

@@ -23,8 +23,8 @@ import base64
 import logging
 import random
 import secrets
-from collections.abc import Callable, Sequence
-from typing import Final
+from collections.abc import Sequence
+from typing import Final, Protocol
 
 import pydantic
 from prometheus_client import CollectorRegistry
@@ -40,6 +40,12 @@ from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
 from operator_runtime.controllers.raycluster.options import (
     SHORT_REQUEUE_SECONDS,
     RayClusterOptions,
+)
+from operator_runtime.controllers.raycluster.podrules import (
+    all_running_and_ready,
+    live_pods,
+    running_and_ready,
+    should_delete_pod,
 )
 from operator_runtime.controllers.raycluster.podwrites import POD_NEEDS
 from operator_runtime.controllers.raycluster.run import (
@@ -59,6 +65,7 @@ from operator_runtime.controllers.raycluster.status import (
 from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
+from operator_runtime.runtime.cache import BY_OWNER_UID, Cache
 from operator_runtime.runtime.clock import Clock
 from operator_runtime.runtime.context import ControllerContext
 from operator_runtime.runtime.errors import PermanentError, TemporaryError
@@ -66,6 +73,7 @@ from operator_runtime.runtime.informer import EventType, Informer
 from operator_runtime.runtime.kinds import Object, ResourceKind
 from operator_runtime.runtime.ratelimit import TokenBucket
 from operator_runtime.runtime.reconcile import (
+    WATCHED_METADATA,
     ObjectKey,
     Result,
     Watch,
@@ -176,6 +184,18 @@ class CountWrites:
         self._written_at.pop(key, None)
 
 
+class KeyQueue(Protocol):
+    """What the controller uses of the manager's work queue."""
+
+    def add(self, key: ObjectKey, source: str = ...) -> None: ...
+
+    def add_after(self, key: ObjectKey, delay: float, source: str = ...) -> None: ...
+
+
+COUNTS_ONLY_SOURCE: Final = "Pod/MODIFIED, counts only"
+"""The trigger of a pass put off because its pod event could change only the counts."""
+
+
 class RayClusterController:
     """``Controller`` for ``ray.io/v1`` RayClusters."""
 
@@ -190,8 +210,8 @@ class RayClusterController:
         rng: random.Random | None = None,
     ) -> None:
         self.options = options or options_from(context)
-        self._enqueue: Callable[[ObjectKey, str], None] | None = None
-        """The manager's way into this controller's queue (``bind_queue``)."""
+        self._queue: KeyQueue | None = None
+        """The manager's queue of this controller (``bind_queue``)."""
         self._count_writes = CountWrites(context.clock)
         self._projection = self.options.pod_projection
         informers = {
@@ -234,16 +254,17 @@ class RayClusterController:
             metadata = pod["metadata"]
             self.tools.expectations.observe_gone(metadata.get("namespace", ""), metadata["name"])
 
-    def bind_queue(self, enqueue: Callable[[ObjectKey, str], None]) -> None:
-        """The manager hands over its queue: the create queue wakes a cluster with it."""
-        self._enqueue = enqueue
+    def bind_queue(self, queue: KeyQueue) -> None:
+        """The manager hands over its queue: the create queue wakes a cluster with it,
+        and a pod event that can change only the counts is put off with it."""
+        self._queue = queue
 
     def _creates_done(self, group: str) -> None:
         """A group's queued creates all ran: its cluster's next pass looks at them."""
-        enqueue = self._enqueue
-        if enqueue is not None:
+        queue = self._queue
+        if queue is not None:
             namespace, name, _ = group.split("/", 2)
-            enqueue(ObjectKey(namespace, name), "creates_done")
+            queue.add(ObjectKey(namespace, name), "creates_done")
 
     def watches(self) -> Sequence[Watch]:
         ray = kinds.RAY_CLUSTER
@@ -265,7 +286,7 @@ class RayClusterController:
                 result.append(owned(kind, ray, label_selector=selector))
         return result
 
-    def _pod_event_matters(self, event: EventType, pod: Object, _old: Object | None) -> bool:
+    def _pod_event_matters(self, event: EventType, pod: Object, old: Object | None) -> bool:
         """Whether a pod's event may change what a pass does.
 
         Not when its cluster is not in the cache: the cluster is gone (a deleted
@@ -275,7 +296,9 @@ class RayClusterController:
         queued or running: the group waits for them anyway (its expectations), and the
         queue starts its next pass once they are done (``_creates_done``). Without
         this, a scale-up of N pods made about 2N passes, one per event, where the worker
-        had gathered them before. A deletion of a cached cluster's pod always passes."""
+        had gathered them before. An update that can change only the counts
+        (``_only_counts``) starts a pass within ``COUNTS_WRITE_INTERVAL`` instead of at
+        once. A deletion of a cached cluster's pod always passes."""
         metadata = pod.get("metadata") or {}
         namespace = str(metadata.get("namespace") or "")
         owners = [
@@ -294,9 +317,18 @@ class RayClusterController:
             return True
         cluster = str(labels.get(LabelKey.CLUSTER.value) or "")
         key = group_key(namespace, cluster, str(group))
-        if self._enqueue is None:  # no wake-up from the queue: only queued creates gate
+        queue = self._queue
+        if queue is None:  # no wake-up from the queue: only queued creates gate
             return not self.tools.creates.queued(key)
-        return not self.tools.creates.busy(key)
+        if self.tools.creates.busy(key):
+            return False
+        if event != "MODIFIED" or old is None:
+            return True
+        if not _only_counts(pod, old, clusters_pods(self.tools.caches.pods, metadata)):
+            return True
+        for owner in owners:  # the counts, within the interval they are written in anyway
+            queue.add_after(ObjectKey(namespace, owner), COUNTS_WRITE_INTERVAL, COUNTS_ONLY_SOURCE)
+        return False
 
     def close(self) -> None:
         self.tools.creates.close()
@@ -347,7 +379,7 @@ class RayClusterController:
             return SHORT_REQUEUE_SECONDS
         if not run.waiting_on_cache:
             return self.options.requeue_seconds
-        if self._enqueue is None:  # nothing wakes it (a controller outside a manager)
+        if self._queue is None:  # nothing wakes it (a controller outside a manager)
             return SHORT_REQUEUE_SECONDS
         # Events (or the create queue) start the next pass; the timer only covers an
         # event that never came, once its expectation has lapsed.
@@ -394,3 +426,28 @@ class RayClusterController:
             elapsed = (now - run.cluster.metadata.creation_timestamp).total_seconds()
             self.metrics.observe_provisioned(run.namespace, run.name, run.uid, elapsed)
         return True
+
+
+def clusters_pods(pods: Cache, metadata: Object) -> list[Object]:
+    """The cached pods sharing an owner with the pod of ``metadata`` (its cluster's)."""
+    uids = [
+        str(ref.get("uid") or "")
+        for ref in metadata.get("ownerReferences") or ()
+        if ref.get("controller") and ref.get("kind") == kinds.RAY_CLUSTER.kind
+    ]
+    return [pod for uid in uids if uid for pod in pods.by_index(BY_OWNER_UID, uid)]
+
+
+def _only_counts(pod: Object, old: Object, siblings: list[Object]) -> bool:
+    """Whether a worker pod's update can change nothing but its cluster's replica counts,
+    which are written at most every ``COUNTS_WRITE_INTERVAL`` anyway: its metadata is
+    the same, it is running and ready and need not be replaced, and its cluster is not
+    all ready with it (so neither ``state`` nor a condition can change). A hundred
+    workers turning ready one by one then make a pass every 2 s, not one each; the
+    update that makes the cluster ready still starts its pass at once."""
+    new_meta, old_meta = pod.get("metadata") or {}, old.get("metadata") or {}
+    if any(new_meta.get(k) != old_meta.get(k) for k in WATCHED_METADATA):
+        return False
+    if not running_and_ready(pod) or should_delete_pod(pod, "worker").delete:
+        return False
+    return not all_running_and_ready(live_pods(siblings))

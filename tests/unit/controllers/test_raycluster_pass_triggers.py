@@ -39,6 +39,19 @@ class NoSink:
         pass
 
 
+class Queue:
+    """What the controller may put into the manager's queue: (key, delay, source)."""
+
+    def __init__(self) -> None:
+        self.added: list[tuple[ObjectKey, float, str]] = []
+
+    def add(self, key: ObjectKey, source: str = "add") -> None:
+        self.added.append((key, 0.0, source))
+
+    def add_after(self, key: ObjectKey, delay: float, source: str = "requeue_after") -> None:
+        self.added.append((key, delay, source))
+
+
 def controller() -> RayClusterController:
     clock = FakeClock()
     informers = InformerSet(None)  # type: ignore[arg-type]
@@ -90,8 +103,8 @@ def test_a_pod_of_a_cluster_not_in_the_cache_starts_no_pass() -> None:
 
 def test_a_worker_of_a_group_with_creates_in_flight_waits_for_the_queue_to_wake_it() -> None:
     subject = controller()
-    woken: list[tuple[ObjectKey, str]] = []
-    subject.bind_queue(lambda key, source: woken.append((key, source)))
+    woken = Queue()
+    subject.bind_queue(woken)
     subject.tools.caches.clusters.upsert(cluster())
     gate = threading.Event()
     subject.tools.creates.submit("ns/c/g", [gate.wait], wanted=lambda: True)
@@ -100,7 +113,7 @@ def test_a_worker_of_a_group_with_creates_in_flight_waits_for_the_queue_to_wake_
     assert subject._pod_event_matters("MODIFIED", pod("c-head", "head"), None)
     gate.set()
     assert subject.tools.creates.wait_idle(10)
-    assert woken == [(ObjectKey("ns", "c"), "creates_done")]
+    assert woken.added == [(ObjectKey("ns", "c"), 0.0, "creates_done")]
     assert subject._pod_event_matters("MODIFIED", pod("c-g-1"), None)
 
 
@@ -113,7 +126,7 @@ def run_of(subject: RayClusterController) -> ClusterRun:
 def test_how_soon_a_pass_that_waits_looks_again(bound: bool) -> None:
     subject = controller()
     if bound:
-        subject.bind_queue(lambda key, source: None)
+        subject.bind_queue(Queue())
     resync = subject.options.requeue_seconds
     idle = run_of(subject)
     assert subject._next_look(idle, changed=False) == resync
@@ -148,3 +161,35 @@ def test_a_worker_rendered_once_per_pass_is_the_pod_rendered_for_its_index(index
                            options=options.render, replica_index=index)  # fmt: skip
         assert single_host_worker(run, group, index) == build_pod(params=params)
     assert len(run.worker_renders) == 1
+
+
+def with_status(obj: Object, phase: str, ready: bool) -> Object:
+    status = {"phase": phase, "conditions": [{"type": "Ready", "status": str(ready)}]}
+    return {**obj, "status": status}
+
+
+def test_an_update_that_can_change_only_the_counts_is_put_off_the_last_one_is_not() -> None:
+    subject = controller()
+    queue = Queue()
+    subject.bind_queue(queue)
+    subject.tools.caches.clusters.upsert(cluster())
+    pods = subject.tools.caches.pods
+    pods.upsert(with_status(pod("c-head", "head"), "Running", True))
+    for name in ("c-g-1", "c-g-2", "c-g-3"):
+        pods.upsert(with_status(pod(name), "Pending", False))
+
+    def turns(name: str, phase: str = "Running", ready: bool = True) -> bool:
+        old = pods.get("ns", name)
+        assert old is not None
+        new = with_status(pod(name), phase, ready)
+        pods.upsert(new)  # the informer updates its cache before the handlers run
+        return subject._pod_event_matters("MODIFIED", new, old)
+
+    assert not turns("c-g-1"), "c-g-2 and c-g-3 are not ready: only the counts change"
+    assert queue.added == [(ObjectKey("ns", "c"), 2.0, "Pod/MODIFIED, counts only")]
+    assert turns("c-g-2", "Failed", False), "a pod to replace is acted on at once"
+    pods.upsert(with_status(pod("c-g-2"), "Running", True))
+    assert turns("c-g-3"), "the last one makes the cluster ready: at once"
+    relabelled = with_status(pod("c-g-1"), "Running", True)
+    relabelled["metadata"]["labels"] = {**relabelled["metadata"]["labels"], "x": "y"}
+    assert subject._pod_event_matters("MODIFIED", relabelled, pods.get("ns", "c-g-1"))
