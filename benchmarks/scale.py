@@ -17,7 +17,8 @@ clusters are deleted before the scale-up. Then the time until every RayCluster's
 second, the API requests the API server counted (``apiserver_request_total``, all
 clients, minus the benchmark's own polling), the operator's own request count, CPU
 seconds and peak RSS of its process tree, and the time to delete every RayCluster until
-no pod is left.
+no pod is left (with the requests and reconciles of that window). Below the table, our
+operator's passes by what queued them (``operator_reconcile_triggers_total``).
 
     .venv/bin/python -m benchmarks.scale [--clusters 100 --workers 100] [--qps 100 --burst 200]
         [--concurrency 1] [--fairness-workers 500] [--only ours,kuberay,ceiling] [--json PATH]
