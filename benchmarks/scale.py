@@ -17,7 +17,8 @@ clusters are deleted before the scale-up. Then the time until every RayCluster's
 second, the API requests the API server counted (``apiserver_request_total``, all
 clients, minus the benchmark's own polling), the operator's own request count, CPU
 seconds and peak RSS of its process tree, and the time to delete every RayCluster until
-no pod is left.
+no pod is left (with the requests and reconciles of that window). Below the table, our
+operator's passes by what queued them (``operator_reconcile_triggers_total``).
 
     .venv/bin/python -m benchmarks.scale [--clusters 100 --workers 100] [--qps 100 --burst 200]
         [--concurrency 1] [--fairness-workers 500] [--only ours,kuberay,ceiling] [--json PATH]
@@ -277,6 +278,31 @@ def operator_counter(port: int, name: str) -> int | None:
     return sum(int(float(value)) for value in found) if found else None
 
 
+def operator_counters_by(port: int, name: str, label: str) -> dict[str, int]:
+    """One counter the operator exports, summed by the value of ``label`` (empty when
+    the operator does not export it: KubeRay has no ``operator_reconcile_triggers_total``)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return {}
+    totals: Counter[str] = Counter()
+    for labels, value in re.findall(rf"^{name}\{{([^}}]*)\}} (\S+)$", text, re.M):
+        found = re.search(rf'{label}="([^"]*)"', labels)
+        if found:
+            totals[found.group(1)] += int(float(value))
+    return dict(totals)
+
+
+TRIGGERS: Final = "operator_reconcile_triggers_total"
+"""Our operator's passes by what queued them (``Pod/MODIFIED``, ``requeue_after``...)."""
+
+
+def _grown(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    grown = {key: value - before.get(key, 0) for key, value in after.items()}
+    return dict(sorted(((k, v) for k, v in grown.items() if v), key=lambda kv: -kv[1]))
+
+
 OWN_COUNTERS: Final = {
     "operator_requests": "rest_client_requests_total",
     "operator_reconciles": "controller_runtime_reconcile_total",
@@ -478,6 +504,7 @@ def scale_up_and_delete(
     before, cpu_before = bench.snapshot(), sampler.cpu()
     own_before = {key: operator_counter(operator.metrics_port, name)
                   for key, name in OWN_COUNTERS.items()}  # fmt: skip
+    triggers_before = operator_counters_by(operator.metrics_port, TRIGGERS, "source")
     sampler.peak_rss = 0
     started = time.monotonic()
     with ThreadPoolExecutor(8) as pool:
@@ -511,6 +538,9 @@ def scale_up_and_delete(
         own[key] = None if after is None else after - (own_before[key] or 0)
     cpu_ready = sampler.cpu()
     peak = sampler.peak_rss
+    triggers_ready = operator_counters_by(operator.metrics_port, TRIGGERS, "source")
+    own_ready = {key: operator_counter(operator.metrics_port, name)
+                 for key, name in OWN_COUNTERS.items()}  # fmt: skip
 
     before = bench.snapshot()
     started = time.monotonic()
@@ -525,6 +555,12 @@ def scale_up_and_delete(
 
     to_delete = wait_until(f"{operator.key}: delete", gone, settings.timeout)
     progress.show(f"deleted in {to_delete:.1f}s", final=True)
+    delete_requests = bench.requests_since(before)
+    own_delete = {}
+    for key, name in OWN_COUNTERS.items():
+        after = operator_counter(operator.metrics_port, name)
+        own_delete[f"{key}_delete"] = None if after is None else after - (own_ready[key] or 0)
+    triggers_gone = operator_counters_by(operator.metrics_port, TRIGGERS, "source")
     return {
         "ready_seconds": round(to_ready, 1),
         "pods_per_second": round(settings.pods / (all_created or to_ready), 1),
@@ -537,7 +573,11 @@ def scale_up_and_delete(
         "cpu_seconds_delete": round(sampler.cpu() - cpu_ready, 1),
         "peak_rss_bytes": peak,
         "delete_seconds": round(to_delete, 1),
-        "delete_api_requests_total": sum(bench.requests_since(before).values()),
+        "delete_api_requests_total": sum(delete_requests.values()),
+        "delete_api_requests": delete_requests,
+        **own_delete,
+        "triggers_to_ready": _grown(triggers_ready, triggers_before),
+        "triggers_delete": _grown(triggers_gone, triggers_ready),
     }
 
 
@@ -799,6 +839,14 @@ def table(results: dict[str, dict[str, Any]], settings: Settings) -> str:
     row("operator CPU s, delete", "cpu_seconds_delete")
     row("operator peak RSS, MiB", "peak_rss_bytes", scale=MIB)
     row("time to delete all, s", "delete_seconds")
+    row("  API requests, delete", "delete_api_requests_total")
+    for verb in ("DELETE", "PUT", "PATCH", "POST"):
+        for side in (ours, theirs):
+            if "delete_api_requests" in side:
+                side[f"delete_verb_{verb}"] = side["delete_api_requests"].get(verb, 0)
+        row(f"    {verb}", f"delete_verb_{verb}")
+    row("  operator's own requests, delete", "operator_requests_delete")
+    row("  operator's reconciles, delete", "operator_reconciles_delete")
     if settings.fairness_workers:
         row("1-worker cluster, idle operator, s", "small_idle_seconds", digits=2)
         row(f"1-worker cluster, plain client creating {settings.fairness_workers}, s",
@@ -825,6 +873,18 @@ def format_rows(rows: Sequence[Sequence[str]]) -> str:
     ]  # fmt: skip
     out.insert(1, "-+-".join("-" * w for w in widths))
     return "\n".join(out)
+
+
+def triggers(results: dict[str, dict[str, Any]]) -> str:
+    """Our operator's passes by what queued them, to ready and while deleting."""
+    ours = results.get("ours", {})
+    lines = []
+    for key, label in (("triggers_to_ready", "to ready"), ("triggers_delete", "delete")):
+        counts = ours.get(key) or {}
+        if counts:
+            shown = ", ".join(f"{source} {count:,}" for source, count in counts.items())
+            lines.append(f"ours' passes by trigger, {label}: {shown}")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -884,6 +944,7 @@ def main() -> None:
     print(table(results, settings))
     print("ours/ceiling: the share of the ceiling's throughput (ceiling time / our time); "
           "API requests exclude the benchmark's own")  # fmt: skip
+    print(triggers(results))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
 

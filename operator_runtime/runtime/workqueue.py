@@ -9,6 +9,9 @@
   hot key takes at most one slot per pass and a slow key holds at most one worker.
 - **Delays**: ``add_after`` for ``requeue_after``; ``add_rate_limited`` for errors with
   per-key exponential backoff (5 ms doubling to 1000 s), reset by ``forget``.
+- **Triggers**: each add names its source (an event of a watched kind, a requeue, a
+  retry); ``on_trigger`` hears the source of every add that will cause a pass (one not
+  absorbed by a key already waiting), so passes can be counted by what started them.
 
 Time comes from an injected clock; only blocking waits use real time.
 """
@@ -20,7 +23,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
 from operator_runtime.runtime.clock import Clock, SystemClock
@@ -83,6 +86,7 @@ class WorkQueue(Generic[K]):
         clock: Clock | None = None,
         backoff: ExponentialBackoff[K] | None = None,
         metrics: QueueMetrics | None = None,
+        on_trigger: Callable[[str], None] | None = None,
     ) -> None:
         self._clock = clock or SystemClock()
         self._backoff: ExponentialBackoff[K] = backoff or ExponentialBackoff()
@@ -94,19 +98,21 @@ class WorkQueue(Generic[K]):
         self._added_at: dict[K, float] = {}
         self._waiting: list[tuple[float, int, K]] = []  # heap of (due, seq, key)
         self._due: dict[K, float] = {}
+        self._due_source: dict[K, str] = {}
+        self._on_trigger = on_trigger
         self._seq = itertools.count()
         self._shutting_down = False
 
     # -- intake -----------------------------------------------------------------------
 
-    def add(self, key: K) -> None:
+    def add(self, key: K, source: str = "add") -> None:
         with self._cond:
-            self._add_locked(key)
+            self._add_locked(key, source)
 
-    def add_after(self, key: K, delay: float) -> None:
+    def add_after(self, key: K, delay: float, source: str = "requeue_after") -> None:
         """Add ``key`` once ``delay`` seconds have passed; the earliest due time wins."""
         if delay <= 0:
-            self.add(key)
+            self.add(key, source)
             return
         with self._cond:
             if self._shutting_down:
@@ -115,15 +121,16 @@ class WorkQueue(Generic[K]):
             if key in self._due and self._due[key] <= due:
                 return
             self._due[key] = due
+            self._due_source[key] = source
             heapq.heappush(self._waiting, (due, next(self._seq), key))
             self._cond.notify()
 
-    def add_rate_limited(self, key: K) -> float:
+    def add_rate_limited(self, key: K, source: str = "retry") -> float:
         """Re-add after the key's next backoff delay; return that delay."""
         with self._cond:
             delay = self._backoff.next_delay(key)
         self._metrics.retried()
-        self.add_after(key, delay)
+        self.add_after(key, delay, source)
         return delay
 
     def forget(self, key: K) -> None:
@@ -135,9 +142,11 @@ class WorkQueue(Generic[K]):
         with self._cond:
             return self._backoff.failures(key)
 
-    def _add_locked(self, key: K) -> None:
+    def _add_locked(self, key: K, source: str) -> None:
         if self._shutting_down or key in self._dirty:
             return
+        if self._on_trigger is not None:
+            self._on_trigger(source)
         self._metrics.added()
         self._dirty.add(key)
         self._added_at.setdefault(key, self._clock.monotonic())
@@ -194,7 +203,7 @@ class WorkQueue(Generic[K]):
                 return due - now
             heapq.heappop(self._waiting)
             del self._due[key]
-            self._add_locked(key)
+            self._add_locked(key, self._due_source.pop(key, "requeue_after"))
         return None
 
     # -- shutdown ---------------------------------------------------------------------
@@ -207,6 +216,7 @@ class WorkQueue(Generic[K]):
             self._queue.clear()
             self._waiting.clear()
             self._due.clear()
+            self._due_source.clear()
             self._cond.notify_all()
 
     def wait_idle(self, timeout: float) -> bool:

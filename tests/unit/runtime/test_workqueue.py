@@ -192,3 +192,24 @@ def test_metrics_measure_queue_latency_and_work_duration_on_the_injected_clock()
     assert metrics.work == [2]
     assert metrics.retries == 1
     assert metrics.depths[-1] == 0
+
+
+def test_on_trigger_hears_the_source_of_each_add_that_causes_a_pass() -> None:
+    clock = FakeClock()
+    heard: list[str] = []
+    queue: WorkQueue[str] = WorkQueue(clock=clock, on_trigger=heard.append)
+    queue.add("a", "Pod/MODIFIED")
+    queue.add("a", "Pod/ADDED")  # absorbed: "a" is already waiting
+    key = queue.get(block=False)
+    assert key == "a"
+    queue.add("a", "RayCluster/MODIFIED")  # mid-pass: one more pass after this one
+    queue.add("a", "Pod/DELETED")  # absorbed by that one
+    queue.done("a")
+    assert queue.get(block=False) == "a"
+    queue.done("a")
+    queue.add_after("a", 2)
+    queue.add_rate_limited("b")
+    clock.advance(5)
+    assert {queue.get(block=False), queue.get(block=False)} == {"a", "b"}
+    # Delayed keys come due in order: the retry's 5 ms before the requeue's 2 s.
+    assert heard == ["Pod/MODIFIED", "RayCluster/MODIFIED", "retry", "requeue_after"]
