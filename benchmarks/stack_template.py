@@ -9,9 +9,10 @@ preview people run most), through the real engine (hack/pulumi), once per CLI se
   v3.233.0: every verbose line, property values included);
 - ``off``: that log disabled as ``hack/pulumi/environment.py`` does for the tests.
 
-Per command it reports the wall time, the bytes of logs the command wrote, the stack's
-checkpoint (its state file in the backend) and the backend directory (history and
-backups included). Subjects:
+Per command it reports the wall time, the CPU time of the CLI and what it ran (language
+host, program, providers: steadier than wall time on a shared machine), the bytes of logs
+the command wrote, the stack's checkpoint (its state file in the backend) and the backend
+directory (history and backups included). Subjects:
 
 - ``ours``: the root stack template, operator + ``--workloads`` RayClusters (one worker
   each), the CRDs installed by the RayOperator (the default);
@@ -46,6 +47,7 @@ from __future__ import annotations
 import argparse
 import json
 import pstats
+import resource
 import shutil
 import sys
 import tempfile
@@ -238,6 +240,7 @@ class Row:
     logs: str
     command: str
     wall: float
+    cpu: float
     logs_written: int
     checkpoint: int
     backend: int
@@ -337,6 +340,7 @@ class Run:
                     operator.start_when_deployed()
                 print(f"[bench] {self.subject}, logs {self.logs}: pulumi {command}...", flush=True)
                 logs_before = tree_bytes(home / "logs")
+                cpu_before = _children_cpu()
                 started = time.monotonic()
                 if command == "up":
                     stack.up(color="never")
@@ -345,7 +349,7 @@ class Run:
                 wall = time.monotonic() - started
                 profile = self.work / "profile"
                 yield Row(
-                    self.subject, self.logs, command, wall,
+                    self.subject, self.logs, command, wall, _children_cpu() - cpu_before,
                     tree_bytes(home / "logs") - logs_before,
                     checkpoint_bytes(backend, stack.name), tree_bytes(backend),
                     split_profile(profile) if self.profile and profile.exists() else {},
@@ -356,6 +360,14 @@ class Run:
             if operator is not None:
                 operator.stop()
             cluster.stop()
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children: the CLI, and through it the
+    language host, the program and the providers it ran and waited for. A machine shared
+    with other work stretches wall times; it hardly changes these."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _venv() -> Path:
@@ -369,17 +381,18 @@ def _megabytes(count: int) -> str:
 def print_table(rows: list[Row], workloads: int) -> None:
     print(f"\nstack template: operator + {workloads} RayClusters, per CLI setting")
     print(
-        f"{'subject':<17} {'logs':<4} {'command':<14} {'wall s':>7} {'logs MB':>8} "
+        f"{'subject':<17} {'logs':<4} {'command':<14} {'wall s':>7} {'CPU s':>6} {'logs MB':>8} "
         f"{'checkpoint MB':>13} {'backend MB':>10}"
     )
     for row in rows:
         print(
-            f"{row.subject:<17} {row.logs:<4} {row.command:<14} {row.wall:7.1f} "
+            f"{row.subject:<17} {row.logs:<4} {row.command:<14} {row.wall:7.1f} {row.cpu:6.1f} "
             f"{_megabytes(row.logs_written):>8} {_megabytes(row.checkpoint):>13} "
             f"{_megabytes(row.backend):>10}"
         )
     print(
-        "wall: the engine command; logs MB: what the command added to $PULUMI_HOME/logs;\n"
+        "wall: the engine command; CPU: of the CLI, language host, program and providers;\n"
+        "logs MB: what the command added to $PULUMI_HOME/logs;\n"
         "checkpoint: the stack's state file after the command; backend: the whole file\n"
         "backend (history and backups included)"
     )
@@ -415,7 +428,8 @@ def _ratios(rows: list[Row]) -> list[str]:
         checkpoint = row.checkpoint / base.checkpoint if base.checkpoint else float("nan")
         lines.append(
             f"{row.subject:<17} logs {row.logs:<3} {row.command:<14} wall "
-            f"{row.wall / base.wall:.2f}x  checkpoint {checkpoint:.2f}x"
+            f"{row.wall / base.wall:.2f}x  CPU {row.cpu / base.cpu:.2f}x  "
+            f"checkpoint {checkpoint:.2f}x"
         )
     return lines
 
