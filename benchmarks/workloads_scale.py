@@ -29,7 +29,7 @@ ends:
 
     .venv/bin/python -m hack.sandbox -- .venv/bin/python -m benchmarks.workloads_scale \\
         [--rayjobs 100] [--rayservices 100] [--qps 100 --burst 200] [--concurrency 1]
-        [--only ours,kuberay] [--json PATH] [--logs DIR] [--profile PATH]
+        [--only ours,kuberay] [--json PATH] [--logs DIR] [--profile PATH] [--concurrent]
 """
 
 from __future__ import annotations
@@ -465,6 +465,10 @@ def main() -> None:
     parser.add_argument("--logs", type=Path, metavar="DIR", help="keep the operators' logs here")
     parser.add_argument("--profile", type=Path, metavar="PATH",
                         help="py-spy: our operator's stacks, to PATH-<kind>")  # fmt: skip
+    parser.add_argument("--concurrent", action="store_true",
+                        help="run the operators at the same time, each on its own control "
+                             "plane (smoke tests: half the wall time, but the two compete "
+                             "for CPU, so the figures are not comparable)")  # fmt: skip
     args = parser.parse_args()
     sandbox.exit_unless_inside("the benchmark")
     wanted = [key.strip() for key in args.only.split(",") if key.strip()]
@@ -477,9 +481,15 @@ def main() -> None:
     started = time.monotonic()
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="workloads-bench-") as state:
-        for key in wanted:
-            results[key] = run_operator(key, Path(state), settings,
-                                        args.logs or Path(state) / "operator-logs")  # fmt: skip
+        logs = args.logs or Path(state) / "operator-logs"
+        if args.concurrent:
+            with ThreadPoolExecutor(len(wanted)) as pool:
+                runs = {key: pool.submit(run_operator, key, Path(state), settings, logs)
+                        for key in wanted}  # fmt: skip
+                results = {key: run.result() for key, run in runs.items()}
+        else:
+            for key in wanted:
+                results[key] = run_operator(key, Path(state), settings, logs)
     report = {
         "date": datetime.date.today().isoformat(),
         "machine": {
@@ -488,7 +498,11 @@ def main() -> None:
             "python": platform.python_version(),
             "load_average": os.getloadavg(),
         },
-        "settings": {**settings.__dict__, "profile": str(settings.profile or "")},
+        "settings": {
+            **settings.__dict__,
+            "profile": str(settings.profile or ""),
+            "concurrent": args.concurrent,
+        },
         "total_seconds": round(time.monotonic() - started, 1),
         "results": results,
     }
