@@ -123,10 +123,8 @@ class BenchCluster(LocalCluster):
 @contextmanager
 def control_plane(state: Path, settings: Settings) -> Iterator[LocalCluster]:
     cluster = BenchCluster(state_dir=state, tools=ensure_built(), die_with_parent=True)
-    cluster.start(node_count=settings.node_count)
+    cluster.start(node_count=settings.node_count, crds=CRD_DIR)
     try:
-        cluster.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
-        cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
         cluster.kubectl("create", "namespace", NAMESPACE)
         while cluster.kubectl("-n", NAMESPACE, "get", "sa", "default", check=False).returncode:
             time.sleep(0.2)

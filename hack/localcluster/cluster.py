@@ -126,8 +126,14 @@ class LocalCluster:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def start(self, *, node_count: int = 4) -> None:
+    def start(self, *, node_count: int = 4, crds: Path | None = None) -> None:
         """Start every component, wait until the API server is ready and nodes are Ready.
+
+        ``crds`` (a file or directory of CustomResourceDefinitions) is applied and
+        Established before kube-controller-manager starts, so its garbage collector knows
+        those kinds from its first discovery. Applied later, the collector learns of them
+        only at its periodic resync (every 30 s), and until then a deleted custom
+        object's children stay.
 
         Only in the sandbox: the API server dials kwok's node and pod addresses (logs,
         the service proxy), and outside it those lead to networks we do not own.
@@ -150,6 +156,11 @@ class LocalCluster:
                     self._wait("etcd", self._etcd_healthy)
                 elif component == "kube-apiserver":
                     self._wait("kube-apiserver", self._apiserver_ready)
+                    if crds is not None:
+                        self.kubectl("apply", "--server-side", "-f", str(crds))
+                        self.kubectl(
+                            "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"
+                        )
             self._save_state()
             nodes.create(self, count=node_count)
             self._wait("fake nodes Ready", lambda: nodes.all_ready(self), timeout=120)
