@@ -22,12 +22,14 @@ PROC = Path("/proc")
 
 @dataclass(frozen=True)
 class Stat:
-    """What one ``/proc/<pid>/stat`` reading tells: the parent and the CPU so far."""
+    """What one reading of ``/proc/<pid>`` tells: the parent, the CPU so far and the peak
+    resident memory (``VmHWM``, bytes; 0 where the kernel does not say)."""
 
     pid: int
     ppid: int
     name: str
     cpu: float
+    peak_rss: int = 0
 
 
 def read_stat(pid: int) -> Stat | None:
@@ -36,12 +38,15 @@ def read_stat(pid: int) -> Stat | None:
     try:
         stat = (PROC / str(pid) / "stat").read_text()
         argv0 = (PROC / str(pid) / "cmdline").read_bytes().split(b"\0", 1)[0].decode()
+        status = (PROC / str(pid) / "status").read_text()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     # The name in parentheses may itself hold spaces or parentheses: split after the last.
     fields = stat[stat.rindex(")") + 2 :].split()
     name = os.path.basename(argv0) or stat[stat.index("(") + 1 : stat.rindex(")")]
-    return Stat(pid, int(fields[1]), name, (int(fields[11]) + int(fields[12])) / TICKS)
+    peak = next((line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")), "0")
+    cpu = (int(fields[11]) + int(fields[12])) / TICKS
+    return Stat(pid, int(fields[1]), name, cpu, int(peak) * 1024)
 
 
 def descendants(root: int) -> dict[int, Stat]:
@@ -99,6 +104,8 @@ class TreeSampler:
         self.interval = interval
         self._baseline: dict[int, float] = {}
         self._seen: dict[int, Stat] = {}
+        self.peaks: dict[str, int] = {}
+        """Per role, the largest peak resident memory of one of its processes (bytes)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -107,7 +114,8 @@ class TreeSampler:
         self._thread.start()
 
     def stop(self) -> dict[str, float]:
-        """CPU seconds per role (see :func:`role`) since :meth:`start`."""
+        """CPU seconds per role (see :func:`role`) since :meth:`start`; the largest peak
+        resident memory of a process of each role is in :attr:`peaks` (bytes)."""
         self._stop.set()
         self._thread.join()
         self._sample()
@@ -115,6 +123,7 @@ class TreeSampler:
         for pid, stat in self._seen.items():
             name = role(stat, self._seen)
             split[name] = split.get(name, 0.0) + stat.cpu - self._baseline.get(pid, 0.0)
+            self.peaks[name] = max(self.peaks.get(name, 0), stat.peak_rss)
         return dict(sorted(split.items(), key=lambda item: -item[1]))
 
     def _run(self) -> None:
@@ -122,4 +131,9 @@ class TreeSampler:
             self._sample()
 
     def _sample(self) -> None:
-        self._seen.update(descendants(self.root))
+        for pid, stat in descendants(self.root).items():
+            seen = self._seen.get(pid)
+            # VmHWM is gone from a zombie's status: keep the peak read while it ran.
+            if seen is not None and seen.peak_rss > stat.peak_rss:
+                stat = Stat(stat.pid, stat.ppid, stat.name, stat.cpu, seen.peak_rss)
+            self._seen[pid] = stat

@@ -252,6 +252,7 @@ class Row:
     backend: int
     profile: dict[str, float] = field(default_factory=dict)
     split: dict[str, float] = field(default_factory=dict)
+    peaks: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -362,6 +363,7 @@ class Run:
                 else:
                     stack.preview(color="never")
                 wall = time.monotonic() - started
+                workspace.env_vars.pop("BENCH_PROFILING", None)
                 split = sampler.stop() if sampler is not None else {}
                 profile = self.work / "profile"
                 if self.go_profile is not None and self.profile and profile.exists():
@@ -371,7 +373,7 @@ class Run:
                     tree_bytes(home / "logs") - logs_before,
                     checkpoint_bytes(backend, stack.name), tree_bytes(backend),
                     split_profile(profile) if self.profile and profile.exists() else {},
-                    split,
+                    split, sampler.peaks if sampler is not None else {},
                 )  # fmt: skip
             if not self.preview_only:
                 stack.destroy(color="never")
@@ -450,10 +452,14 @@ def print_table(rows: list[Row], workloads: int) -> None:
         )
     split = [row for row in rows if row.split]
     if split:
-        print("\nCPU seconds per process during each command (--split):")
+        print("\nCPU seconds per process during each command (--split; peak RSS of one):")
         for row in split:
             tree = sum(v for k, v in row.split.items() if k not in CONTROL_PLANE)
-            cells = ", ".join(f"{name} {cpu:.2f}" for name, cpu in row.split.items() if cpu >= 0.01)
+            cells = ", ".join(
+                f"{name} {cpu:.2f} ({row.peaks.get(name, 0) / 1e6:.0f} MB)"
+                for name, cpu in row.split.items()
+                if cpu >= 0.01
+            )
             print(f"  {row.subject} logs {row.logs} {row.command}: {cells}")
             print(f"    (the CLI's tree {tree:.2f} s by /proc, {row.cpu:.2f} s by rusage)")
     ratios = _ratios(rows)

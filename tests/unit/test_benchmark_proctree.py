@@ -12,10 +12,11 @@ from benchmarks.proctree import Stat, TreeSampler, descendants, role
 BURN = "import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: pass\n"
 
 
-def test_a_child_that_exits_keeps_the_cpu_it_spent() -> None:
-    # The child burns 0.3 s of CPU and exits; the sampler must still count it (its last
-    # reading), and nothing it did not spend. The grandchild shows the tree is walked.
-    burn = BURN.format(seconds=0.3)
+def test_a_child_that_exits_keeps_the_cpu_and_memory_it_used() -> None:
+    # The grandchild holds 60 MB, burns 0.3 s of CPU and exits: the sampler must still
+    # count both (its last reading), and nothing it did not spend; being a grandchild, it
+    # shows the tree is walked.
+    burn = "held = bytearray(60_000_000)\n" + BURN.format(seconds=0.3)
     script = f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {burn!r}])\n"
     sampler = TreeSampler(interval=0.02)
     sampler.start()
@@ -23,6 +24,7 @@ def test_a_child_that_exits_keeps_the_cpu_it_spent() -> None:
     split = sampler.stop()
     python = split["other Python (operator)"]
     assert 0.2 <= python <= 5.0, split
+    assert sampler.peaks["other Python (operator)"] >= 55_000_000, sampler.peaks
 
 
 def test_processes_alive_before_start_count_only_what_they_spend_after() -> None:
