@@ -29,11 +29,16 @@ directory (history and backups included). Subjects:
 
 For ours the operator runs locally under its ServiceAccount once deployed (kwok pods run
 no containers), so ``up`` returns when every cluster is ``ready``. ``--profile`` runs the
-template's program under cProfile and splits its time by owner of the code.
+template's program under cProfile and splits its time by owner of the code. ``--split``
+samples ``/proc`` during each command and splits its CPU by process (CLI and engine,
+language host, program, Kubernetes provider, and the kube-apiserver and etcd answering the
+provider; see ``benchmarks/proctree.py``). ``--go-profile DIR`` runs the CLI with its
+``--profiling`` flag and keeps its Go CPU profiles in DIR, one per command, for ``go tool
+pprof -top DIR/<subject>-<logs>-<command>.<pid>.cpu``.
 
     .venv/bin/python -m hack.sandbox -- .venv/bin/python -m benchmarks.stack_template \\
         [--workloads 1] [--logs off,on] [--subjects ours,kuberay-helm] \\
-        [--kuberay-chart DIR] [--preview-only] [--profile]
+        [--kuberay-chart DIR] [--preview-only] [--profile] [--split] [--go-profile DIR]
 
 The chart directory comes from the KubeRay repository, fetched beforehand (nothing is
 downloaded here)::
@@ -61,10 +66,11 @@ from typing import Any
 import pulumi.automation as auto
 import yaml
 
+from benchmarks.proctree import TreeSampler
 from hack import sandbox
 from hack.localcluster import LocalCluster, start_for_tests
 from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE, OperatorAsServiceAccount
-from hack.pulumi import python_executable
+from hack.pulumi import Engine, python_executable
 from hack.pulumi import start_for_tests as start_engine
 from operator_runtime.api.crds import CRD_DIR
 
@@ -245,6 +251,8 @@ class Row:
     checkpoint: int
     backend: int
     profile: dict[str, float] = field(default_factory=dict)
+    split: dict[str, float] = field(default_factory=dict)
+    peaks: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -258,6 +266,8 @@ class Run:
     chart: Path | None
     preview_only: bool
     profile: bool
+    split: bool = False
+    go_profile: Path | None = None
 
     def program_text(self, cluster: LocalCluster) -> str:
         clusters = json.dumps([_cluster(f"c{i}") for i in range(self.workloads)])
@@ -321,7 +331,7 @@ class Run:
                 work_dir=str(program),
                 pulumi_home=str(home),
                 env_vars={**env, "PROFILE_OUT": str(self.work / "profile")},
-                pulumi_command=auto.PulumiCommand(root=str(_engine.root)),
+                pulumi_command=auto.PulumiCommand(root=str(self._cli_root(_engine))),
             )
             stack = auto.Stack.create(f"bench-{uuid.uuid4().hex[:6]}", workspace)
             if self.subject in TEMPLATE_SUBJECTS:
@@ -340,6 +350,12 @@ class Run:
                     operator.start_when_deployed()
                 print(f"[bench] {self.subject}, logs {self.logs}: pulumi {command}...", flush=True)
                 logs_before = tree_bytes(home / "logs")
+                if self.go_profile is not None:
+                    slug = f"{self.subject}-{self.logs}-{command.replace(' ', '-')}"
+                    workspace.env_vars["BENCH_PROFILING"] = str(self.go_profile / slug)
+                sampler = TreeSampler() if self.split else None
+                if sampler is not None:
+                    sampler.start()
                 cpu_before = _children_cpu()
                 started = time.monotonic()
                 if command == "up":
@@ -347,12 +363,17 @@ class Run:
                 else:
                     stack.preview(color="never")
                 wall = time.monotonic() - started
+                workspace.env_vars.pop("BENCH_PROFILING", None)
+                split = sampler.stop() if sampler is not None else {}
                 profile = self.work / "profile"
+                if self.go_profile is not None and self.profile and profile.exists():
+                    shutil.copy(profile, self.go_profile / f"{slug}.pstats")
                 yield Row(
                     self.subject, self.logs, command, wall, _children_cpu() - cpu_before,
                     tree_bytes(home / "logs") - logs_before,
                     checkpoint_bytes(backend, stack.name), tree_bytes(backend),
                     split_profile(profile) if self.profile and profile.exists() else {},
+                    split, sampler.peaks if sampler is not None else {},
                 )  # fmt: skip
             if not self.preview_only:
                 stack.destroy(color="never")
@@ -360,6 +381,24 @@ class Run:
             if operator is not None:
                 operator.stop()
             cluster.stop()
+
+    def _cli_root(self, engine: Engine) -> Path:
+        """The engine's root, or with ``--go-profile`` a root whose ``bin/pulumi`` runs the
+        CLI with ``--profiling $BENCH_PROFILING`` (the Automation API takes no extra
+        global flags); commands before the first measured one (``version``, ``stack init``)
+        run unprofiled."""
+        if self.go_profile is None:
+            return engine.root
+        root = self.work / "cli"
+        (root / "bin").mkdir(parents=True)
+        wrapper = root / "bin" / "pulumi"
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f'exec {str(engine.bin_dir / "pulumi")!r} "$@" '
+            '${BENCH_PROFILING:+--profiling "$BENCH_PROFILING"}\n'
+        )
+        wrapper.chmod(0o755)
+        return root
 
 
 def _children_cpu() -> float:
@@ -411,11 +450,27 @@ def print_table(rows: list[Row], workloads: int) -> None:
             "blocked on engine/provider; import components and deploy() cumulative;\n"
             "ours/sdk/other = own time by owner of the code)"
         )
+    split = [row for row in rows if row.split]
+    if split:
+        print("\nCPU seconds per process during each command (--split; peak RSS of one):")
+        for row in split:
+            tree = sum(v for k, v in row.split.items() if k not in CONTROL_PLANE)
+            cells = ", ".join(
+                f"{name} {cpu:.2f} ({row.peaks.get(name, 0) / 1e6:.0f} MB)"
+                for name, cpu in row.split.items()
+                if cpu >= 0.01
+            )
+            print(f"  {row.subject} logs {row.logs} {row.command}: {cells}")
+            print(f"    (the CLI's tree {tree:.2f} s by /proc, {row.cpu:.2f} s by rusage)")
     ratios = _ratios(rows)
     if ratios:
         print("\nours / kuberay-helm, same CLI setting and command:")
         for line in ratios:
             print(f"  {line}")
+
+
+CONTROL_PLANE = ("kube-apiserver", "etcd", "other", "other Python (operator)")
+"""Roles in ``--split`` outside the CLI's process tree (not in its rusage CPU)."""
 
 
 def _ratios(rows: list[Row]) -> list[str]:
@@ -442,7 +497,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kuberay-chart", type=Path, help="local kuberay-operator chart dir")
     parser.add_argument("--preview-only", action="store_true", help="only preview a new stack")
     parser.add_argument("--profile", action="store_true", help="split the template's time")
+    parser.add_argument("--split", action="store_true", help="CPU per process, from /proc")
+    parser.add_argument("--go-profile", type=Path, help="keep the CLI's Go CPU profiles here")
     arguments = parser.parse_args(argv)
+    if arguments.go_profile is not None:
+        arguments.go_profile = arguments.go_profile.resolve()
+        arguments.go_profile.mkdir(parents=True, exist_ok=True)
     settings = [s for s in arguments.logs.split(",") if s]
     if not settings or set(settings) - {"off", "on"}:
         parser.error("--logs takes off, on or off,on")
@@ -463,6 +523,7 @@ def main(argv: list[str] | None = None) -> int:
                     subject, logs, arguments.workloads, scratch / f"{subject}-{logs}",
                     chart.resolve() if chart else None, arguments.preview_only,
                     arguments.profile and subject in TEMPLATE_SUBJECTS,
+                    arguments.split, arguments.go_profile,
                 )  # fmt: skip
                 run.work.mkdir()
                 rows.extend(run.execute())
