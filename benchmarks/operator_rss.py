@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import platform
 import re
 import subprocess
 import sys
@@ -32,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.machine import machine
 from hack import kuberay, sandbox
 from hack.localcluster import LocalCluster, nodes, start_for_tests
 from hack.localcluster.cluster import free_port
@@ -367,11 +366,7 @@ def main() -> None:
     rows = summarize(subjects, results, args.pods)
     report = {
         "date": datetime.date.today().isoformat(),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-        },
+        "machine": machine(),
         "pods": args.pods,
         "pod_json_bytes": len(json.dumps(sample)),
         **pods,

@@ -31,7 +31,6 @@ import contextlib
 import datetime
 import json
 import os
-import platform
 import re
 import socket
 import subprocess
@@ -46,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.machine import machine
 from hack import sandbox
 from hack.clusterhosts import ClusterHosts
 from hack.localcluster import LocalCluster, start_for_tests
@@ -507,11 +507,7 @@ def main() -> None:
     if args.json:
         report = {
             "date": datetime.date.today().isoformat(),
-            "machine": {
-                "cpus": os.cpu_count(),
-                "platform": platform.platform(),
-                "python": platform.python_version(),
-            },
+            "machine": machine(),
             "rayjobs": args.rayjobs,
             "parallel": args.parallel,
             "total_seconds": round(time.monotonic() - started, 1),

@@ -30,7 +30,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import signal
 import ssl
@@ -49,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from benchmarks.machine import machine
 from hack import kuberay, sandbox
 from hack.localcluster import LocalCluster, ensure_built
 from hack.localcluster.cluster import free_port
@@ -885,24 +885,33 @@ def triggers(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--clusters", type=int, default=100)
-    parser.add_argument("--workers", type=int, default=100, help="workers per cluster")
+def add_operator_arguments(parser: argparse.ArgumentParser, *, only: str, profile: str) -> None:
+    """The options every side-by-side benchmark takes: both operators' client and worker
+    settings, what to run, where the report, logs and profile go."""
     parser.add_argument("--qps", type=float, default=100.0, help="both operators' --qps")
     parser.add_argument("--burst", type=int, default=200, help="both operators' --burst")
     parser.add_argument("--concurrency", type=int, default=1,
                         help="both operators' --reconcile-concurrency")  # fmt: skip
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per wait")
+    parser.add_argument("--only", default=only, metavar="KEY,...")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the report here")
+    parser.add_argument("--logs", type=Path, metavar="DIR", help="keep the operators' logs here")
+    parser.add_argument("--profile", type=Path, metavar="PATH", help=profile)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--clusters", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=100, help="workers per cluster")
     parser.add_argument("--fairness-workers", type=int, default=500,
                         help="the big cluster's scale-up (fairness run); 0 skips it")  # fmt: skip
     parser.add_argument("--fairness-runs", type=int, default=3,
                         help="each fairness figure is the median of this many runs")  # fmt: skip
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per wait")
-    parser.add_argument("--only", default="ours,kuberay,ceiling", metavar="KEY,...")
-    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the report here")
-    parser.add_argument("--logs", type=Path, metavar="DIR", help="keep the operators' logs here")
-    parser.add_argument("--profile", type=Path, metavar="PATH",
-                        help="py-spy: our operator's stacks, collapsed, to PATH")  # fmt: skip
+    add_operator_arguments(
+        parser,
+        only="ours,kuberay,ceiling",
+        profile="py-spy: our operator's stacks, collapsed, to PATH",
+    )
     args = parser.parse_args()
     sandbox.exit_unless_inside("the benchmark")
     wanted = [key.strip() for key in args.only.split(",") if key.strip()]
@@ -926,12 +935,7 @@ def main() -> None:
             print(f"{key}: {json.dumps(results[key])}", file=sys.stderr, flush=True)
     report = {
         "date": datetime.date.today().isoformat(),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-        },
+        "machine": machine(),
         "settings": {**settings.__dict__, "profile": str(settings.profile or "")},
         "total_seconds": round(time.monotonic() - started, 1),
         "results": results,

@@ -37,8 +37,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import platform
 import re
 import statistics
 import sys
@@ -52,6 +50,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks import scale
+from benchmarks.machine import machine
 from benchmarks.scale import NAMESPACE, Bench, Progress, Sampler
 from hack import kuberay, sandbox
 from hack.localcluster import LocalCluster
@@ -453,18 +452,11 @@ def main() -> None:
     parser.add_argument("--rayjobs", type=int, default=100, help="RayJobs at once; 0 skips")
     parser.add_argument("--rayservices", type=int, default=100,
                         help="RayServices at once; 0 skips")  # fmt: skip
-    parser.add_argument("--qps", type=float, default=100.0, help="both operators' --qps")
-    parser.add_argument("--burst", type=int, default=200, help="both operators' --burst")
-    parser.add_argument("--concurrency", type=int, default=1,
-                        help="both operators' --reconcile-concurrency")  # fmt: skip
     parser.add_argument("--idle-runs", type=int, default=3,
                         help="the idle 1-worker figure: the median of this many runs")  # fmt: skip
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per wait")
-    parser.add_argument("--only", default="ours,kuberay", metavar="KEY,...")
-    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the report here")
-    parser.add_argument("--logs", type=Path, metavar="DIR", help="keep the operators' logs here")
-    parser.add_argument("--profile", type=Path, metavar="PATH",
-                        help="py-spy: our operator's stacks, to PATH-<kind>")  # fmt: skip
+    scale.add_operator_arguments(
+        parser, only="ours,kuberay", profile="py-spy: our operator's stacks, to PATH-<kind>"
+    )
     parser.add_argument("--concurrent", action="store_true",
                         help="run the operators at the same time, each on its own control "
                              "plane (smoke tests: half the wall time, but the two compete "
@@ -492,12 +484,7 @@ def main() -> None:
                 results[key] = run_operator(key, Path(state), settings, logs)
     report = {
         "date": datetime.date.today().isoformat(),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "load_average": os.getloadavg(),
-        },
+        "machine": machine(),
         "settings": {
             **settings.__dict__,
             "profile": str(settings.profile or ""),
