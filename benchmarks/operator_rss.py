@@ -241,7 +241,7 @@ def measure(subject: Subject, cluster: LocalCluster, logs: Path, pods: int) -> d
 def prepare(cluster: LocalCluster, pods: int) -> int:
     """CRDs (both operators watch RayClusters), fake nodes, the namespace; node count."""
     cluster.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
-    cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    cluster.wait_for_crds()
     node_count = max(1, -(-pods // PODS_PER_NODE))
     nodes.create(cluster, count=node_count, gpu_nodes=0, prefix="bench-node")
     cluster.kubectl("create", "namespace", NAMESPACE)

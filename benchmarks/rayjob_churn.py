@@ -484,7 +484,7 @@ def main() -> None:
         cluster = start_for_tests(Path(state) / "cluster")
         try:
             cluster.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
-            cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+            cluster.wait_for_crds()
             kube = KubeClient(UrllibTransport(load_configuration(str(cluster.kubeconfig))),
                               limiter=TokenBucket(0, 1))  # fmt: skip
             with ray_head() as head:

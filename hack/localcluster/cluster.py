@@ -126,6 +126,24 @@ class LocalCluster:
 
     # -- lifecycle ------------------------------------------------------------------------
 
+    def wait_for_crds(self, timeout: float = 60.0) -> None:
+        """Wait until every CRD is Established. ``kubectl wait`` has been seen to exit 1
+        at once on a loaded machine right after the CRDs were applied (under xdist, with
+        no message kept), so a failed wait is tried again until ``timeout``; the last
+        failure's stderr is in the error."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = max(1, int(deadline - time.monotonic()))
+            result = self.kubectl(
+                "wait", "--for=condition=Established", "crd", "--all", f"--timeout={left}s",
+                check=False,
+            )  # fmt: skip
+            if result.returncode == 0:
+                return
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"CRDs not Established after {timeout:.0f}s: {result.stderr}")
+            time.sleep(0.5)
+
     def start(self, *, node_count: int = 4, crds: Path | None = None) -> None:
         """Start every component, wait until the API server is ready and nodes are Ready.
 
@@ -158,9 +176,7 @@ class LocalCluster:
                     self._wait("kube-apiserver", self._apiserver_ready)
                     if crds is not None:
                         self.kubectl("apply", "--server-side", "-f", str(crds))
-                        self.kubectl(
-                            "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"
-                        )
+                        self.wait_for_crds()
             self._save_state()
             nodes.create(self, count=node_count)
             self._wait("fake nodes Ready", lambda: nodes.all_ready(self), timeout=120)
