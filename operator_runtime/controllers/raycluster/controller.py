@@ -301,11 +301,7 @@ class RayClusterController:
         once. A deletion of a cached cluster's pod always passes."""
         metadata = pod.get("metadata") or {}
         namespace = str(metadata.get("namespace") or "")
-        owners = [
-            str(ref.get("name") or "")
-            for ref in metadata.get("ownerReferences") or ()
-            if ref.get("controller") and ref.get("kind") == kinds.RAY_CLUSTER.kind
-        ]
+        owners = [str(ref.get("name") or "") for ref in _cluster_owner_refs(metadata)]
         clusters = self.tools.caches.clusters
         if owners and all(clusters.get(namespace, owner) is None for owner in owners):
             return False
@@ -430,12 +426,17 @@ class RayClusterController:
 
 def clusters_pods(pods: Cache, metadata: Object) -> list[Object]:
     """The cached pods sharing an owner with the pod of ``metadata`` (its cluster's)."""
-    uids = [
-        str(ref.get("uid") or "")
+    uids = [str(ref.get("uid") or "") for ref in _cluster_owner_refs(metadata)]
+    return [pod for uid in uids if uid for pod in pods.by_index(BY_OWNER_UID, uid)]
+
+
+def _cluster_owner_refs(metadata: Object) -> list[Object]:
+    """The pod's controlling RayCluster references (its cluster, by name and UID)."""
+    return [
+        ref
         for ref in metadata.get("ownerReferences") or ()
         if ref.get("controller") and ref.get("kind") == kinds.RAY_CLUSTER.kind
     ]
-    return [pod for uid in uids if uid for pod in pods.by_index(BY_OWNER_UID, uid)]
 
 
 def _only_counts(pod: Object, old: Object, siblings: list[Object]) -> bool:

@@ -240,19 +240,35 @@ def create_worker(
 ) -> None:
     """Render and create one worker pod of ``group``."""
     if replica_name or host_index:  # a multi-host replica: rendered whole
-        params = PodParams(
-            cluster=run.cluster,
-            node_type=NodeType.WORKER,
-            group_name=group.group_name,
-            options=run.tools.options.render,
-            replica_index=replica_index,
-            replica_name=replica_name,
-            host_index=host_index,
-        )
-        pod = build_pod(params=params)
+        pod = build_pod(
+            params=_worker_params(
+                run, group, replica_index=replica_index, replica_name=replica_name,
+                host_index=host_index,
+            )
+        )  # fmt: skip
     else:
         pod = single_host_worker(run, group, replica_index)
     create_pod(run, pod, group=group.group_name, head=False)
+
+
+def _worker_params(
+    run: ClusterRun,
+    group: WorkerGroupSpec,
+    *,
+    replica_index: int = 0,
+    replica_name: str = "",
+    host_index: int = 0,
+) -> PodParams:
+    """What rendering a worker of ``group`` takes (one replica's index, name, host)."""
+    return PodParams(
+        cluster=run.cluster,
+        node_type=NodeType.WORKER,
+        group_name=group.group_name,
+        options=run.tools.options.render,
+        replica_index=replica_index,
+        replica_name=replica_name,
+        host_index=host_index,
+    )
 
 
 def single_host_worker(run: ClusterRun, group: WorkerGroupSpec, replica_index: int) -> JSONObject:
@@ -262,13 +278,8 @@ def single_host_worker(run: ClusterRun, group: WorkerGroupSpec, replica_index: i
     operator's CPU in a scale-up (benchmarks/README.md)."""
     rendered = run.worker_renders.get(group.group_name)
     if rendered is None:
-        params = PodParams(
-            cluster=run.cluster,
-            node_type=NodeType.WORKER,
-            group_name=group.group_name,
-            options=run.tools.options.render,
-        )
-        rendered = run.worker_renders[group.group_name] = build_pod(params=params)
+        rendered = build_pod(params=_worker_params(run, group))
+        run.worker_renders[group.group_name] = rendered
     if not run.tools.options.gates.ray_multi_host_indexing:
         return rendered  # no per-replica label: the workers are all the same
     metadata = rendered["metadata"]

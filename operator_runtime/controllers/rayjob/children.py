@@ -92,8 +92,7 @@ def dashboard_url(run: JobRun, cluster: Object) -> str:
 
 
 def create_submitter_if_needed(run: JobRun, cluster: Object) -> None:
-    cached = run.tools.caches.submitters.get(run.namespace, run.name)
-    if cached is not None and controlled_by(cached, run.uid):
+    if _submitter(run, fresh=False) is not None:  # not fresh: see _fresh
         return
     desired = build_submitter_job(
         params=SubmitterParams(
@@ -117,11 +116,12 @@ def create_submitter_if_needed(run: JobRun, cluster: Object) -> None:
               f"Created Kubernetes Job {run.namespace}/{run.name}", Action.CREATE)  # fmt: skip
 
 
-def _submitter(run: JobRun) -> Object | None:
-    """The submitter Job (named as the RayJob), if this RayJob controls it."""
-    found = run.tools.caches.submitters.get(run.namespace, run.name) or _fresh(
-        run, kinds.JOB, run.name
-    )
+def _submitter(run: JobRun, *, fresh: bool = True) -> Object | None:
+    """The submitter Job (named as the RayJob), if this RayJob controls it; from the
+    cache, then (``fresh``) from the API server."""
+    found = run.tools.caches.submitters.get(run.namespace, run.name)
+    if found is None and fresh:
+        found = _fresh(run, kinds.JOB, run.name)
     return found if found is not None and controlled_by(found, run.uid) else None
 
 

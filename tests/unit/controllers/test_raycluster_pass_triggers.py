@@ -29,6 +29,7 @@ from operator_runtime.runtime.context import ControllerContext, InformerSet
 from operator_runtime.runtime.events import EventRecorder
 from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import ObjectKey
+from tests.unit.controllers.test_raycluster_pod_expectations import raw_cluster
 
 
 class NoSink:
@@ -65,23 +66,7 @@ def controller() -> RayClusterController:
 
 
 def cluster() -> Object:
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {"name": "c", "namespace": "ns", "uid": "cluster-uid", "generation": 1},
-        "spec": {
-            "headGroupSpec": {"template": {"spec": {"containers": [{"name": "h", "image": "i"}]}}},
-            "workerGroupSpecs": [
-                {
-                    "groupName": "g",
-                    "replicas": 3,
-                    "minReplicas": 0,
-                    "maxReplicas": 10,
-                    "template": {"spec": {"containers": [{"name": "w", "image": "i"}]}},
-                }
-            ],
-        },
-    }
+    return raw_cluster(replicas=3)
 
 
 def pod(name: str, node_type: str = "worker") -> Object:
