@@ -32,11 +32,9 @@ MODELS: dict[str, type[RayCluster | RayJob | RayService | RayCronJob]] = {
 def crds(local_cluster: LocalCluster) -> LocalCluster:
     # Server-side apply: the CRDs are larger than the client-side last-applied annotation.
     local_cluster.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
-    local_cluster.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s",
-        *[f"crd/{plural}.ray.io" for plural in ("rayclusters", "rayjobs", "rayservices",
-                                                "raycronjobs")],
-    )  # fmt: skip
+    local_cluster.wait_for_crds(
+        *(f"{plural}.ray.io" for plural in ("rayclusters", "rayjobs", "rayservices", "raycronjobs"))
+    )
     return local_cluster
 
 
