@@ -112,10 +112,13 @@ test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay ku
 demo: venv localcluster
 	$(SANDBOX) $(PY) -m hack.demo
 
+# KUBERAY_CHART=DIR adds KubeRay's Helm chart (a local copy, benchmarks/README.md) beside
+# the stack template's preview and state.
 bench: venv localcluster kuberay pulumi-engine
 	$(SANDBOX) $(PY) -m benchmarks.operator_rss
-	$(SANDBOX) $(PY) -m benchmarks.stack_template
+	$(SANDBOX) $(PY) -m benchmarks.stack_template $(if $(KUBERAY_CHART),--kuberay-chart $(KUBERAY_CHART))
 	$(SANDBOX) $(PY) -m benchmarks.scale
+	$(SANDBOX) $(PY) -m benchmarks.workloads_scale
 
 shell: venv localcluster
 	$(PY) -m hack.sandbox --shell

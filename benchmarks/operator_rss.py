@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import platform
 import re
 import subprocess
 import sys
@@ -32,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.machine import machine
 from hack import kuberay, sandbox
 from hack.localcluster import LocalCluster, nodes, start_for_tests
 from hack.localcluster.cluster import free_port
@@ -242,7 +241,7 @@ def measure(subject: Subject, cluster: LocalCluster, logs: Path, pods: int) -> d
 def prepare(cluster: LocalCluster, pods: int) -> int:
     """CRDs (both operators watch RayClusters), fake nodes, the namespace; node count."""
     cluster.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
-    cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    cluster.wait_for_crds()
     node_count = max(1, -(-pods // PODS_PER_NODE))
     nodes.create(cluster, count=node_count, gpu_nodes=0, prefix="bench-node")
     cluster.kubectl("create", "namespace", NAMESPACE)
@@ -367,11 +366,7 @@ def main() -> None:
     rows = summarize(subjects, results, args.pods)
     report = {
         "date": datetime.date.today().isoformat(),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-        },
+        "machine": machine(),
         "pods": args.pods,
         "pod_json_bytes": len(json.dumps(sample)),
         **pods,

@@ -31,7 +31,6 @@ import contextlib
 import datetime
 import json
 import os
-import platform
 import re
 import socket
 import subprocess
@@ -46,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.machine import machine
 from hack import sandbox
 from hack.clusterhosts import ClusterHosts
 from hack.localcluster import LocalCluster, start_for_tests
@@ -484,7 +484,7 @@ def main() -> None:
         cluster = start_for_tests(Path(state) / "cluster")
         try:
             cluster.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
-            cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+            cluster.wait_for_crds()
             kube = KubeClient(UrllibTransport(load_configuration(str(cluster.kubeconfig))),
                               limiter=TokenBucket(0, 1))  # fmt: skip
             with ray_head() as head:
@@ -507,11 +507,7 @@ def main() -> None:
     if args.json:
         report = {
             "date": datetime.date.today().isoformat(),
-            "machine": {
-                "cpus": os.cpu_count(),
-                "platform": platform.platform(),
-                "python": platform.python_version(),
-            },
+            "machine": machine(),
             "rayjobs": args.rayjobs,
             "parallel": args.parallel,
             "total_seconds": round(time.monotonic() - started, 1),

@@ -17,7 +17,8 @@ clusters are deleted before the scale-up. Then the time until every RayCluster's
 second, the API requests the API server counted (``apiserver_request_total``, all
 clients, minus the benchmark's own polling), the operator's own request count, CPU
 seconds and peak RSS of its process tree, and the time to delete every RayCluster until
-no pod is left.
+no pod is left (with the requests and reconciles of that window). Below the table, our
+operator's passes by what queued them (``operator_reconcile_triggers_total``).
 
     .venv/bin/python -m benchmarks.scale [--clusters 100 --workers 100] [--qps 100 --burst 200]
         [--concurrency 1] [--fairness-workers 500] [--only ours,kuberay,ceiling] [--json PATH]
@@ -29,7 +30,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import signal
 import ssl
@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from benchmarks.machine import machine
 from hack import kuberay, sandbox
 from hack.localcluster import LocalCluster, ensure_built
 from hack.localcluster.cluster import free_port
@@ -122,10 +123,8 @@ class BenchCluster(LocalCluster):
 @contextmanager
 def control_plane(state: Path, settings: Settings) -> Iterator[LocalCluster]:
     cluster = BenchCluster(state_dir=state, tools=ensure_built(), die_with_parent=True)
-    cluster.start(node_count=settings.node_count)
+    cluster.start(node_count=settings.node_count, crds=CRD_DIR)
     try:
-        cluster.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
-        cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
         cluster.kubectl("create", "namespace", NAMESPACE)
         while cluster.kubectl("-n", NAMESPACE, "get", "sa", "default", check=False).returncode:
             time.sleep(0.2)
@@ -277,6 +276,31 @@ def operator_counter(port: int, name: str) -> int | None:
     return sum(int(float(value)) for value in found) if found else None
 
 
+def operator_counters_by(port: int, name: str, label: str) -> dict[str, int]:
+    """One counter the operator exports, summed by the value of ``label`` (empty when
+    the operator does not export it: KubeRay has no ``operator_reconcile_triggers_total``)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return {}
+    totals: Counter[str] = Counter()
+    for labels, value in re.findall(rf"^{name}\{{([^}}]*)\}} (\S+)$", text, re.M):
+        found = re.search(rf'{label}="([^"]*)"', labels)
+        if found:
+            totals[found.group(1)] += int(float(value))
+    return dict(totals)
+
+
+TRIGGERS: Final = "operator_reconcile_triggers_total"
+"""Our operator's passes by what queued them (``Pod/MODIFIED``, ``requeue_after``...)."""
+
+
+def _grown(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    grown = {key: value - before.get(key, 0) for key, value in after.items()}
+    return dict(sorted(((k, v) for k, v in grown.items() if v), key=lambda kv: -kv[1]))
+
+
 OWN_COUNTERS: Final = {
     "operator_requests": "rest_client_requests_total",
     "operator_reconciles": "controller_runtime_reconcile_total",
@@ -403,7 +427,17 @@ class Operator:
             self.process.wait(10)
 
 
-def start_operator(key: str, cluster: LocalCluster, settings: Settings, logs: Path) -> Operator:
+def start_operator(
+    key: str,
+    cluster: LocalCluster,
+    settings: Settings,
+    logs: Path,
+    *,
+    controllers: Sequence[str] | None = ("raycluster",),
+) -> Operator:
+    """Start one operator and wait until it is ready. ``controllers`` restricts ours to
+    those controllers (``None``: all, as users run it; a RayJob or RayService needs the
+    RayCluster controller too); KubeRay always runs its default set."""
     metrics, probe, log = free_port(), free_port(), logs / f"{key}.log"
     common = [
         f"--kubeconfig={cluster.kubeconfig}", f"--watch-namespace={NAMESPACE}",
@@ -415,7 +449,8 @@ def start_operator(key: str, cluster: LocalCluster, settings: Settings, logs: Pa
     if key == "kuberay":
         command = [str(kuberay.ensure_built().path("ray-operator")), *common]
     else:
-        command = [sys.executable, "-m", "operator_runtime", "--controllers=raycluster", *common]
+        only = [f"--controllers={','.join(controllers)}"] if controllers else []
+        command = [sys.executable, "-m", "operator_runtime", *only, *common]
     with log.open("ab") as output:
         process = subprocess.Popen(
             command, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=output,
@@ -429,6 +464,23 @@ def start_operator(key: str, cluster: LocalCluster, settings: Settings, logs: Pa
         operator.stop()
         raise
     return operator
+
+
+def start_profiler(pid: int, output: Path) -> subprocess.Popen[bytes]:
+    """py-spy (a test extra) sampling ``pid``'s threads, idle frames included, until
+    ``stop_profiler``; its collapsed stacks go to ``output``."""
+    py_spy = Path(sys.executable).with_name("py-spy")
+    return subprocess.Popen(
+        [str(py_spy), "record", "--pid", str(pid), "--format=raw", "--rate=50", "--threads",
+         "--idle", f"--output={output}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def stop_profiler(profiler: subprocess.Popen[bytes]) -> None:
+    """SIGINT makes py-spy write what it sampled."""
+    profiler.send_signal(signal.SIGINT)
+    profiler.wait(60)
 
 
 # -- phases --------------------------------------------------------------------------------
@@ -450,6 +502,7 @@ def scale_up_and_delete(
     before, cpu_before = bench.snapshot(), sampler.cpu()
     own_before = {key: operator_counter(operator.metrics_port, name)
                   for key, name in OWN_COUNTERS.items()}  # fmt: skip
+    triggers_before = operator_counters_by(operator.metrics_port, TRIGGERS, "source")
     sampler.peak_rss = 0
     started = time.monotonic()
     with ThreadPoolExecutor(8) as pool:
@@ -483,6 +536,9 @@ def scale_up_and_delete(
         own[key] = None if after is None else after - (own_before[key] or 0)
     cpu_ready = sampler.cpu()
     peak = sampler.peak_rss
+    triggers_ready = operator_counters_by(operator.metrics_port, TRIGGERS, "source")
+    own_ready = {key: operator_counter(operator.metrics_port, name)
+                 for key, name in OWN_COUNTERS.items()}  # fmt: skip
 
     before = bench.snapshot()
     started = time.monotonic()
@@ -497,6 +553,12 @@ def scale_up_and_delete(
 
     to_delete = wait_until(f"{operator.key}: delete", gone, settings.timeout)
     progress.show(f"deleted in {to_delete:.1f}s", final=True)
+    delete_requests = bench.requests_since(before)
+    own_delete = {}
+    for key, name in OWN_COUNTERS.items():
+        after = operator_counter(operator.metrics_port, name)
+        own_delete[f"{key}_delete"] = None if after is None else after - (own_ready[key] or 0)
+    triggers_gone = operator_counters_by(operator.metrics_port, TRIGGERS, "source")
     return {
         "ready_seconds": round(to_ready, 1),
         "pods_per_second": round(settings.pods / (all_created or to_ready), 1),
@@ -509,7 +571,11 @@ def scale_up_and_delete(
         "cpu_seconds_delete": round(sampler.cpu() - cpu_ready, 1),
         "peak_rss_bytes": peak,
         "delete_seconds": round(to_delete, 1),
-        "delete_api_requests_total": sum(bench.requests_since(before).values()),
+        "delete_api_requests_total": sum(delete_requests.values()),
+        "delete_api_requests": delete_requests,
+        **own_delete,
+        "triggers_to_ready": _grown(triggers_ready, triggers_before),
+        "triggers_delete": _grown(triggers_gone, triggers_ready),
     }
 
 
@@ -669,12 +735,7 @@ def run_operator(
         sampler = Sampler(operator.process.pid)
         profiler = None
         if settings.profile is not None and key == "ours":
-            py_spy = Path(sys.executable).with_name("py-spy")
-            profiler = subprocess.Popen(
-                [str(py_spy), "record", "--pid", str(operator.process.pid), "--format=raw",
-                 "--rate=50", "--threads", "--idle", f"--output={settings.profile}"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
+            profiler = start_profiler(operator.process.pid, settings.profile)
         try:
             # Fairness first, on a quiet control plane; its clusters are gone before the
             # scale-up starts.
@@ -683,8 +744,7 @@ def run_operator(
         finally:
             sampler.stop()
             if profiler is not None:
-                profiler.send_signal(signal.SIGINT)
-                profiler.wait(60)
+                stop_profiler(profiler)
             operator.stop()
     return values
 
@@ -777,6 +837,14 @@ def table(results: dict[str, dict[str, Any]], settings: Settings) -> str:
     row("operator CPU s, delete", "cpu_seconds_delete")
     row("operator peak RSS, MiB", "peak_rss_bytes", scale=MIB)
     row("time to delete all, s", "delete_seconds")
+    row("  API requests, delete", "delete_api_requests_total")
+    for verb in ("DELETE", "PUT", "PATCH", "POST"):
+        for side in (ours, theirs):
+            if "delete_api_requests" in side:
+                side[f"delete_verb_{verb}"] = side["delete_api_requests"].get(verb, 0)
+        row(f"    {verb}", f"delete_verb_{verb}")
+    row("  operator's own requests, delete", "operator_requests_delete")
+    row("  operator's reconciles, delete", "operator_reconciles_delete")
     if settings.fairness_workers:
         row("1-worker cluster, idle operator, s", "small_idle_seconds", digits=2)
         row(f"1-worker cluster, plain client creating {settings.fairness_workers}, s",
@@ -789,6 +857,12 @@ def table(results: dict[str, dict[str, Any]], settings: Settings) -> str:
         row(f"  its 2 pods created, during 0->{settings.fairness_workers}, s",
             "small_busy_pods_seconds", digits=2)  # fmt: skip
         row(f"0->{settings.fairness_workers} cluster ready, s", "big_seconds")
+    return format_rows(rows)
+
+
+def format_rows(rows: Sequence[Sequence[str]]) -> str:
+    """Rows of cells as an aligned text table: the first row is the header, the first
+    column left-aligned (labels), the others right-aligned (figures)."""
     widths = [max(len(line[i]) for line in rows) for i in range(len(rows[0]))]
     out = [
         " | ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
@@ -799,24 +873,45 @@ def table(results: dict[str, dict[str, Any]], settings: Settings) -> str:
     return "\n".join(out)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--clusters", type=int, default=100)
-    parser.add_argument("--workers", type=int, default=100, help="workers per cluster")
+def triggers(results: dict[str, dict[str, Any]]) -> str:
+    """Our operator's passes by what queued them, to ready and while deleting."""
+    ours = results.get("ours", {})
+    lines = []
+    for key, label in (("triggers_to_ready", "to ready"), ("triggers_delete", "delete")):
+        counts = ours.get(key) or {}
+        if counts:
+            shown = ", ".join(f"{source} {count:,}" for source, count in counts.items())
+            lines.append(f"ours' passes by trigger, {label}: {shown}")
+    return "\n".join(lines)
+
+
+def add_operator_arguments(parser: argparse.ArgumentParser, *, only: str, profile: str) -> None:
+    """The options every side-by-side benchmark takes: both operators' client and worker
+    settings, what to run, where the report, logs and profile go."""
     parser.add_argument("--qps", type=float, default=100.0, help="both operators' --qps")
     parser.add_argument("--burst", type=int, default=200, help="both operators' --burst")
     parser.add_argument("--concurrency", type=int, default=1,
                         help="both operators' --reconcile-concurrency")  # fmt: skip
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per wait")
+    parser.add_argument("--only", default=only, metavar="KEY,...")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the report here")
+    parser.add_argument("--logs", type=Path, metavar="DIR", help="keep the operators' logs here")
+    parser.add_argument("--profile", type=Path, metavar="PATH", help=profile)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--clusters", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=100, help="workers per cluster")
     parser.add_argument("--fairness-workers", type=int, default=500,
                         help="the big cluster's scale-up (fairness run); 0 skips it")  # fmt: skip
     parser.add_argument("--fairness-runs", type=int, default=3,
                         help="each fairness figure is the median of this many runs")  # fmt: skip
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per wait")
-    parser.add_argument("--only", default="ours,kuberay,ceiling", metavar="KEY,...")
-    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the report here")
-    parser.add_argument("--logs", type=Path, metavar="DIR", help="keep the operators' logs here")
-    parser.add_argument("--profile", type=Path, metavar="PATH",
-                        help="py-spy: our operator's stacks, collapsed, to PATH")  # fmt: skip
+    add_operator_arguments(
+        parser,
+        only="ours,kuberay,ceiling",
+        profile="py-spy: our operator's stacks, collapsed, to PATH",
+    )
     args = parser.parse_args()
     sandbox.exit_unless_inside("the benchmark")
     wanted = [key.strip() for key in args.only.split(",") if key.strip()]
@@ -840,12 +935,7 @@ def main() -> None:
             print(f"{key}: {json.dumps(results[key])}", file=sys.stderr, flush=True)
     report = {
         "date": datetime.date.today().isoformat(),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-        },
+        "machine": machine(),
         "settings": {**settings.__dict__, "profile": str(settings.profile or "")},
         "total_seconds": round(time.monotonic() - started, 1),
         "results": results,
@@ -856,6 +946,7 @@ def main() -> None:
     print(table(results, settings))
     print("ours/ceiling: the share of the ceiling's throughput (ceiling time / our time); "
           "API requests exclude the benchmark's own")  # fmt: skip
+    print(triggers(results))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
 

@@ -51,7 +51,7 @@ _CONFIG_VOLUME: Final = "operator-config"
 
 
 def operator_flags(plan: Plan) -> list[str]:
-    """The container's args: every one a flag of ``operator_runtime.__main__.build_parser``."""
+    """The container's args: every one a flag of ``operator_runtime.cli.build_parser``."""
     flags = [f"--config={OPERATOR_CONFIG_PATH}"] if plan.operator_config else _file_flags(plan)
     flags.append(f"--shutdown-timeout={SHUTDOWN_TIMEOUT_SECONDS}")
     if plan.leader_election:

@@ -68,6 +68,15 @@ def _progress(message: str) -> None:
     print(f"[localcluster] {message}", file=sys.stderr, flush=True)
 
 
+class KubectlError(subprocess.CalledProcessError):
+    """A failed kubectl whose message says what kubectl said (``CalledProcessError``'s
+    own names only the command and the exit status)."""
+
+    def __str__(self) -> str:
+        said = (self.stderr or "").strip()
+        return f"{super().__str__()}: {said[-2000:]}" if said else super().__str__()
+
+
 @dataclass
 class LocalCluster:
     """A control plane rooted in ``state_dir``; ``start()`` it, ``stop()`` it."""
@@ -108,13 +117,24 @@ class LocalCluster:
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120
     ) -> subprocess.CompletedProcess[str]:
-        """Run the built kubectl against this cluster; on failure the error carries stderr."""
-        command = [str(self.tools.path("kubectl")), f"--kubeconfig={self.kubeconfig}", *args]
+        """Run the built kubectl against this cluster; on failure the error's message
+        carries kubectl's stderr.
+
+        Its discovery cache is this cluster's own (``--cache-dir`` in the state
+        directory): the default, ``~/.kube/cache`` keyed by host and port, is shared by
+        every cluster that ever listened on that port and by concurrent kubectls of
+        other clusters, a stale or half-written discovery for this one."""
+        command = [
+            str(self.tools.path("kubectl")),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--cache-dir={self.state_dir / 'kube-cache'}",
+            *args,
+        ]
         result = subprocess.run(
             command, input=input, capture_output=True, text=True, timeout=timeout
         )
         if check and result.returncode != 0:
-            raise subprocess.CalledProcessError(
+            raise KubectlError(
                 result.returncode, command, output=result.stdout, stderr=result.stderr
             )
         return result
@@ -126,8 +146,32 @@ class LocalCluster:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def start(self, *, node_count: int = 4) -> None:
+    def wait_for_crds(self, *names: str, timeout: float = 60.0) -> None:
+        """Wait until the CRDs ``names`` (default: all) are Established. ``kubectl wait``
+        has been seen to exit 1 at once on a loaded machine right after the CRDs were
+        applied (under xdist), so a failed wait is tried again until ``timeout``; the
+        last failure's stderr is in the error."""
+        which = [f"crd/{name}" for name in names] or ["crd", "--all"]
+        deadline = time.monotonic() + timeout
+        while True:
+            left = max(1, int(deadline - time.monotonic()))
+            result = self.kubectl(
+                "wait", "--for=condition=Established", *which, f"--timeout={left}s", check=False
+            )
+            if result.returncode == 0:
+                return
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"CRDs not Established after {timeout:.0f}s: {result.stderr}")
+            time.sleep(0.5)
+
+    def start(self, *, node_count: int = 4, crds: Path | None = None) -> None:
         """Start every component, wait until the API server is ready and nodes are Ready.
+
+        ``crds`` (a file or directory of CustomResourceDefinitions) is applied and
+        Established before kube-controller-manager starts, so its garbage collector knows
+        those kinds from its first discovery. Applied later, the collector learns of them
+        only at its periodic resync (every 30 s), and until then a deleted custom
+        object's children stay.
 
         Only in the sandbox: the API server dials kwok's node and pod addresses (logs,
         the service proxy), and outside it those lead to networks we do not own.
@@ -150,6 +194,9 @@ class LocalCluster:
                     self._wait("etcd", self._etcd_healthy)
                 elif component == "kube-apiserver":
                     self._wait("kube-apiserver", self._apiserver_ready)
+                    if crds is not None:
+                        self.kubectl("apply", "--server-side", "-f", str(crds))
+                        self.wait_for_crds()
             self._save_state()
             nodes.create(self, count=node_count)
             self._wait("fake nodes Ready", lambda: nodes.all_ready(self), timeout=120)

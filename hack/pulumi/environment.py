@@ -81,10 +81,12 @@ def _disable_automatic_logs(home: Path) -> None:
     """Keep the CLI from writing its automatic debug log (pkg/v3 >= v3.233.0).
 
     Every command records every verbose log line, property values included, gzipped,
-    into ``$PULUMI_HOME/logs``. With our CRDs (1-2 MB each) that is ~300 MB and more than
-    half the engine's CPU per command (a preview: 68 s with it, 16 s without). Nothing
-    turns it off, but the CLI carries on without it when it cannot create that
-    directory, so a plain file stands in its place.
+    into ``$PULUMI_HOME/logs``. With our former CRDs (1-2 MB each) that was ~300 MB and
+    more than half the engine's CPU per command (a preview: 68 s with it, 16 s without);
+    with today's (0.8 MB together) it is 0.28 MB a command and no longer shows in the CPU
+    (benchmarks/README.md, "Where a preview's CPU goes"), but the tests still have no use
+    for it. Nothing turns it off, but the CLI carries on without it when it cannot create
+    that directory, so a plain file stands in its place.
     """
     logs = home / "logs"
     if logs.is_dir():

@@ -41,10 +41,25 @@ QUANTITY_PATTERN = (
 )
 """resource.Quantity's serialization grammar (signed number + SI/binary suffix or exponent)."""
 
-UNDESCRIBED_FIELDS = frozenset({("io.k8s.api.core.v1.PodSpec", "ephemeralContainers")})
-"""Fields whose nested descriptions are dropped to save space (see ``crds`` docstring):
-ephemeral containers cannot be set when a pod is created, so nobody writes them in a
-template, and their docs repeat ``containers`` word for word."""
+EXPLAINED_BY_KUBECTL: dict[str, str] = {
+    "io.k8s.api.core.v1.PodTemplateSpec": "podtemplate.template",
+    "io.k8s.api.core.v1.Service": "service",
+    "io.k8s.api.core.v1.EnvVar": "pod.spec.containers.env",
+    "io.k8s.api.core.v1.EnvVarSource": "pod.spec.containers.env.valueFrom",
+    "io.k8s.api.core.v1.EnvFromSource": "pod.spec.containers.envFrom",
+    "io.k8s.api.core.v1.VolumeMount": "pod.spec.containers.volumeMounts",
+    "io.k8s.api.core.v1.ResourceRequirements": "pod.spec.containers.resources",
+    "io.k8s.api.core.v1.SecurityContext": "pod.spec.containers.securityContext",
+    "io.k8s.api.networking.v1.IngressTLS": "ingress.spec.tls",
+    "io.k8s.api.networking.v1.NetworkPolicyIngressRule": "networkpolicy.spec.ingress",
+    "io.k8s.api.networking.v1.NetworkPolicyEgressRule": "networkpolicy.spec.egress",
+}
+"""Built-in types whose docs ``kubectl explain`` already serves under these paths: where a
+model embeds one, its fields keep their full schema (types, formats, required, list maps,
+patterns) but not Kubernetes' descriptions, which were two thirds of every CRD's bytes
+(a PodTemplateSpec carries ~300 kB of them) and travelled through every ``pulumi preview``.
+The embedding field's description says where the docs are. Small definitions (Condition,
+OwnerReference, Time) keep theirs."""
 
 _ZERO_VALUES: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False}
 
@@ -123,8 +138,18 @@ class KubernetesSchemas:
         self._definitions = definitions
 
     def field(self, name: str, path: str) -> Schema:
-        """The full structural schema of definition ``name``, as used at ``path``."""
-        return self._definition(name, path, (), describe=True)
+        """The full structural schema of definition ``name``, as used at ``path``: described
+        throughout, or, for a type of ``EXPLAINED_BY_KUBECTL``, described only by a
+        pointer to ``kubectl explain``."""
+        explained_at = EXPLAINED_BY_KUBECTL.get(name)
+        node = self._definition(name, path, (), describe=explained_at is None)
+        if explained_at is not None:
+            kind = name.rsplit(".", 1)[-1]
+            node["description"] = (
+                f"A Kubernetes {kind}, every field typed and checked; for the fields' "
+                f"docs, run `kubectl explain {explained_at}`."
+            )
+        return node
 
     def _definition(self, name: str, path: str, stack: tuple[str, ...], describe: bool) -> Schema:
         if name in (QUANTITY, INT_OR_STRING):
@@ -147,11 +172,9 @@ class KubernetesSchemas:
                 embedded["description"] = raw["description"]
             embedded["properties"] = {k: raw["properties"][k] for k in EMBEDDED_META_FIELDS}
             raw = embedded
-        return self._node(raw, path, (*stack, name), describe, owner=name)
+        return self._node(raw, path, (*stack, name), describe)
 
-    def _node(
-        self, raw: Schema, path: str, stack: tuple[str, ...], describe: bool, owner: str = ""
-    ) -> Schema:
+    def _node(self, raw: Schema, path: str, stack: tuple[str, ...], describe: bool) -> Schema:
         ref = _single_ref(raw)
         out: Schema = self._definition(ref, path, stack, describe) if ref else {}
         if not describe:
@@ -172,7 +195,7 @@ class KubernetesSchemas:
                     out[key] = value
             elif key == "properties":
                 out[key] = {
-                    prop: self._property(owner, prop, sub, f"{path}.{prop}", stack, describe)
+                    prop: self._node(sub, f"{path}.{prop}", stack, describe)
                     for prop, sub in value.items()
                 }
             elif key == "items":
@@ -186,18 +209,6 @@ class KubernetesSchemas:
         if out.get("type") == "object" and not {"properties", "additionalProperties"} & set(out):
             out["x-kubernetes-preserve-unknown-fields"] = True  # e.g. FieldsV1; none in pods
         return out
-
-    def _property(
-        self, owner: str, prop: str, raw: Schema, path: str, stack: tuple[str, ...], describe: bool
-    ) -> Schema:
-        nested = describe and (owner, prop) not in UNDESCRIBED_FIELDS
-        # A deprecated field (mostly in-tree volume plugins) keeps its own description,
-        # which says it is deprecated, but not the docs of everything beneath it.
-        nested = nested and "Deprecated:" not in raw.get("description", "")
-        node = self._node(raw, path, stack, nested)
-        if describe and not nested and "description" in raw:
-            node["description"] = raw["description"]
-        return node
 
 
 def _default_map_keys(array: Schema, path: str) -> None:
@@ -236,7 +247,11 @@ class ModelSchemaConverter:
                 for key in ("description", "default", "x-kubernetes-validations")
                 if node.get(key) is not None
             }
-            return _merge(self._kubernetes.field(definition, path), field_keys)
+            embedded = self._kubernetes.field(definition, path)
+            if definition in EXPLAINED_BY_KUBECTL and "description" in field_keys:
+                # Our words first, then where Kubernetes' docs of its fields are.
+                field_keys["description"] += "\n\n" + embedded["description"]
+            return _merge(embedded, field_keys)
         return self._convert_keys(node, path)
 
     def _resolve(self, node: Schema, path: str, seen: tuple[str, ...]) -> Schema:

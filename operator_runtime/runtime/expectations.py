@@ -183,6 +183,19 @@ class Expectations:
             return cached is not None
         return cached is None or being_deleted(cached)
 
+    def lapses_in(self, group: str) -> float | None:
+        """Seconds until the first of ``group``'s items that can time out does (0 if one
+        already has), None if it has none: a queued create never lapses, its queue
+        reports when it is done."""
+        now = self._clock.monotonic()
+        with self._lock:
+            recorded = [
+                item.recorded_at
+                for item in self._groups.get(group, {}).values()
+                if item.action is not Action.QUEUED
+            ]
+        return max(0.0, min(recorded) + self.timeout - now) if recorded else None
+
     def pending(self, group: str) -> int:
         with self._lock:
             return len(self._groups.get(group, {}))

@@ -156,13 +156,20 @@ class Manager:
 
     def add(self, controller: Controller) -> None:
         queue: WorkQueue[ObjectKey] = WorkQueue(
-            clock=self.clock, metrics=self.metrics.queue(controller.name)
-        )
+            clock=self.clock, metrics=self.metrics.queue(controller.name),
+            on_trigger=self.metrics.triggers(controller.name),
+        )  # fmt: skip
         for watch in controller.watches():
             informer = self.informers.get(
                 watch.kind, label_selector=watch.label_selector, projection=watch.projection
             )
             informer.add_handler(_enqueuer(watch, queue))
+        # Optional: a controller with work of its own beside its passes (queued pod
+        # creates) starts a pass when that work is done, instead of polling for it, and
+        # may put off a pass that an event cannot make urgent.
+        bind = getattr(controller, "bind_queue", None)
+        if callable(bind):
+            bind(queue)
         self._runners.append(_Runner(controller, queue))
 
     # -- running ----------------------------------------------------------------------
@@ -398,6 +405,8 @@ class Manager:
 
 
 def _enqueuer(watch: Watch, queue: WorkQueue[ObjectKey]) -> Handler:
+    sources = {event: f"{watch.kind.kind}/{event}" for event in ("ADDED", "MODIFIED", "DELETED")}
+
     def handle(event: EventType, obj: Object, old: Object | None) -> None:
         if watch.predicate is not None and not watch.predicate(event, obj, old):
             return
@@ -405,6 +414,6 @@ def _enqueuer(watch: Watch, queue: WorkQueue[ObjectKey]) -> Handler:
         if old is not None and event == "MODIFIED":
             keys.update(watch.to_keys(old))  # e.g. an owner reference that was removed
         for key in keys:
-            queue.add(key)
+            queue.add(key, sources[event])
 
     return handle

@@ -7,7 +7,8 @@ KubeRay dashboards and alerts keep working.
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
@@ -47,6 +48,12 @@ class RuntimeMetrics:
         self.queue_adds = Counter(
             "workqueue_adds_total", "Keys added to the work queue.", ["name"], registry=r
         )
+        self.reconcile_triggers = Counter(
+            "operator_reconcile_triggers_total",
+            "Adds to a controller's work queue that caused a pass (not absorbed by a key "
+            "already waiting), by source: Kind/EVENT, requeue_after or retry.",
+            ["controller", "source"], registry=r,
+        )  # fmt: skip
         self.queue_retries = Counter(
             "workqueue_retries_total", "Keys re-added with backoff.", ["name"], registry=r
         )
@@ -100,6 +107,18 @@ class RuntimeMetrics:
 
     def observe_watch_restart(self, kind: str, reason: str) -> None:
         self.watch_restarts.labels(kind, reason).inc()
+
+    def triggers(self, controller: str) -> Callable[[str], None]:
+        """``WorkQueue``'s ``on_trigger`` for one controller: counts passes by source."""
+        children: dict[str, Any] = {}
+
+        def triggered(source: str) -> None:
+            child = children.get(source)
+            if child is None:
+                child = children[source] = self.reconcile_triggers.labels(controller, source)
+            child.inc()
+
+        return triggered
 
     def queue(self, name: str) -> QueueMetricsAdapter:
         return QueueMetricsAdapter(self, name)

@@ -96,8 +96,12 @@ class _UrllibStream:
         try:
             for chunk in self._response.stream(64 * 1024, decode_content=True):
                 pending += chunk
-                while b"\n" in pending:
-                    line, pending = pending.split(b"\n", 1)
+                if b"\n" not in chunk:
+                    continue
+                # One split per chunk: splitting a line off at a time copied the rest of
+                # a 64 KiB chunk once per event in it.
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
                     if line.strip():
                         yield line
         except (urllib3.exceptions.HTTPError, OSError) as exc:

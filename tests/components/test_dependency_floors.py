@@ -31,13 +31,14 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE
+from operator_runtime.__main__ import MISSING_EXIT_CODE, OPERATOR_EXTRA_MODULES
 from tests.examples import COMPONENT, CONFIG, EXAMPLES, SECRETS
 
 REPO: Final = Path(__file__).resolve().parents[2]
 FLOOR_PYTHON: Final = REPO / ".venv-floor" / "bin" / "python"
 FLOOR_CONSTRAINTS: Final = REPO / "constraints-floor.txt"
 STACK: Final = "floors"
-OPERATOR_ONLY: Final = ("kubernetes", "httpx", "httpcore", "prometheus_client", "pydantic_settings")
+OPERATOR_ONLY: Final = OPERATOR_EXTRA_MODULES
 """Modules of the ``operator`` extra, which the base install must not bring."""
 
 # Run in each interpreter: renders every program under the directory given, one process
@@ -168,3 +169,18 @@ def test_floor_venv_renders_every_example_as_the_pins_do(tmp_path: Path) -> None
             assert re.match(r"# What the operator creates for [1-9]", render["stdout"]), name
         assert floor["renders"][name] == render, f"{name} renders differently at the floors"
     assert floor["schema"] == pinned["schema"], "the analyzer infers another schema at the floors"
+
+
+def test_ray_operator_in_the_base_install_says_what_to_install() -> None:
+    """The base install has the ``ray-operator`` script but not the operator's
+    dependencies: starting it is one line naming the extra, not an import traceback."""
+    script = FLOOR_PYTHON.parent / "ray-operator"
+    if not script.exists():
+        pytest.fail(f"no {script}: run `make floor-venv` (outside the sandbox) first")
+    started = subprocess.run(
+        [str(script), "--version"], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert started.returncode == MISSING_EXIT_CODE, started.stderr
+    assert "pip install 'pulumi-ray[operator]'" in started.stderr
+    assert "Traceback" not in started.stderr
+    assert started.stderr.count("\n") == 1, started.stderr

@@ -20,8 +20,8 @@ from components._inputs import RayInputError
 from components.operator import OPERATOR_COMMAND, load_crds
 from components.operator.rbac import workload_rules
 from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE
-from operator_runtime.__main__ import build_parser
 from operator_runtime.api import FeatureGates
+from operator_runtime.cli import build_parser
 from operator_runtime.render.rbac import OPERATOR_PERMISSIONS, turned_on_by
 from tests.components.workload_mocks import Registration, Run, cluster_spec, run
 from tests.examples import CONFIG

@@ -15,7 +15,7 @@ import yaml
 from components import RayOperator, RayOperatorArgs
 from components._inputs import RayInputError
 from components.operator import OperatorServiceAccount
-from operator_runtime.__main__ import build_parser
+from operator_runtime.cli import build_parser
 from operator_runtime.runtime.commandline import resolve_configuration
 from tests.components.test_operator import (
     CLUSTER_ROLE_BINDING,

@@ -4,6 +4,7 @@ every sample manifest, and refuse what the schema and the CEL rules forbid."""
 from __future__ import annotations
 
 import copy
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -31,11 +32,9 @@ MODELS: dict[str, type[RayCluster | RayJob | RayService | RayCronJob]] = {
 def crds(local_cluster: LocalCluster) -> LocalCluster:
     # Server-side apply: the CRDs are larger than the client-side last-applied annotation.
     local_cluster.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
-    local_cluster.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s",
-        *[f"crd/{plural}.ray.io" for plural in ("rayclusters", "rayjobs", "rayservices",
-                                                "raycronjobs")],
-    )  # fmt: skip
+    local_cluster.wait_for_crds(
+        *(f"{plural}.ray.io" for plural in ("rayclusters", "rayjobs", "rayservices", "raycronjobs"))
+    )
     return local_cluster
 
 
@@ -86,6 +85,13 @@ def test_kubectl_explain_shows_our_field_docs(crds: LocalCluster) -> None:
         "explain", "raycluster.spec.workerGroupSpecs.template.spec.containers"
     ).stdout
     assert "imagePullPolicy" in containers and "livenessProbe" in containers
+    # Kubernetes' docs of the template's fields are not copied into the CRDs: the
+    # template's description names the command that shows them, and it does.
+    template = crds.kubectl("explain", "raycluster.spec.workerGroupSpecs.template").stdout
+    command = re.search(r"`kubectl (explain [a-z.]+)`", " ".join(template.split()))
+    assert command is not None, template
+    pod_docs = crds.kubectl(*command.group(1).split()).stdout
+    assert "spec" in pod_docs and "desired behavior of the pod" in " ".join(pod_docs.split())
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda path: path.stem)

@@ -132,10 +132,7 @@ def stage(ray_crds: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> I
     cluster = ray_crds
     for path in ensure_crds():
         cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
-    cluster.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s",
-        *(f"crd/{n}" for n in (*CRD_NAMES, "rayjobs.ray.io", "rayservices.ray.io")),
-    )  # fmt: skip
+    cluster.wait_for_crds(*CRD_NAMES, "rayjobs.ray.io", "rayservices.ray.io")
     work = tmp_path_factory.mktemp("tenancy")
     a, b = _namespace(cluster, "tenant-a"), _namespace(cluster, "victim-b")
     admin = make_client(cluster)

@@ -11,7 +11,10 @@ One pass over a cluster (``reconcile``):
 
 Outcomes: a failed step is retried with per-key backoff (after the status recorded
 it); a status change looks again after 2 s (suspend moves in several writes);
-otherwise the cluster is resynced every ``requeue_seconds`` (300).
+otherwise the cluster is resynced every ``requeue_seconds`` (300). A pass that waits for
+its own pod creates is started again by the create queue when they are done, and one
+waiting for the cache by the pods' events, with the expectations' timeout as the
+fallback: no timer polls them (KubeRay's pass does not either).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import logging
 import random
 import secrets
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, Protocol
 
 import pydantic
 from prometheus_client import CollectorRegistry
@@ -37,6 +40,12 @@ from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
 from operator_runtime.controllers.raycluster.options import (
     SHORT_REQUEUE_SECONDS,
     RayClusterOptions,
+)
+from operator_runtime.controllers.raycluster.podrules import (
+    all_running_and_ready,
+    live_pods,
+    running_and_ready,
+    should_delete_pod,
 )
 from operator_runtime.controllers.raycluster.podwrites import POD_NEEDS
 from operator_runtime.controllers.raycluster.run import (
@@ -56,6 +65,7 @@ from operator_runtime.controllers.raycluster.status import (
 from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds
+from operator_runtime.runtime.cache import BY_OWNER_UID, Cache
 from operator_runtime.runtime.clock import Clock
 from operator_runtime.runtime.context import ControllerContext
 from operator_runtime.runtime.errors import PermanentError, TemporaryError
@@ -63,6 +73,7 @@ from operator_runtime.runtime.informer import EventType, Informer
 from operator_runtime.runtime.kinds import Object, ResourceKind
 from operator_runtime.runtime.ratelimit import TokenBucket
 from operator_runtime.runtime.reconcile import (
+    WATCHED_METADATA,
     ObjectKey,
     Result,
     Watch,
@@ -173,6 +184,18 @@ class CountWrites:
         self._written_at.pop(key, None)
 
 
+class KeyQueue(Protocol):
+    """What the controller uses of the manager's work queue."""
+
+    def add(self, key: ObjectKey, source: str = ...) -> None: ...
+
+    def add_after(self, key: ObjectKey, delay: float, source: str = ...) -> None: ...
+
+
+COUNTS_ONLY_SOURCE: Final = "Pod/MODIFIED, counts only"
+"""The trigger of a pass put off because its pod event could change only the counts."""
+
+
 class RayClusterController:
     """``Controller`` for ``ray.io/v1`` RayClusters."""
 
@@ -187,6 +210,8 @@ class RayClusterController:
         rng: random.Random | None = None,
     ) -> None:
         self.options = options or options_from(context)
+        self._queue: KeyQueue | None = None
+        """The manager's queue of this controller (``bind_queue``)."""
         self._count_writes = CountWrites(context.clock)
         self._projection = self.options.pod_projection
         informers = {
@@ -205,7 +230,7 @@ class RayClusterController:
             caches=caches,
             events=context.events(EVENT_SOURCE),
             expectations=expectations,
-            creates=CreateQueue(expectations),
+            creates=CreateQueue(expectations, on_idle=self._creates_done),
             clock=context.clock,
             options=self.options,
             metrics=self.metrics,
@@ -229,6 +254,18 @@ class RayClusterController:
             metadata = pod["metadata"]
             self.tools.expectations.observe_gone(metadata.get("namespace", ""), metadata["name"])
 
+    def bind_queue(self, queue: KeyQueue) -> None:
+        """The manager hands over its queue: the create queue wakes a cluster with it,
+        and a pod event that can change only the counts is put off with it."""
+        self._queue = queue
+
+    def _creates_done(self, group: str) -> None:
+        """A group's queued creates all ran: its cluster's next pass looks at them."""
+        queue = self._queue
+        if queue is not None:
+            namespace, name, _ = group.split("/", 2)
+            queue.add(ObjectKey(namespace, name), "creates_done")
+
     def watches(self) -> Sequence[Watch]:
         ray = kinds.RAY_CLUSTER
         result = [own(ray, predicate=metadata_changed)]
@@ -249,22 +286,45 @@ class RayClusterController:
                 result.append(owned(kind, ray, label_selector=selector))
         return result
 
-    def _pod_event_matters(self, event: EventType, pod: Object, _old: Object | None) -> bool:
-        """A worker's create or update does not need a pass while its group still has
-        creates queued: the group waits for them anyway (its expectations), and its
-        last creates' own events come after. Without this, a scale-up of N pods made
-        about 2N passes, one per event, where the worker had gathered them before.
-        Deletions always pass."""
+    def _pod_event_matters(self, event: EventType, pod: Object, old: Object | None) -> bool:
+        """Whether a pod's event may change what a pass does.
+
+        Not when its cluster is not in the cache: the cluster is gone (a deleted
+        cluster's pods going one by one made a pass each, 5,000 for 20 x 100 while the
+        garbage collector deleted them), or not seen yet, and then its own event starts
+        the pass. Not for a worker's create or update while its group still has creates
+        queued or running: the group waits for them anyway (its expectations), and the
+        queue starts its next pass once they are done (``_creates_done``). Without
+        this, a scale-up of N pods made about 2N passes, one per event, where the worker
+        had gathered them before. An update that can change only the counts
+        (``_only_counts``) starts a pass within ``COUNTS_WRITE_INTERVAL`` instead of at
+        once. A deletion of a cached cluster's pod always passes."""
+        metadata = pod.get("metadata") or {}
+        namespace = str(metadata.get("namespace") or "")
+        owners = [str(ref.get("name") or "") for ref in _cluster_owner_refs(metadata)]
+        clusters = self.tools.caches.clusters
+        if owners and all(clusters.get(namespace, owner) is None for owner in owners):
+            return False
         if event == "DELETED":
             return True
-        metadata = pod.get("metadata") or {}
         labels = metadata.get("labels") or {}
         group = labels.get(LabelKey.GROUP.value)
         if labels.get(LabelKey.NODE_TYPE.value) != NodeType.WORKER or not group:
             return True
         cluster = str(labels.get(LabelKey.CLUSTER.value) or "")
-        key = group_key(str(metadata.get("namespace") or ""), cluster, str(group))
-        return not self.tools.creates.queued(key)
+        key = group_key(namespace, cluster, str(group))
+        queue = self._queue
+        if queue is None:  # no wake-up from the queue: only queued creates gate
+            return not self.tools.creates.queued(key)
+        if self.tools.creates.busy(key):
+            return False
+        if event != "MODIFIED" or old is None:
+            return True
+        if not _only_counts(pod, old, clusters_pods(self.tools.caches.pods, metadata)):
+            return True
+        for owner in owners:  # the counts, within the interval they are written in anyway
+            queue.add_after(ObjectKey(namespace, owner), COUNTS_WRITE_INTERVAL, COUNTS_ONLY_SOURCE)
+        return False
 
     def close(self) -> None:
         self.tools.creates.close()
@@ -307,8 +367,21 @@ class RayClusterController:
             raise run.step_error  # e.g. a name no object can have: retrying cannot help
         if run.step_error is not None:
             raise TemporaryError(f"{step.__name__}: {run.step_error}") from run.step_error
-        soon = changed or run.more_to_create or run.waiting_on_cache
-        return Result(requeue_after=SHORT_REQUEUE_SECONDS if soon else self.options.requeue_seconds)
+        return Result(requeue_after=self._next_look(run, changed))
+
+    def _next_look(self, run: ClusterRun, changed: bool) -> float:
+        """Seconds until this cluster's next pass, if nothing else starts one sooner."""
+        if changed or run.more_to_create:
+            return SHORT_REQUEUE_SECONDS
+        if not run.waiting_on_cache:
+            return self.options.requeue_seconds
+        if self._queue is None:  # nothing wakes it (a controller outside a manager)
+            return SHORT_REQUEUE_SECONDS
+        # Events (or the create queue) start the next pass; the timer only covers an
+        # event that never came, once its expectation has lapsed.
+        if run.recheck_in is None:
+            return self.options.requeue_seconds
+        return min(max(run.recheck_in, SHORT_REQUEUE_SECONDS), self.options.requeue_seconds)
 
     def _write_status(self, run: ClusterRun) -> bool:
         """Write the status if a reader would see a difference; whether to look again
@@ -349,3 +422,33 @@ class RayClusterController:
             elapsed = (now - run.cluster.metadata.creation_timestamp).total_seconds()
             self.metrics.observe_provisioned(run.namespace, run.name, run.uid, elapsed)
         return True
+
+
+def clusters_pods(pods: Cache, metadata: Object) -> list[Object]:
+    """The cached pods sharing an owner with the pod of ``metadata`` (its cluster's)."""
+    uids = [str(ref.get("uid") or "") for ref in _cluster_owner_refs(metadata)]
+    return [pod for uid in uids if uid for pod in pods.by_index(BY_OWNER_UID, uid)]
+
+
+def _cluster_owner_refs(metadata: Object) -> list[Object]:
+    """The pod's controlling RayCluster references (its cluster, by name and UID)."""
+    return [
+        ref
+        for ref in metadata.get("ownerReferences") or ()
+        if ref.get("controller") and ref.get("kind") == kinds.RAY_CLUSTER.kind
+    ]
+
+
+def _only_counts(pod: Object, old: Object, siblings: list[Object]) -> bool:
+    """Whether a worker pod's update can change nothing but its cluster's replica counts,
+    which are written at most every ``COUNTS_WRITE_INTERVAL`` anyway: its metadata is
+    the same, it is running and ready and need not be replaced, and its cluster is not
+    all ready with it (so neither ``state`` nor a condition can change). A hundred
+    workers turning ready one by one then make a pass every 2 s, not one each; the
+    update that makes the cluster ready still starts its pass at once."""
+    new_meta, old_meta = pod.get("metadata") or {}, old.get("metadata") or {}
+    if any(new_meta.get(k) != old_meta.get(k) for k in WATCHED_METADATA):
+        return False
+    if not running_and_ready(pod) or should_delete_pod(pod, "worker").delete:
+        return False
+    return not all_running_and_ready(live_pods(siblings))

@@ -26,7 +26,10 @@ Nothing is lost between a pass and its creates:
 - the first failure of a group stops its queue and is raised by the group's next pass
   (``take_failure``), which records it in the status as a failure in the pass would be;
   the group is then ``suspect`` until a probe succeeds, so a template that stops being
-  accepted costs at most ``MAX_IN_FLIGHT`` requests before the retries back off.
+  accepted costs at most ``MAX_IN_FLIGHT`` requests before the retries back off;
+- when a group has nothing queued or running any more, the queue says so (``on_idle``):
+  that is the pass the group waits for, so it needs no timer to poll its own creates
+  (a 2 s requeue per waiting cluster was half of all passes, benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -89,9 +92,20 @@ class CreateQueue:
     Threads are started when work arrives and end when the queue is empty, so an idle
     controller holds none."""
 
-    def __init__(self, expectations: Expectations, *, in_flight: int = MAX_IN_FLIGHT) -> None:
+    def __init__(
+        self,
+        expectations: Expectations,
+        *,
+        in_flight: int = MAX_IN_FLIGHT,
+        on_idle: Callable[[str], None] | None = None,
+    ) -> None:
         self._expectations = expectations
         self._in_flight = in_flight
+        self._on_idle = on_idle
+        """Called with a group's key once it has nothing queued or running, after its
+        last create settled its expectations (outside the lock)."""
+        self._running: dict[str, int] = {}
+        """Group key -> its creates running now."""
         self._cond = threading.Condition()
         self._queues: OrderedDict[str, deque[_Create]] = OrderedDict()
         """Group key -> its creates; the first group is served next, then goes last."""
@@ -146,6 +160,12 @@ class CreateQueue:
         with self._cond:
             return len(self._queues.get(group, ()))
 
+    def busy(self, group: str) -> bool:
+        """Whether ``group`` has creates queued or running: its pass comes when they are
+        done (``on_idle``), so its pods' events need not start one meanwhile."""
+        with self._cond:
+            return group in self._queues or group in self._running
+
     def wait_idle(self, timeout: float) -> bool:
         """Wait until nothing is queued or running; whether that happened in time."""
         with self._cond:
@@ -168,6 +188,7 @@ class CreateQueue:
             self._queues.move_to_end(group)
         else:
             del self._queues[group]
+        self._running[group] = self._running.get(group, 0) + 1
         return group, create
 
     def _drop(self, group: str) -> None:
@@ -199,3 +220,15 @@ class CreateQueue:
                 # After the create recorded its outcome (a named expectation, or an
                 # unknown one), so the group never looks settled in between.
                 self._expectations.settle_queued(group, create.ticket)
+                with self._cond:
+                    left = self._running[group] - 1
+                    if left:
+                        self._running[group] = left
+                    else:
+                        del self._running[group]
+                    idle = not left and group not in self._queues
+                if idle and self._on_idle is not None:
+                    try:
+                        self._on_idle(group)
+                    except Exception:  # a wake-up lost costs a resync, not the queue
+                        log.exception("%s: the queue's wake-up failed", group)

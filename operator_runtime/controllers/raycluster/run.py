@@ -99,14 +99,29 @@ class ClusterRun:
     more_to_create: bool = False
     """The budget ran out with pods still missing: look again soon."""
     waiting_on_cache: bool = False
-    """A group waits for the cache to show its own creates/deletes: look again soon, so
-    a lost event costs one expectation timeout, not that plus the periodic resync."""
+    """A group waits for its queued creates or for the cache to show its own
+    creates/deletes (their events, or the queue's wake-up, start the next pass)."""
+    recheck_in: float | None = None
+    """Seconds until the first expectation this pass waited for may lapse: the pass
+    looks again then, so a lost event costs one expectation timeout, not that plus the
+    periodic resync. None: it waits only for queued creates, whose queue wakes it."""
     started: float = -1.0
     """When the pass began (the tools' clock's monotonic seconds); set on creation."""
+
+    worker_renders: dict[str, JSONObject] = field(default_factory=dict)
+    """Group name -> its single-host worker pod as rendered in this pass (shared by
+    its creates, which only read it: ``podwrites.single_host_worker``)."""
+    _cluster_pods: list[Object] | None = None
+    """``cluster_pods`` of this pass, read once: every step sees the same pods."""
 
     def __post_init__(self) -> None:
         if self.started < 0:
             self.started = self.tools.clock.monotonic()
+
+    def recheck_within(self, seconds: float | None) -> None:
+        """Look again at most ``seconds`` from now (None: no deadline of its own)."""
+        if seconds is not None and (self.recheck_in is None or seconds < self.recheck_in):
+            self.recheck_in = seconds
 
     @property
     def namespace(self) -> str:
@@ -132,9 +147,20 @@ class ClusterRun:
         Selected by owner UID, not by the ``ray.io/cluster`` label: anyone can label a
         pod, and a foreign pod counted as a worker would make a scale-down delete one of
         ours (or a suspend delete theirs). A namesake cluster deleted and recreated has
-        a new UID, so its predecessor's pods are not ours either."""
-        owned = self.tools.caches.pods.by_index(BY_OWNER_UID, self.uid)
-        return [p for p in owned if self.controls(p)]
+        a new UID, so its predecessor's pods are not ours either.
+
+        Read once and kept (a pass used to filter the cluster's pods five times or
+        more), until ``refresh_pods``: a group whose expectations were just found met
+        must count pods at least as new as that check, or it would create a pod the
+        check saw arrive (``podwrites.satisfied`` refreshes)."""
+        if self._cluster_pods is None:
+            owned = self.tools.caches.pods.by_index(BY_OWNER_UID, self.uid)
+            self._cluster_pods = [p for p in owned if self.controls(p)]
+        return self._cluster_pods
+
+    def refresh_pods(self) -> None:
+        """The next ``cluster_pods`` reads the cache again."""
+        self._cluster_pods = None
 
     def head_pods(self) -> list[Object]:
         return [p for p in self.cluster_pods() if _label(p, LabelKey.NODE_TYPE) == NodeType.HEAD]

@@ -35,13 +35,20 @@ NEEDS: Final = (
 
 
 def _fresh(run: JobRun, kind: kinds.ResourceKind, name: str) -> Object | None:
-    """``name`` from the API server: for a child the cache may not have seen yet."""
+    """``name`` from the API server: for a child the cache may not have seen yet.
+
+    Not read before creating a child the cache does not hold: the create's
+    AlreadyExists says when the cache was behind, and a read first would cost one GET
+    per child of every RayJob (100 RayJobs at once made 3 GETs each; KubeRay reads its
+    cache only)."""
     return run.tools.client.find(kind, name, run.namespace)
 
 
 def get_or_create_cluster(run: JobRun) -> Object:
     name = str(run.get("rayClusterName") or "")
-    found = run.cached_cluster() or _fresh(run, kinds.RAY_CLUSTER, name)
+    found = run.cached_cluster()
+    if found is None and run.selector_mode:
+        found = _fresh(run, kinds.RAY_CLUSTER, name)
     if found is not None:
         return found
     if run.selector_mode:
@@ -85,7 +92,7 @@ def dashboard_url(run: JobRun, cluster: Object) -> str:
 
 
 def create_submitter_if_needed(run: JobRun, cluster: Object) -> None:
-    if _submitter(run) is not None:
+    if _submitter(run, fresh=False) is not None:  # not fresh: see _fresh
         return
     desired = build_submitter_job(
         params=SubmitterParams(
@@ -109,11 +116,12 @@ def create_submitter_if_needed(run: JobRun, cluster: Object) -> None:
               f"Created Kubernetes Job {run.namespace}/{run.name}", Action.CREATE)  # fmt: skip
 
 
-def _submitter(run: JobRun) -> Object | None:
-    """The submitter Job (named as the RayJob), if this RayJob controls it."""
-    found = run.tools.caches.submitters.get(run.namespace, run.name) or _fresh(
-        run, kinds.JOB, run.name
-    )
+def _submitter(run: JobRun, *, fresh: bool = True) -> Object | None:
+    """The submitter Job (named as the RayJob), if this RayJob controls it; from the
+    cache, then (``fresh``) from the API server."""
+    found = run.tools.caches.submitters.get(run.namespace, run.name)
+    if found is None and fresh:
+        found = _fresh(run, kinds.JOB, run.name)
     return found if found is not None and controlled_by(found, run.uid) else None
 
 
@@ -136,7 +144,7 @@ def reconcile_head_service(run: JobRun, cluster: Object) -> None:
         )
     )
     name = str(desired["metadata"]["name"])
-    current = run.tools.caches.services.get(run.namespace, name) or _fresh(run, kinds.SERVICE, name)
+    current = run.tools.caches.services.get(run.namespace, name)
     client = run.tools.client
     if current is None:
         try:

@@ -161,7 +161,10 @@ def reconcile_clusters(run: ServiceRun) -> tuple[Object | None, Object | None]:
     updating either in place where the goal spec allows it."""
     active = _get(run, run.cluster_name(ACTIVE))
     pending_name = run.cluster_name(PENDING)
-    pending = _get(run, pending_name)
+    # The cache only: a pending cluster it has not seen is created, and the create's
+    # AlreadyExists reads it when the cache was behind (a GET first cost one request per
+    # RayService's new cluster; KubeRay reads its cache only).
+    pending = run.cluster(pending_name)
     if pending_name and pending is None:
         return active, _create(run, pending_name)
     if active is not None and _should_update(run, active, is_active=True):
@@ -202,7 +205,7 @@ def _create(run: ServiceRun, name: str) -> Object:
     try:
         created: Object = run.tools.client.create(_goal(run, name))
     except AlreadyExists:
-        again = _get(run, name)
+        again = run.tools.client.find(kinds.RAY_CLUSTER, name, run.namespace)
         if again is None:
             raise TemporaryError(f"RayCluster {run.namespace}/{name} exists and is gone") from None
         return again

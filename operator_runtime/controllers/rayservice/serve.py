@@ -123,7 +123,14 @@ def reconcile_serve(run: ServiceRun, cluster: Object) -> tuple[bool, dict[str, A
     )
     dashboard = tools.dashboards.for_cluster(cluster, url)
     name = str(cluster["metadata"]["name"])
-    ready, applications = _serve_status(dashboard)
+    try:
+        ready, applications = _serve_status(dashboard)
+    except DashboardUnavailable as exc:
+        # A head whose dashboard is not up yet (or went) is expected, not a fault of
+        # ours: the same per-key backoff as any error (KubeRay returns it as one), logged
+        # on one line. Formatting a traceback on every one of these passes cost more
+        # than the pass itself when 100 RayServices started at once (benchmarks/README.md).
+        raise TemporaryError(f"RayCluster {run.namespace}/{name}: {exc}") from exc
     goal = run.service.spec.serve_config_v2 or ""
     given = given_config(run, cluster)
     if (given is None or not applications or given != goal) and receives_goal(run, name):

@@ -33,5 +33,7 @@ def test_scale_benchmark_completes_and_prints_the_table(tmp_path: Path) -> None:
     for row in ("time to all ready, s", "pods created / s", "operator peak RSS, MiB",
                 "time to delete all, s", fairness_row):  # fmt: skip
         assert any(line.startswith(row) for line in lines), f"no {row!r} row:\n{result.stdout}"
+    for row in ("  operator's reconciles, delete", "ours' passes by trigger, to ready: "):
+        assert any(line.startswith(row) for line in lines), f"no {row!r} row:\n{result.stdout}"
     assert "[ours]" in result.stderr and "[kuberay]" in result.stderr, "no progress lines"
     assert report.exists()

@@ -81,7 +81,7 @@ def operators(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFact
     local_cluster.kubectl(
         "apply", "--server-side", "-f", str(REPO_ROOT / "operator_runtime/api/crds")
     )
-    local_cluster.kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+    local_cluster.wait_for_crds()
     suffix = uuid.uuid4().hex[:6]
     ours, theirs = f"ours-{suffix}", f"kuberay-{suffix}"
     for namespace in (ours, theirs):

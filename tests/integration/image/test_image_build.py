@@ -118,7 +118,7 @@ def test_every_module_has_bytecode_since_the_pods_root_is_read_only(rootfs: Path
 
 def test_the_operator_imports_in_the_root_as_nonroot(rootfs: Path, config: dict[str, Any]) -> None:
     program = (
-        "import sys, operator_runtime.__main__, operator_runtime.controllers, ssl, zoneinfo\n"
+        "import sys, operator_runtime.cli, operator_runtime.controllers, ssl, zoneinfo\n"
         "ssl.create_default_context()\n"
         "zoneinfo.ZoneInfo('America/New_York')\n"
         "print(sys.version_info[:2])\n"

@@ -58,9 +58,7 @@ def gc_probe() -> GcProbe:
 def ray_crds(local_cluster: LocalCluster, gc_probe: GcProbe) -> LocalCluster:
     # Server-side apply: the CRDs are larger than the client-side last-applied annotation.
     local_cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
-    local_cluster.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd/rayclusters.ray.io"
-    )
+    local_cluster.wait_for_crds("rayclusters.ray.io")
     threading.Thread(target=_probe_gc, args=(local_cluster, gc_probe), daemon=True).start()
     return local_cluster
 

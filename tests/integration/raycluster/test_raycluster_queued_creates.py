@@ -14,6 +14,7 @@ from tests.integration.raycluster.conftest import (
     events,
     get_cluster,
     live_pods,
+    pods,
     raycluster,
     set_replicas,
     settle,
@@ -93,3 +94,41 @@ def test_a_scale_down_while_creates_are_queued_ends_at_the_new_count(
     settle(3)  # nothing queued under the old spec may still come out
     assert len(live_pods(client, namespace, "shrink", "worker")) == 2
     client.delete(RAY_CLUSTER, "shrink", namespace)
+
+
+def test_no_timer_polls_the_queued_creates_and_a_deleted_clusters_pods_start_no_pass(
+    operator: RunningOperator, client: KubeClient, namespace: str
+) -> None:
+    """A pass waiting for its queued creates is started again by the queue once they
+    are done (``creates_done``), not by a 2 s timer, which made half of all passes at
+    scale; and the pods of a deleted cluster, which the garbage collector removes one by
+    one, start no pass each (one per pod event before)."""
+    source = "operator_reconcile_triggers_total"
+    client.create(raycluster("counted", namespace, workers=40))
+
+    def ready() -> bool:
+        return (get_cluster(client, namespace, "counted").get("status") or {}).get(
+            "state"
+        ) == "ready"
+
+    wait_for("state ready", ready, timeout=90)
+    # The probe's queue and the rest's each wake the cluster once they are done.
+    assert _total(operator, source, controller="raycluster", source="creates_done") >= 1
+
+    pod_events = sum(
+        _total(operator, source, controller="raycluster", source=f"Pod/{event}")
+        for event in ("ADDED", "MODIFIED", "DELETED")
+    )
+    client.delete(RAY_CLUSTER, "counted", namespace)
+    wait_for(
+        "the pods gone",
+        lambda: pods(client, namespace, "ray.io/cluster=counted") == [],
+        timeout=90,
+    )
+    settle(1)
+    after = sum(
+        _total(operator, source, controller="raycluster", source=f"Pod/{event}")
+        for event in ("ADDED", "MODIFIED", "DELETED")
+    )
+    # A few may come before the cluster's own deletion reaches the cache (another watch).
+    assert after - pod_events <= 5, "pod events of a deleted cluster started passes"

@@ -7,9 +7,11 @@ import datetime
 import threading
 import time
 import zoneinfo
+from collections.abc import Callable
 
 from hack.localcluster import LocalCluster
 from operator_runtime.runtime.client import KubeClient
+from operator_runtime.runtime.clock import FakeClock
 from operator_runtime.runtime.kinds import RAY_CRON_JOB
 from tests.integration.raycronjob.conftest import (
     created_at,
@@ -35,19 +37,37 @@ def _minutes(start: datetime.datetime, end: datetime.datetime) -> list[datetime.
     return [first + i * MINUTE for i in range(int((end - first) / MINUTE) + 1)]
 
 
+def _while_time_passes(clock: FakeClock, condition: Callable[[], bool]) -> Callable[[], bool]:
+    """``condition``, with the fake clock moved 10 ms before each look. A pass that fails
+    for a passing reason (a 5xx from a loaded API server) is retried after a backoff
+    measured on this clock; a clock frozen between the test's steps would never let
+    that retry come due. 300 looks move it 3 s at most, far from the next minute."""
+
+    def moved_then_checked() -> bool:
+        clock.advance(0.01)
+        return condition()
+
+    return moved_then_checked
+
+
 def _wait_for_ticks(
-    kube: KubeClient, namespace: str, cron: str, due: list[datetime.datetime]
+    kube: KubeClient,
+    namespace: str,
+    cron: str,
+    due: list[datetime.datetime],
+    clock: FakeClock,
 ) -> None:
     """Exactly the RayJobs of ``due`` exist, and the status records the last one."""
     names = {f"{cron}-{unix_minutes(t)}" for t in due}
     wait_for(
-        f"{cron}'s RayJobs {sorted(names)}", lambda: set(jobs_of(kube, namespace, cron)) == names
+        f"{cron}'s RayJobs {sorted(names)}",
+        _while_time_passes(clock, lambda: set(jobs_of(kube, namespace, cron)) == names),
     )
     if due:
         stamp = rfc3339(due[-1])
         wait_for(
             f"{cron}'s lastScheduleTime {stamp}",
-            lambda: last_schedule(kube, namespace, cron) == stamp,
+            _while_time_passes(clock, lambda: last_schedule(kube, namespace, cron) == stamp),
         )
 
 
@@ -74,7 +94,7 @@ def test_a_simulated_hour_makes_exactly_the_expected_rayjobs(
         for minute in minutes:
             clock.advance((minute - clock.now()).total_seconds())
             for cron, ticks in wanted.items():
-                _wait_for_ticks(kube, namespace, cron, [t for t in ticks if t <= minute])
+                _wait_for_ticks(kube, namespace, cron, [t for t in ticks if t <= minute], clock)
         elapsed = time.monotonic() - began
         time.sleep(2)  # anything extra would show now
     print(f"\nsimulated hour: {len(minutes)} one-minute steps took {elapsed:.1f} s")
@@ -102,19 +122,27 @@ def test_after_a_day_down_only_the_latest_tick_runs_and_the_rest_are_reported(
     with cron_operator(ray_crds, namespace, clock):
         clock.advance((first_tick - clock.now()).total_seconds())
         stamp = rfc3339(first_tick)
-        wait_for("the first tick", lambda: last_schedule(kube, namespace, "minutely") == stamp)
+        wait_for(
+            "the first tick",
+            _while_time_passes(clock, lambda: last_schedule(kube, namespace, "minutely") == stamp),
+        )
     assert set(jobs_of(kube, namespace, "minutely")) == {f"minutely-{unix_minutes(first_tick)}"}
 
     clock.advance(datetime.timedelta(days=1).total_seconds())  # the operator is down
     latest = first_tick + datetime.timedelta(days=1)
     began = time.monotonic()
     with cron_operator(ray_crds, namespace, clock):
-        wait_for("the catch-up RayJob", lambda: len(jobs_of(kube, namespace, "minutely")) == 2)
+        wait_for(
+            "the catch-up RayJob",
+            _while_time_passes(clock, lambda: len(jobs_of(kube, namespace, "minutely")) == 2),
+        )
         caught_up = time.monotonic() - began
         wait_for("the MissedSchedules event", lambda: events(kube, namespace, "MissedSchedules"))
         wait_for(
             "the catch-up status",
-            lambda: last_schedule(kube, namespace, "minutely") == rfc3339(latest),
+            _while_time_passes(
+                clock, lambda: last_schedule(kube, namespace, "minutely") == rfc3339(latest)
+            ),
         )
         time.sleep(3)  # a backlog walked tick by tick would show here
         jobs = jobs_of(kube, namespace, "minutely")

@@ -75,8 +75,7 @@ def test_alias_bombs_are_refused_with_their_path_and_others_are_served(
     ray_crds: LocalCluster, kube: KubeClient, namespace: str
 ) -> None:
     assert len(BOMB) <= 500
-    ray_crds.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                     "crd/rayjobs.ray.io", "crd/rayservices.ray.io")  # fmt: skip
+    ray_crds.wait_for_crds("rayjobs.ray.io", "rayservices.ray.io")
     with operator(ray_crds, namespace) as running:
         # The operator is serving once a first cluster has a status; the clock starts then.
         kube.create(raycluster("before", namespace, workers=0))

@@ -80,9 +80,7 @@ def gateway_crds(ray_crds: LocalCluster) -> LocalCluster:
         assert f"gateway.networking.k8s.io/bundle-version: {GATEWAY_API}" in text
         assert "gateway.networking.k8s.io/channel: standard" in text
         ray_crds.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
-    ray_crds.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in CRD_NAMES)
-    )
+    ray_crds.wait_for_crds(*CRD_NAMES)
     return ray_crds
 
 

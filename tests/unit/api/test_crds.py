@@ -459,8 +459,10 @@ def test_pod_templates_are_full_kubernetes_schemas(
         assert containers["x-kubernetes-list-map-keys"] == ["name"], where
         container = containers["items"]
         assert "name" in container["required"], where
-        assert "container" in container["description"], where  # kubectl explain has docs
-        assert at(container, "image")["description"], where
+        # Typed and checked, but Kubernetes' docs are `kubectl explain`'s (module doc).
+        assert "kubectl explain podtemplate.template" in template["description"], where
+        assert "description" not in container and "description" not in at(container, "image")
+        assert at(container, "image")["type"] == "string", where
         limits = at(container, "resources", "limits")["additionalProperties"]
         assert limits["x-kubernetes-int-or-string"] is True, where
         assert limits["pattern"] == QUANTITY_PATTERN, where
@@ -579,7 +581,6 @@ def test_free_form_only_where_the_model_says_so(kubernetes: KubernetesSchemas) -
 def test_kubernetes_definitions_are_inlined(kubernetes: KubernetesSchemas) -> None:
     props = _convert(_Spec, kubernetes)["properties"]
     template = props["template"]
-    assert template["description"] == "Our words win."
     assert "containers" in template["required"] if "required" in template else True
     assert at(template, "spec")["required"] == ["containers"]
     assert at(props["tolerations"], "[]", "tolerationSeconds")["format"] == "int64"
@@ -590,12 +591,12 @@ def test_kubernetes_definitions_are_inlined(kubernetes: KubernetesSchemas) -> No
     secret = at(template, "spec", "imagePullSecrets")
     assert secret["x-kubernetes-list-map-keys"] == ["name"]
     assert at(secret, "[]", "name")["default"] == ""
-    # Deprecated volume plugins and ephemeral containers keep their fields, not nested docs.
-    volume = at(template, "spec", "volumes", "[]")
-    assert "Deprecated" in at(volume, "awsElasticBlockStore")["description"]
-    assert "description" not in at(volume, "awsElasticBlockStore", "volumeID")
-    assert "type" in at(volume, "awsElasticBlockStore", "volumeID")
-    assert "description" not in at(template, "spec", "ephemeralContainers", "[]", "image")
+    # Our description, then where the docs of the built-in type's fields are; every field
+    # below keeps its type but not Kubernetes' docs.
+    assert template["description"].startswith("Our words win.\n\nA Kubernetes PodTemplateSpec")
+    assert "`kubectl explain podtemplate.template`" in template["description"]
+    assert not [n for n in walk(at(template, "spec")) if "description" in n]
+    assert at(template, "spec", "volumes", "[]", "awsElasticBlockStore", "volumeID")["type"]
     assert structural_violations(
         {"type": "object", "properties": {"apiVersion": {"type": "string"},
          "kind": {"type": "string"}, "metadata": {"type": "object"},

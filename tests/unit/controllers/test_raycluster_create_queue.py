@@ -203,3 +203,34 @@ def test_count_only_status_writes_are_spaced_per_cluster_and_bounded_for_all() -
     assert not lone.may_write(key), "the same cluster waits its interval"
     clock.advance(COUNTS_WRITE_INTERVAL)
     assert lone.may_write(key)
+
+
+def test_a_group_is_busy_until_its_last_create_ran_then_the_queue_says_it_is_idle() -> None:
+    """The group's next pass comes from ``on_idle``, once, after its last create settled
+    its expectations: nothing has to poll the queue."""
+    expectations = Expectations()
+    idle: list[tuple[str, bool, int]] = []
+    gate = threading.Event()
+
+    def on_idle(group: str) -> None:
+        idle.append((group, queue.busy(group), expectations.pending(group)))
+
+    queue = CreateQueue(expectations, in_flight=2, on_idle=on_idle)
+    queue.submit("ns/big/g", [gate.wait, *Recorder().calls("big", 5)], wanted=always)
+    assert queue.busy("ns/big/g")
+    time.sleep(0.05)
+    assert queue.busy("ns/big/g") and not idle  # the first create still runs
+    gate.set()
+    assert queue.wait_idle(10)
+    assert idle == [("ns/big/g", False, 0)]
+    assert not queue.busy("ns/big/g")
+
+
+def test_a_group_stopped_by_a_failure_is_idle_too_so_its_next_pass_reports_it() -> None:
+    expectations = Expectations()
+    idle: list[str] = []
+    queue = CreateQueue(expectations, in_flight=1, on_idle=idle.append)
+    queue.submit("ns/c/g", Recorder().calls("c", 3, failing=frozenset({0})), wanted=always)
+    assert queue.wait_idle(10)
+    assert idle == ["ns/c/g"]
+    assert queue.take_failure("ns/c/g") is not None

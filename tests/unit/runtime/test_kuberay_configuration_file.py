@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from operator_runtime.__main__ import build_parser, main
+from operator_runtime.cli import build_parser, main
 from operator_runtime.controllers.raycluster import RayClusterOptions
 from operator_runtime.runtime.commandline import (
     StartupError,

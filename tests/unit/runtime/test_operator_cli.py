@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from operator_runtime.__main__ import _namespaces, build_parser, build_registry, main
+from operator_runtime.cli import _namespaces, build_parser, build_registry, main
 
 FLAGS = (
     "--kubeconfig", "--watch-namespace", "--feature-gates", "--qps", "--burst",

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from operator_runtime.__main__ import build_parser, main
+from operator_runtime.cli import build_parser, main
 from operator_runtime.runtime.commandline import (
     StartupError,
     boolean,

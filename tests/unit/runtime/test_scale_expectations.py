@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import pytest
+
 from operator_runtime.runtime.clock import FakeClock
 from operator_runtime.runtime.context import ControllerContext, InformerSet
 from operator_runtime.runtime.expectations import (
@@ -158,3 +160,17 @@ def test_groups_are_independent_and_can_be_forgotten_by_prefix() -> None:
     assert expectations.is_satisfied("ns/c1/g1", EMPTY)
     assert expectations.is_satisfied("ns/c1/g2", EMPTY)
     assert not expectations.is_satisfied("ns/c2/g1", EMPTY)
+
+
+def test_lapses_in_is_the_first_named_items_timeout_and_queued_creates_never_lapse() -> None:
+    clock = FakeClock()
+    expectations = Expectations(clock=clock, timeout=100.0)
+    assert expectations.lapses_in(GROUP) is None
+    expectations.expect_queued(GROUP)
+    assert expectations.lapses_in(GROUP) is None, "its queue wakes the group, not a timer"
+    expectations.expect_create(GROUP, "ns", "a")
+    clock.advance(30)
+    expectations.expect_delete(GROUP, "ns", "b")
+    assert expectations.lapses_in(GROUP) == pytest.approx(70.0)
+    clock.advance(80)
+    assert expectations.lapses_in(GROUP) == 0.0

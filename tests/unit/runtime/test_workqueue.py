@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from operator_runtime.runtime.clock import FakeClock
 from operator_runtime.runtime.workqueue import ExponentialBackoff, WorkQueue
 
@@ -192,3 +194,67 @@ def test_metrics_measure_queue_latency_and_work_duration_on_the_injected_clock()
     assert metrics.work == [2]
     assert metrics.retries == 1
     assert metrics.depths[-1] == 0
+
+
+def test_on_trigger_hears_the_source_of_each_add_that_causes_a_pass() -> None:
+    clock = FakeClock()
+    heard: list[str] = []
+    queue: WorkQueue[str] = WorkQueue(clock=clock, on_trigger=heard.append)
+    queue.add("a", "Pod/MODIFIED")
+    queue.add("a", "Pod/ADDED")  # absorbed: "a" is already waiting
+    key = queue.get(block=False)
+    assert key == "a"
+    queue.add("a", "RayCluster/MODIFIED")  # mid-pass: one more pass after this one
+    queue.add("a", "Pod/DELETED")  # absorbed by that one
+    queue.done("a")
+    assert queue.get(block=False) == "a"
+    queue.done("a")
+    queue.add_after("a", 2)
+    queue.add_rate_limited("b")
+    clock.advance(5)
+    assert {queue.get(block=False), queue.get(block=False)} == {"a", "b"}
+    # Delayed keys come due in order: the retry's 5 ms before the requeue's 2 s.
+    assert heard == ["Pod/MODIFIED", "RayCluster/MODIFIED", "retry", "requeue_after"]
+
+
+def test_retries_share_a_10_per_second_bucket_of_100_after_the_burst() -> None:
+    """client-go's default controller rate limiter: max(per-key backoff, overall bucket).
+    150 keys failing at once: the first 100 take the burst (5 ms backoff), the rest are
+    spaced a tenth of a second apart, whatever their own backoff says."""
+    clock = FakeClock()
+    queue: WorkQueue[str] = WorkQueue(clock=clock)
+    delays = [queue.add_rate_limited(f"k{i}") for i in range(150)]
+    assert delays[:100] == [0.005] * 100
+    assert delays[100:] == [(i + 1) / 10 for i in range(50)]
+    clock.advance(0.1)
+    assert len(drain(queue)) == 101, "the burst plus the first paced retry"
+    clock.advance(4.9)
+    assert len(drain(queue)) == 49
+    # Refilled at 10 per second: after 10 quiet seconds the bucket holds 100 again.
+    clock.advance(10.0)
+    assert queue.add_rate_limited("fresh") == 0.005
+
+
+def test_the_retry_bucket_only_paces_rate_limited_adds() -> None:
+    clock = FakeClock()
+    queue: WorkQueue[str] = WorkQueue(clock=clock)
+    for i in range(100):
+        queue.add_rate_limited(f"k{i}")
+    for i in range(50):
+        queue.add(f"event{i}")
+        queue.add_after(f"timer{i}", 0.001)
+    clock.advance(0.005)
+    assert len(drain(queue)) == 200, "plain adds and timers take no retry tokens"
+    # 5 ms refilled a twentieth of a token: the 101st retry waits for the rest of one.
+    assert queue.add_rate_limited("k0") == pytest.approx(0.095)
+
+
+def test_the_longer_per_key_backoff_wins_and_still_takes_a_token() -> None:
+    clock = FakeClock()
+    queue: WorkQueue[str] = WorkQueue(clock=clock)
+    for _ in range(12):
+        delay = queue.add_rate_limited("slow")
+    assert delay == 0.005 * 2**11, "its own backoff is longer than the bucket's wait"
+    for i in range(88):
+        queue.add_rate_limited(f"k{i}")
+    assert queue.add_rate_limited("late") == 0.1, "the slow key's 12 retries spent tokens"

@@ -1,0 +1,509 @@
+"""Benchmark: N RayJobs, then N RayServices, created at once: ours beside KubeRay's.
+
+Each operator gets a fresh local control plane with kwok nodes (``benchmarks.scale``'s
+machinery: same qps/burst/reconcile concurrency, CPU and peak RSS from ``/proc``, API
+requests from ``apiserver_request_total``) and runs every controller, as users run it
+(ours: ``python -m operator_runtime``; a RayJob or RayService needs the RayCluster
+controller too). Each kind is a phase of its own with a freshly started operator:
+
+1. a 1-worker RayCluster's time to ``ready`` on the idle operator (median of 3);
+2. N workloads created at once, each with its own cluster of 1 head + 2 workers (pod
+   templates naming a kwok node), and, right after, one more 1-worker RayCluster, timed
+   to ``ready`` during the burst;
+3. the time until every workload's cluster is ``ready`` and until the last thing the
+   operator controls on kwok exists (below); then deleting every workload until no
+   RayCluster and no pod is left.
+
+On kwok no Ray process runs and every connection to a pod's address is refused (the
+sandbox routes them to loopback), so the measurement stops where the operator's own part
+ends:
+
+- RayJob (K8sJobMode, the default): its submission is attempted, that is the submitter
+  batch Job exists and ``status.jobDeploymentStatus`` is past Initializing. Both
+  operators create the Job as soon as the cluster is ``ready`` and move to Running; the
+  job itself never runs.
+- RayService: its cluster's head Service (``<cluster>-head-svc``) exists. The
+  RayService's own ``<name>-head-svc`` and ``<name>-serve-svc`` are created only once the
+  Serve applications report RUNNING on the cluster's dashboard, which never answers here,
+  so neither operator gets there; the report counts them (expected 0).
+
+    .venv/bin/python -m hack.sandbox -- .venv/bin/python -m benchmarks.workloads_scale \\
+        [--rayjobs 100] [--rayservices 100] [--qps 100 --burst 200] [--concurrency 1]
+        [--only ours,kuberay] [--json PATH] [--logs DIR] [--profile PATH] [--concurrent]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from benchmarks import scale
+from benchmarks.machine import machine
+from benchmarks.scale import NAMESPACE, Bench, Progress, Sampler
+from hack import kuberay, sandbox
+from hack.localcluster import LocalCluster
+from operator_runtime.runtime.errors import NotFound
+from operator_runtime.runtime.kinds import (
+    JOB,
+    POD,
+    RAY_CLUSTER,
+    RAY_JOB,
+    RAY_SERVICE,
+    SERVICE,
+    ResourceKind,
+)
+
+WORKERS: Final = 2
+"""Workers per workload's cluster (1 head + 2 workers)."""
+ORIGIN_NAME: Final = "ray.io/originated-from-cr-name"
+ORIGIN_KIND: Final = "ray.io/originated-from-crd"
+SERVE_CONFIG: Final = """\
+applications:
+  - name: hello
+    import_path: hello:app
+    route_prefix: /
+    deployments:
+      - name: Hello
+        num_replicas: 1
+"""
+KUBERAY_STARTED: Final = {
+    "rayjobs": re.compile(r"controllers\.RayJob\s+Starting workers"),
+    "rayservices": re.compile(r"controllers\.RayService\s+Starting workers"),
+}
+"""KubeRay's log line once that controller's caches synced (its /readyz is a ping)."""
+RECONCILES: Final = re.compile(
+    r'^controller_runtime_reconcile_total\{[^}]*controller="([^"]*)"[^}]*\} (\S+)$', re.M
+)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One phase: the workload's kind and what the benchmark waits for."""
+
+    key: str
+    resource: ResourceKind
+    crd: str
+    """The workload's kind as its clusters' ``ray.io/originated-from-crd`` label says."""
+    reached_label: str
+    """The table's label for the last step the operator controls on kwok."""
+
+
+RAYJOBS: Final = Kind("rayjobs", RAY_JOB, "RayJob", "time to all submissions attempted, s")
+RAYSERVICES: Final = Kind("rayservices", RAY_SERVICE, "RayService", "time to all head Services, s")
+
+
+@dataclass(frozen=True)
+class Settings:
+    rayjobs: int
+    rayservices: int
+    qps: float
+    burst: int
+    concurrency: int
+    timeout: float
+    profile: Path | None = None
+    """Where py-spy writes our operator's sampled stacks (one file per phase)."""
+    idle_runs: int = 3
+    """The idle 1-worker figure is the median of this many runs."""
+
+    def count(self, kind: Kind) -> int:
+        return self.rayjobs if kind is RAYJOBS else self.rayservices
+
+    def base(self) -> scale.Settings:
+        """``benchmarks.scale``'s settings for the control plane and the operators:
+        enough kwok nodes for the bigger phase's pods plus the small cluster's node."""
+        biggest = max(self.rayjobs, self.rayservices, 1)
+        return scale.Settings(biggest, WORKERS, self.qps, self.burst, self.concurrency, 0,
+                              self.timeout, self.profile)  # fmt: skip
+
+
+# -- manifests -----------------------------------------------------------------------------
+
+
+def workload(kind: Kind, name: str, node: str) -> dict[str, Any]:
+    """A RayJob (K8sJobMode, the default) or a RayService (a one-application
+    serveConfigV2) whose cluster is 1 head + ``WORKERS`` workers on ``node``."""
+    cluster_spec = scale.raycluster(name, WORKERS, node)["spec"]
+    if kind is RAYJOBS:
+        spec: dict[str, Any] = {
+            "entrypoint": "python -c 'print(1)'",
+            "rayClusterSpec": cluster_spec,
+        }
+    else:
+        spec = {"serveConfigV2": SERVE_CONFIG, "rayClusterConfig": cluster_spec}
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": kind.crd,
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": spec,
+    }
+
+
+# -- what the operators reached ------------------------------------------------------------
+
+
+@dataclass
+class Observation:
+    """One poll: per workload, whether its cluster is ready and whether the operator's
+    last step on kwok is done."""
+
+    created: set[str]
+    """Workloads whose cluster exists (the workload controller's part)."""
+    ready: set[str]
+    reached: set[str]
+    statuses: Counter[str]
+    """RayJob: ``jobDeploymentStatus`` counts; RayService: ``serviceStatus`` counts."""
+    own_services: int
+    """RayService: its ``<name>-head-svc`` and ``<name>-serve-svc`` that exist."""
+
+
+def observe(bench: Bench, kind: Kind) -> Observation:
+    client = bench.client
+    items = client.list(kind.resource, NAMESPACE)["items"]
+    selector = f"{ORIGIN_KIND}={kind.crd}"
+    clusters = client.list(RAY_CLUSTER, NAMESPACE, label_selector=selector)["items"]
+    ready_clusters = {
+        str(c["metadata"]["name"]): str((c["metadata"].get("labels") or {}).get(ORIGIN_NAME))
+        for c in clusters
+        if (c.get("status") or {}).get("state") == "ready"
+    }
+    ready = set(ready_clusters.values())
+    created = {str((c["metadata"].get("labels") or {}).get(ORIGIN_NAME)) for c in clusters}
+    statuses: Counter[str] = Counter()
+    reached: set[str] = set()
+    own_services = 0
+    if kind is RAYJOBS:
+        submitters = {str(j["metadata"]["name"]) for j in client.list(JOB, NAMESPACE)["items"]}
+        for item in items:
+            name, state = item["metadata"]["name"], (item.get("status") or {})
+            deployment = str(state.get("jobDeploymentStatus") or "")
+            statuses[deployment or "(none)"] += 1
+            if name in submitters and deployment not in ("", "New", "Initializing"):
+                reached.add(name)
+    else:
+        services = {str(s["metadata"]["name"]) for s in client.list(SERVICE, NAMESPACE)["items"]}
+        for cluster, owner in ready_clusters.items():
+            if f"{cluster}-head-svc" in services:
+                reached.add(owner)
+        for item in items:
+            name = item["metadata"]["name"]
+            statuses[str((item.get("status") or {}).get("serviceStatus") or "(none)")] += 1
+            own_services += sum(f"{name}-{s}" in services for s in ("head-svc", "serve-svc"))
+    return Observation(created, ready, reached, statuses, own_services)
+
+
+def reconciles_by_controller(port: int) -> Counter[str]:
+    """``controller_runtime_reconcile_total`` per controller (both operators)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return Counter()
+    totals: Counter[str] = Counter()
+    for controller, value in RECONCILES.findall(text):
+        totals[controller.lower().removesuffix("-controller")] += int(float(value))
+    return totals
+
+
+# -- one phase -----------------------------------------------------------------------------
+
+
+def delete_all(bench: Bench, resource: ResourceKind, what: str, timeout: float) -> float:
+    """Delete every object of ``resource``; seconds until none, no RayCluster and no pod
+    is left."""
+    started = time.monotonic()
+    names = [item["metadata"]["name"] for item in bench.client.list(resource, NAMESPACE)["items"]]
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda name: bench.client.delete(resource, name, NAMESPACE), names))
+    progress = Progress(what)
+
+    def gone() -> bool:
+        left = len(bench.client.list(resource, NAMESPACE)["items"])
+        clusters = len(bench.client.list(RAY_CLUSTER, NAMESPACE)["items"])
+        pods = bench.pod_count()
+        progress.show(f"{left} left, {clusters} clusters, {pods} pods")
+        return left == 0 and clusters == 0 and pods == 0
+
+    scale.wait_until(what, gone, timeout)
+    return time.monotonic() - started
+
+
+def small_idle(bench: Bench, settings: Settings, node: str, tag: str) -> float:
+    runs = [
+        scale.time_to_ready(bench, scale.raycluster(f"small-{tag}-idle-{n}", 1, node),
+                            settings.timeout)[0]
+        for n in range(settings.idle_runs)
+    ]  # fmt: skip
+    delete_all(bench, RAY_CLUSTER, "idle clusters gone", settings.timeout)
+    return statistics.median(runs)
+
+
+def run_phase(
+    key: str, kind: Kind, cluster: LocalCluster, bench: Bench, settings: Settings, logs: Path
+) -> dict[str, Any]:
+    base = settings.base()
+    count = settings.count(kind)
+    operator = scale.start_operator(key, cluster, base, logs, controllers=None)
+    progress = Progress(f"{key} {kind.key}")
+    sampler = Sampler(operator.process.pid)
+    profiler = None
+    try:
+        if key == "kuberay":
+            started_line = KUBERAY_STARTED[kind.key]
+            scale.wait_until(f"KubeRay's {kind.crd} controller started",
+                             lambda: bool(started_line.search(operator.log.read_text())),
+                             scale.OPERATOR_READY_TIMEOUT)  # fmt: skip
+        if settings.profile is not None and key == "ours":
+            output = settings.profile.with_name(f"{settings.profile.stem}-{kind.key}"
+                                                f"{settings.profile.suffix}")  # fmt: skip
+            profiler = scale.start_profiler(operator.process.pid, output)
+        small_node = f"kwok-node-{base.node_count - 1}"
+        idle = small_idle(bench, settings, small_node, kind.key[:4])
+        progress.show(f"1-worker cluster on the idle operator: ready in {idle:.2f}s", final=True)
+
+        names = [f"{kind.key[:4]}-{index:03}" for index in range(count)]
+        before, cpu_before = bench.snapshot(), sampler.cpu()
+        own_before = {k: scale.operator_counter(operator.metrics_port, n)
+                      for k, n in scale.OWN_COUNTERS.items()}  # fmt: skip
+        by_controller_before = reconciles_by_controller(operator.metrics_port)
+        sampler.peak_rss = 0
+        started = time.monotonic()
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(
+                lambda i: bench.client.create(workload(kind, names[i], scale.node_of(i, base))),
+                range(count),
+            ))  # fmt: skip
+        small_name = f"small-{kind.key[:4]}-busy"
+        small_busy: Future[tuple[float, float]]
+        with ThreadPoolExecutor(1) as small_pool:
+            small_busy = small_pool.submit(
+                scale.time_to_ready, bench, scale.raycluster(small_name, 1, small_node),
+                settings.timeout,
+            )  # fmt: skip
+            times, last = wait_for_workloads(
+                bench, kind, count, started, settings.timeout, progress
+            )
+            busy = small_busy.result()[0]
+        progress.show(f"all {count} clusters ready in {times['ready']:.1f}s, all reached in "
+                      f"{times['reached']:.1f}s; 1-worker cluster during the burst: {busy:.2f}s",
+                      final=True)  # fmt: skip
+        requests = bench.requests_since(before)
+        own: dict[str, int | None] = {}
+        for k, n in scale.OWN_COUNTERS.items():
+            after = scale.operator_counter(operator.metrics_port, n)
+            own[k] = None if after is None else after - (own_before[k] or 0)
+        by_controller = reconciles_by_controller(operator.metrics_port) - by_controller_before
+        cpu_reached, peak = sampler.cpu(), sampler.peak_rss
+
+        delete_small(bench, small_name, settings.timeout)
+        deleted = delete_all(bench, kind.resource, f"{key} {kind.key} delete", settings.timeout)
+        progress.show(f"deleted in {deleted:.1f}s", final=True)
+        return {
+            "count": count,
+            "clusters_created_seconds": round(times["created"], 1),
+            "clusters_ready_seconds": round(times["ready"], 1),
+            "reached_seconds": round(times["reached"], 1),
+            "api_requests": requests,
+            "api_requests_total": sum(requests.values()),
+            **own,
+            "reconciles_by_controller": dict(sorted(by_controller.items())),
+            "cpu_seconds_to_reached": round(cpu_reached - cpu_before, 1),
+            "cpu_seconds_delete": round(sampler.cpu() - cpu_reached, 1),
+            "peak_rss_bytes": peak,
+            "delete_seconds": round(deleted, 1),
+            "small_idle_seconds": round(idle, 2),
+            "small_busy_seconds": round(busy, 2),
+            "small_busy_over_idle": round(busy / idle, 2) if idle else None,
+            "statuses": dict(sorted(last.statuses.items())),
+            "own_services": last.own_services,
+        }
+    finally:
+        sampler.stop()
+        if profiler is not None:
+            scale.stop_profiler(profiler)
+        operator.stop()
+
+
+def delete_small(bench: Bench, name: str, timeout: float) -> None:
+    """Delete the burst's 1-worker cluster (before the workloads' timed delete) and wait
+    until it and its pods are gone."""
+    bench.client.delete(RAY_CLUSTER, name, NAMESPACE)
+
+    def gone() -> bool:
+        pods = bench.client.list(POD, NAMESPACE, label_selector=f"ray.io/cluster={name}")
+        try:
+            bench.client.get(RAY_CLUSTER, name, NAMESPACE)
+        except NotFound:
+            return not pods["items"]
+        return False
+
+    scale.wait_until(f"{name} gone", gone, timeout)
+
+
+def wait_for_workloads(
+    bench: Bench,
+    kind: Kind,
+    count: int,
+    started: float,
+    timeout: float,
+    progress: Progress,
+) -> tuple[dict[str, float], Observation]:
+    """Poll every 0.5 s until every workload's cluster is ready and its last step is
+    done: the seconds until all clusters existed (``created``), all were ready
+    (``ready``) and all reached (``reached``); and the last observation."""
+    times: dict[str, float] = {}
+    while True:
+        elapsed = time.monotonic() - started
+        seen = observe(bench, kind)
+        for what, done in (("created", len(seen.created) >= count),
+                           ("ready", len(seen.ready) >= count)):  # fmt: skip
+            if done:
+                times.setdefault(what, elapsed)
+        progress.show(f"{elapsed:6.1f}s  clusters ready {len(seen.ready)}/{count}  "
+                      f"reached {len(seen.reached)}/{count}  {dict(seen.statuses)}")  # fmt: skip
+        if "ready" in times and len(seen.reached) >= count:
+            times.setdefault("created", elapsed)
+            return {**times, "reached": elapsed}, seen
+        if elapsed > timeout:
+            raise TimeoutError(f"{kind.key}: {len(seen.ready)}/{count} clusters ready, "
+                               f"{len(seen.reached)}/{count} reached")  # fmt: skip
+        time.sleep(0.5)
+
+
+def run_operator(key: str, state: Path, settings: Settings, logs: Path) -> dict[str, Any]:
+    logs.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {}
+    with scale.control_plane(state / f"cluster-{key}", settings.base()) as cluster:
+        bench = Bench(cluster, settings.base())
+        for kind in (RAYJOBS, RAYSERVICES):
+            if settings.count(kind):
+                results[kind.key] = run_phase(key, kind, cluster, bench, settings, logs)
+                print(f"{key} {kind.key}: {json.dumps(results[kind.key])}", file=sys.stderr,
+                      flush=True)  # fmt: skip
+    return results
+
+
+# -- report --------------------------------------------------------------------------------
+
+
+def table(results: dict[str, dict[str, Any]], kind: Kind) -> str:
+    ours, theirs = (results.get(key, {}).get(kind.key, {}) for key in ("ours", "kuberay"))
+    rows: list[tuple[str, ...]] = [
+        ("metric", "ours", f"KubeRay {kuberay.VERSION}", "ours/KubeRay"),
+    ]
+
+    def row(label: str, values: list[Any], digits: int = 1) -> None:
+        rows.append((label, *(scale._fmt(v, digits) for v in values),
+                     scale._ratio(values[0], values[1])))  # fmt: skip
+
+    def key_row(label: str, key: str, *, digits: int = 1, scale_by: float = 1) -> None:
+        values = [side.get(key) for side in (ours, theirs)]
+        row(label, [v / scale_by if isinstance(v, int | float) and scale_by != 1 else v
+                    for v in values], digits)  # fmt: skip
+
+    def sub_row(label: str, key: str, sub: str) -> None:
+        row(label, [side.get(key, {}).get(sub, 0) if side else None for side in (ours, theirs)])
+
+    key_row("time to all clusters ready, s", "clusters_ready_seconds")
+    key_row("  all clusters created, s", "clusters_created_seconds")
+    key_row(kind.reached_label, "reached_seconds")
+    key_row("API requests (API server, all clients)", "api_requests_total")
+    for verb in scale.SHOWN_VERBS:
+        sub_row(f"  {verb}", "api_requests", verb)
+    key_row("operator's own requests", "operator_requests")
+    key_row("operator's reconciles", "operator_reconciles")
+    controllers = sorted({*ours.get("reconciles_by_controller", {}),
+                          *theirs.get("reconciles_by_controller", {})})  # fmt: skip
+    for controller in controllers:
+        sub_row(f"  {controller}", "reconciles_by_controller", controller)
+    key_row("operator CPU s, to reached", "cpu_seconds_to_reached")
+    key_row("operator CPU s, delete", "cpu_seconds_delete")
+    key_row("operator peak RSS, MiB", "peak_rss_bytes", scale_by=scale.MIB)
+    key_row("time to delete all, s", "delete_seconds")
+    key_row("1-worker cluster, idle operator, s", "small_idle_seconds", digits=2)
+    key_row("1-worker cluster during the burst, s", "small_busy_seconds", digits=2)
+    key_row("  during / idle", "small_busy_over_idle", digits=2)
+    if kind is RAYSERVICES:
+        key_row("RayService head/serve Services made", "own_services")
+    text = scale.format_rows(rows)
+    statuses = {key: results.get(key, {}).get(kind.key, {}).get("statuses")
+                for key in ("ours", "kuberay")}  # fmt: skip
+    field = "jobDeploymentStatus" if kind is RAYJOBS else "serviceStatus"
+    return (
+        text
+        + f"\n{field} when reached: "
+        + "; ".join(f"{key} {value}" for key, value in statuses.items() if value is not None)
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rayjobs", type=int, default=100, help="RayJobs at once; 0 skips")
+    parser.add_argument("--rayservices", type=int, default=100,
+                        help="RayServices at once; 0 skips")  # fmt: skip
+    parser.add_argument("--idle-runs", type=int, default=3,
+                        help="the idle 1-worker figure: the median of this many runs")  # fmt: skip
+    scale.add_operator_arguments(
+        parser, only="ours,kuberay", profile="py-spy: our operator's stacks, to PATH-<kind>"
+    )
+    parser.add_argument("--concurrent", action="store_true",
+                        help="run the operators at the same time, each on its own control "
+                             "plane (smoke tests: half the wall time, but the two compete "
+                             "for CPU, so the figures are not comparable)")  # fmt: skip
+    args = parser.parse_args()
+    sandbox.exit_unless_inside("the benchmark")
+    wanted = [key.strip() for key in args.only.split(",") if key.strip()]
+    if not wanted or set(wanted) - {"ours", "kuberay"}:
+        parser.error(f"--only: one or both of ours, kuberay; got {args.only!r}")
+    settings = Settings(args.rayjobs, args.rayservices, args.qps, args.burst, args.concurrency,
+                        args.timeout, args.profile, args.idle_runs)  # fmt: skip
+    if "kuberay" in wanted:
+        kuberay.ensure_built()
+    started = time.monotonic()
+    results: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="workloads-bench-") as state:
+        logs = args.logs or Path(state) / "operator-logs"
+        if args.concurrent:
+            with ThreadPoolExecutor(len(wanted)) as pool:
+                runs = {key: pool.submit(run_operator, key, Path(state), settings, logs)
+                        for key in wanted}  # fmt: skip
+                results = {key: run.result() for key, run in runs.items()}
+        else:
+            for key in wanted:
+                results[key] = run_operator(key, Path(state), settings, logs)
+    report = {
+        "date": datetime.date.today().isoformat(),
+        "machine": machine(),
+        "settings": {
+            **settings.__dict__,
+            "profile": str(settings.profile or ""),
+            "concurrent": args.concurrent,
+        },
+        "total_seconds": round(time.monotonic() - started, 1),
+        "results": results,
+    }
+    print(f"qps {settings.qps:g}, burst {settings.burst}, reconcile concurrency "
+          f"{settings.concurrency}; cluster per workload: 1 head, {WORKERS} workers")  # fmt: skip
+    for kind in (RAYJOBS, RAYSERVICES):
+        if settings.count(kind):
+            print(f"\n{settings.count(kind)} {kind.crd}s created at once")
+            print(table(results, kind))
+    print("\nAPI requests exclude the benchmark's own; 'reached' is the last step the operator "
+          "controls on kwok (see benchmarks/README.md)")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
