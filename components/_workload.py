@@ -483,14 +483,14 @@ def report_queued(
         return
 
     def report(parts: list[Any]) -> None:
-        status, name = parts
+        status, metadata = parts
         if isinstance(status, Mapping) and rules.is_suspended(status):
+            meta = metadata if isinstance(metadata, Mapping) else {}
+            ref = object_ref(rules.kind, meta.get("namespace"), meta.get("name"))
             pulumi.log.info(
-                f"{rules.kind} {name} is queued: suspended in Kueue's LocalQueue {queue!r} "
-                "until Kueue admits it; `pulumi up` does not wait for that",
+                f"{ref} is queued: suspended in Kueue's LocalQueue {queue!r} until Kueue "
+                "admits it; `pulumi up` does not wait for that",
                 resource=component,
             )
 
-    pulumi.Output.all(resource.status, resource.metadata.apply(lambda m: m.get("name"))).apply(
-        report
-    )
+    pulumi.Output.all(resource.status, resource.metadata).apply(report)
