@@ -482,15 +482,24 @@ def report_queued(
     if queue is None or not args.wait_for_ready or pulumi.runtime.is_dry_run():
         return
 
+    # A secret name or namespace must not reach a log line: the message then names the
+    # kind alone (it is the component's diagnostic either way).
+    given = pulumi.Output.all(args.name, args.namespace)
+    secret_name: pulumi.Output[bool] = pulumi.Output.from_input(given.is_secret())
+
     def report(parts: list[Any]) -> None:
-        status, metadata = parts
+        status, metadata, secret = parts
         if isinstance(status, Mapping) and rules.is_suspended(status):
             meta = metadata if isinstance(metadata, Mapping) else {}
-            ref = object_ref(rules.kind, meta.get("namespace"), meta.get("name"))
+            ref = (
+                f"The {rules.kind}"
+                if secret
+                else object_ref(rules.kind, meta.get("namespace"), meta.get("name"))
+            )
             pulumi.log.info(
                 f"{ref} is queued: suspended in Kueue's LocalQueue {queue!r} until Kueue "
                 "admits it; `pulumi up` does not wait for that",
                 resource=component,
             )
 
-    pulumi.Output.all(resource.status, resource.metadata).apply(report)
+    pulumi.Output.all(resource.status, resource.metadata, secret_name).apply(report)

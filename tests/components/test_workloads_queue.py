@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+import pulumi
 import pytest
 
 from components import RayCluster, RayJob, RayService
@@ -171,3 +172,20 @@ def test_up_says_a_queued_object_is_queued(
     monkeypatch.undo()
     run(lambda: make("work", namespace="team-a", queue_name="q", **spec()))
     assert said not in caplog.text
+
+
+def test_a_secret_name_is_not_printed(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A secret name or namespace: the message names the kind alone then."""
+    caplog.set_level(logging.INFO)
+    monkeypatch.setitem(workload_mocks.STATUS, "RayCluster", SUSPENDED_STATUS["RayCluster"])
+    name = pulumi.Output.secret("hush")
+    run(lambda: RayCluster("work", name=name, queue_name="q", **cluster_spec()))
+    assert "The RayCluster is queued: suspended in Kueue's LocalQueue 'q'" in caplog.text
+    assert "hush" not in caplog.text
+    caplog.clear()
+    # An Output that is no secret (a Namespace's name, read back) is named.
+    namespace = pulumi.Output.from_input("team-a")
+    run(lambda: RayCluster("work", namespace=namespace, queue_name="q", **cluster_spec()))
+    assert "RayCluster team-a/work is queued" in caplog.text
