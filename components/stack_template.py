@@ -393,6 +393,12 @@ class _PlannedWorkload:
     def check(self, feature_gates: str | None) -> None:
         """Validate the entry now, as its component would but without registering it:
         the template checks *every* entry before it registers anything."""
+        if self.kind == "RayCronJob" and self.entry.queue_name is not None:
+            raise ConfigError(
+                f"{config_key(*self.key, 'queueName')}: a RayCronJob takes no queue: KubeRay "
+                "gives the RayJobs it creates none of its labels, so Kueue would never see "
+                "it; remove it"
+            )
         if self.secret:
             return  # validated by the component once the secret Output resolves
         rules = KINDS[self.kind].rules

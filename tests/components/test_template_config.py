@@ -307,3 +307,8 @@ def test_a_queue_name_in_config_is_kueues_label() -> None:
     with pytest.raises(ConfigError) as refused:
         _with_config({"workloads": {"ml": {"rayClusters": [{**entry, "queueName": "ml queue"}]}}})
     assert "(pulumi-ray:workloads.ml.rayClusters[0].queueName)" in str(refused.value)
+
+    cron = {"name": "n", "spec": {"schedule": "0 2 * * *"}, "queueName": "ml-queue"}
+    with pytest.raises(ConfigError) as refused:
+        _with_config({"workloads": {"ml": {"rayCronJobs": [cron]}}})
+    assert str(refused.value).startswith("pulumi-ray:workloads.ml.rayCronJobs[0].queueName:")

@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from components import RayCluster, RayJob, RayService
+from components import RayCluster, RayCronJob, RayJob, RayService
 from components._inputs import RayInputError
 from tests.components import workload_mocks
 from tests.components.test_workloads_job import job_spec
@@ -189,3 +189,15 @@ def test_a_secret_name_is_not_printed(
     namespace = pulumi.Output.from_input("team-a")
     run(lambda: RayCluster("work", namespace=namespace, queue_name="q", **cluster_spec()))
     assert "RayCluster team-a/work is queued" in caplog.text
+
+
+def test_a_raycronjob_takes_suspend_and_no_queue() -> None:
+    spec = {"schedule": "0 2 * * *", "job_template": job_spec()}
+    cr = run(
+        lambda: RayCronJob("nightly", suspend=True, feature_gates="RayCronJob=true", **spec)
+    ).one("kubernetes:ray.io/v1:RayCronJob")
+    assert cr.inputs["spec"]["suspend"] is True
+    assert "pulumi.com/waitFor" not in annotations(cr)
+    # queue_name is no argument of a RayCronJob: a spec field, which the schema refuses.
+    with pytest.raises(RayInputError):
+        run(lambda: RayCronJob("nightly", queue_name="q", feature_gates="RayCronJob=true", **spec))
