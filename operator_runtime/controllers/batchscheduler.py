@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from operator_runtime.api import RayCluster, RayJob
+from operator_runtime.render import Permission
 from operator_runtime.render.batchscheduler import (
     SCHEDULER_PLUGINS,
     VOLCANO,
@@ -25,6 +26,7 @@ from operator_runtime.render.batchscheduler import (
     volcano_cluster_gang,
     volcano_pod_group_for,
 )
+from operator_runtime.render.permission import batch_scheduler_flag
 from operator_runtime.render.resources import Amount, amount
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import AlreadyExists, TemporaryError
@@ -37,6 +39,23 @@ from operator_runtime.runtime.kinds import (
 )
 
 log = logging.getLogger(__name__)
+
+
+def needs(controller: str) -> tuple[Permission, ...]:
+    """The PodGroups a controller writes, each only with its scheduler: Volcano's are
+    created and resized (a RayCluster's and a RayJob's), scheduler-plugins' only
+    created, for RayClusters. Read by name, never listed or watched."""
+    volcano, plugins = batch_scheduler_flag(VOLCANO), batch_scheduler_flag(SCHEDULER_PLUGINS)
+    rows = [
+        Permission(controller, "scheduling.volcano.sh", ("podgroups",),
+                   ("get", "create", "update"), "the gang's Volcano PodGroup", volcano),
+    ]  # fmt: skip
+    if controller == "raycluster":
+        rows.append(
+            Permission(controller, "scheduling.x-k8s.io", ("podgroups",), ("get", "create"),
+                       "the gang's scheduler-plugins PodGroup", plugins)
+        )  # fmt: skip
+    return tuple(rows)
 
 
 def on_submission(client: KubeClient, scheduler: str, owner: Parent) -> None:
