@@ -155,3 +155,77 @@ def test_pods_and_pod_group_match_kuberay(
     differences = normalize.differences(groups[0], groups[1])
     assert differences == [], "\n".join(differences)
     print(f"{scheduler}: PodGroup identical: {groups[0]['spec']}")
+
+
+SCHEDULING_KEYS = (
+    "scheduling.k8s.io/group-name", "volcano.sh/task-spec", "volcano.sh/queue-name",
+    "ray.io/priority-class-name", "applicationId", "queue", "yunikorn.apache.org/task-groups",
+    "yunikorn.apache.org/task-group-name", "kai.scheduler/queue",
+    "scheduling.x-k8s.io/pod-group",
+)  # fmt: skip
+"""The keys a scheduler adds to a child: a RayJob's cluster has a random name, so its
+pods are compared on these (and ``schedulerName``) alone."""
+
+
+def rayjob_status(cluster: LocalCluster, namespace: str) -> dict[str, Any]:
+    return dict(cluster.get_json("-n", namespace, "rayjob", "gang").get("status") or {})
+
+
+def scheduling_view(cluster: LocalCluster, namespace: str, name: str) -> dict[str, Any]:
+    """What the schedulers read of a RayJob's cluster and its pods (by role)."""
+    found = cluster.get_json("-n", namespace, "raycluster", name)["metadata"]
+    meta = {**(found.get("labels") or {}), **(found.get("annotations") or {})}
+    view: dict[str, Any] = {"cluster": {k: meta[k] for k in SCHEDULING_KEYS if k in meta}}
+    for pod in cluster.get_json("-n", namespace, "pods", "-l", f"ray.io/cluster={name}")["items"]:
+        pod_meta = {**pod["metadata"].get("labels", {}), **pod["metadata"].get("annotations", {})}
+        view[normalize.role({**pod, "kind": "Pod"})] = {
+            "schedulerName": pod["spec"].get("schedulerName"),
+            **{k: pod_meta[k] for k in SCHEDULING_KEYS if k in pod_meta},
+        }
+    return view
+
+
+def test_a_rayjobs_gang_matches_kuberay(
+    crds: LocalCluster, operators: tuple[str, str, str]
+) -> None:
+    """A K8sJobMode RayJob: Volcano's PodGroup of the RayJob (cluster + submitter), the
+    stamps on its cluster and pods; scheduler-plugins and KAI refuse such a RayJob, so
+    neither operator makes a cluster and both leave it Initializing."""
+    scheduler, ours, theirs = operators
+    path = REPO_ROOT / "examples" / "manifests" / "raycluster-minimal.yaml"
+    cluster_spec = yaml.safe_load(path.read_text())["spec"]
+    job = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "gang", "labels": dict(LABELS)},
+        "spec": {"entrypoint": "python -c 'print(1)'", "rayClusterSpec": cluster_spec},
+    }
+    for namespace in (ours, theirs):
+        crds.kubectl("-n", namespace, "apply", "-f", "-", input=yaml.safe_dump(job))
+    if scheduler in ("scheduler-plugins", "kai-scheduler"):
+        time.sleep(5)  # both have had many passes at it by now (retried with backoff)
+        for namespace in (ours, theirs):
+            status = rayjob_status(crds, namespace)
+            assert status.get("jobDeploymentStatus") == "Initializing", (namespace, status)
+            assert crds.get_json("-n", namespace, "raycluster")["items"] == [], namespace
+        return
+    names = []
+    for namespace in (ours, theirs):
+        deadline = time.monotonic() + 60
+        while not (name := rayjob_status(crds, namespace).get("rayClusterName")):
+            assert time.monotonic() < deadline, f"{namespace}: no cluster"
+            time.sleep(0.2)
+        names.append(str(name))
+    deadline = time.monotonic() + 90
+    while True:
+        views = [scheduling_view(crds, ns, n) for ns, n in zip((ours, theirs), names, strict=True)]
+        if len(views[0]) == len(views[1]) == 3 and views[0] == views[1]:
+            break
+        assert time.monotonic() < deadline, "\n".join(normalize.differences(*views))
+        time.sleep(0.5)
+    print(f"\n{scheduler}: RayJob's cluster and pods stamped as KubeRay v1.6.2 does: {views[0]}")
+    if scheduler == "volcano":
+        groups = [pod_group(crds, POD_GROUPS["volcano"], ns) for ns in (ours, theirs)]
+        assert groups[0] is not None and groups[1] is not None, groups
+        assert normalize.differences(groups[0], groups[1]) == []
+        print(f"volcano: the RayJob's PodGroup identical: {groups[0]['spec']}")
