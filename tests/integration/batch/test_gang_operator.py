@@ -41,7 +41,9 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     raycluster,
     wait_for,
 )
+from tests.integration.rayjob.conftest import ClusterHosts, describe_job, job_status, rayjob
 from tests.operatorprocess import OperatorProcess
+from tests.rayhead import RayHead, module_ray_head, ray_head  # noqa: F401 (fixtures)
 
 POOL_LABEL = "pulumi-ray.test/gang-pool"
 NODE_CPU = "2"
@@ -333,3 +335,40 @@ def test_a_rayjobs_volcano_gang_covers_its_cluster_and_is_released_on_suspend(
         assert spec.get("minMember", 0) == 0 and not spec.get("minResources"), spec
         wait_for("BatchSchedulerCleanedUp", lambda: "BatchSchedulerCleanedUp" in reasons(
             ray_crds, namespace, "job"), 30, 0.2)  # fmt: skip
+
+
+def test_a_finished_rayjobs_volcano_gang_is_released(
+    ray_crds: LocalCluster,  # noqa: F811
+    volcano: Path,  # noqa: F811
+    kube: KubeClient,
+    namespace: str,
+    ray_head: RayHead,  # noqa: F811
+) -> None:
+    """A RayJob that runs to Complete on a real Ray head (HTTPMode, the head's pod bound by
+    Volcano on the default nodes): its group held the cluster while it ran, and is zeroed
+    with BatchSchedulerCleanedUp once the finished job's cluster is deleted."""
+    manifest = rayjob("done", namespace, ray_head, submissionMode="HTTPMode",
+                      shutdownAfterJobFinishes=True)  # fmt: skip
+    manifest["metadata"]["labels"] = {"volcano.sh/queue-name": "default"}
+
+    def group() -> dict[str, Any]:
+        found = kube.find(kinds.VOLCANO_POD_GROUP, "ray-done-pg", namespace)
+        return dict((found or {}).get("spec") or {})
+
+    with (
+        ClusterHosts(kube, namespace),
+        OperatorProcess(ray_crds.kubeconfig, namespace, "--batch-scheduler=volcano"),
+    ):
+        kube.create(manifest)
+        held = wait_for("the RayJob's PodGroup", lambda: group().get("minMember") == 1 and group(),
+                        60, 0.1)  # fmt: skip
+        wait_for(
+            "the RayJob Complete",
+            lambda: job_status(kube, namespace, "done").get("jobDeploymentStatus") == "Complete",
+            120, 0.1, explain=lambda: describe_job(kube, namespace, "done"),
+        )  # fmt: skip
+        wait_for("the group zeroed", lambda: not group().get("minMember"), 60, 0.1, explain=group)
+        wait_for("BatchSchedulerCleanedUp", lambda: "BatchSchedulerCleanedUp" in reasons(
+            ray_crds, namespace, "done"), 30, 0.2)  # fmt: skip
+    assert held["minResources"] == {"cpu": "1", "memory": "1Gi"}, held
+    assert not group().get("minResources"), group()
