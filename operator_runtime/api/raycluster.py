@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Final, Literal
 
 from pydantic import Field
+from pydantic.config import JsonDict
 
 from operator_runtime.api._base import KubeModel
 from operator_runtime.api.clusteroptions import (
@@ -67,7 +68,7 @@ _SERVICE_NAME_RULE: Final = object_name_cel(
 )
 """The operator reads and writes the Service by this name, so it must be one."""
 
-NULL_FROM_GO_CLIENTS: Final = {"nullable": True}
+NULL_FROM_GO_CLIENTS: Final[JsonDict] = {"nullable": True}
 """Accept ``null`` for a map KubeRay's Go type marshals without ``omitempty``. Kueue's
 mutating webhook decodes a queued object into those types and patches an absent
 ``rayStartParams`` back as ``null``; the API server prunes such nulls only while decoding
