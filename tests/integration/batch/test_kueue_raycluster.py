@@ -20,13 +20,13 @@ from tests.operatorprocess import OperatorProcess
 
 
 def queued_cluster(name: str, namespace: str) -> dict[str, Any]:
-    """A RayCluster (one head of 1 CPU / 1 Gi, no workers) on the LocalQueue ``queue``;
-    ``rayStartParams: {}`` for the reason ``test_kueue_rayjob.queued_job`` gives."""
+    """A RayCluster (one head of 1 CPU / 1 Gi, no workers) on the LocalQueue ``queue``,
+    with no ``rayStartParams`` (``test_kueue_rayjob.queued_job`` says why that matters)."""
     manifest = raycluster(name, namespace, workers=0)
     manifest["metadata"]["labels"] = {QUEUE_NAME_LABEL: "queue"}
     spec = manifest["spec"]
     for group in [spec["headGroupSpec"], *spec["workerGroupSpecs"]]:
-        group.setdefault("rayStartParams", {})
+        assert "rayStartParams" not in group, group
     return manifest
 
 

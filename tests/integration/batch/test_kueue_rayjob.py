@@ -31,13 +31,9 @@ FINAL = ("Complete", "Failed")
 
 
 def queued_job(name: str, namespace: str, head: RayHead) -> dict[str, Any]:
-    """A RayJob (one head of 1 CPU / 1 Gi, no workers) on the LocalQueue ``queue``.
-
-    ``rayStartParams: {}`` on every group, as Kueue's own RayJob samples have it: its
-    mutating webhook decodes the RayJob into KubeRay's Go types, where the field has no
-    ``omitempty``, so an absent one comes back in the patch as ``null``, which our CRD's
-    schema (``type: object``, as KubeRay v1.7.0's) rejects: the create fails with 422.
-    """
+    """A RayJob (one head of 1 CPU / 1 Gi, no workers) on the LocalQueue ``queue``, with no
+    ``rayStartParams``: Kueue's webhook patches the absent field back as ``null``, which
+    our CRD accepts (``operator_runtime.api.raycluster.NULL_FROM_GO_CLIENTS``)."""
     manifest = rayjob(
         name, namespace, head, submissionMode="HTTPMode", entrypoint=SLEEP_5,
         shutdownAfterJobFinishes=True,
@@ -45,7 +41,7 @@ def queued_job(name: str, namespace: str, head: RayHead) -> dict[str, Any]:
     manifest["metadata"]["labels"] = {QUEUE_NAME_LABEL: "queue"}
     cluster = manifest["spec"]["rayClusterSpec"]
     for group in [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]:
-        group.setdefault("rayStartParams", {})
+        assert "rayStartParams" not in group, group
     return manifest
 
 
