@@ -14,6 +14,20 @@ What builds here (2026-11, Go 1.26, the Go module proxy this machine reaches):
 - ``volcano.sh/volcano`` v1.14.1 ``cmd/scheduler``, its ``volcano.sh/apis`` at the
   published v1.14.0 (its go.mod points at a staging directory; the proxy has no apis
   v1.14.1): builds and runs there too, with no Volcano controller or admission webhook.
+
+Tried and not pinned (2026-11-26), so YuniKorn and KAI are held to KubeRay's output side
+by side instead of run:
+
+- ``github.com/apache/yunikorn-k8shim`` v1.9.0 ``pkg/cmd/shim``: the proxy's checksum
+  database has no entry (``verifying go.mod: ... sum.golang.org/lookup/...
+  yunikorn-k8shim@v1.9.0: 404 Not Found``) and it refuses the ``yunikorn-core``
+  v1.9.0-1 and ``yunikorn-scheduler-interface`` v1.9.0-0 its go.mod names. It builds
+  with ``GONOSUMDB=github.com/apache`` and both swapped to v1.9.0: not upstream's build,
+  and unverified sums.
+- KAI: ``github.com/kai-scheduler/KAI-scheduler`` (v0.13.4, v0.16.8, v0.17.0) and the
+  older ``github.com/NVIDIA/KAI-scheduler`` path (v0.10.5, v0.12.23, v0.20.0) are refused
+  with 403; only NVIDIA's v0.20.1 is served, a version its authors retracted. It builds
+  (scheduler, binder and podgrouper are three processes).
 """
 
 from __future__ import annotations
