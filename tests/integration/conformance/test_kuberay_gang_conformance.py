@@ -1,0 +1,427 @@
+"""Side by side with KubeRay for the gang schedulers (issue 30): ``--batch-scheduler``.
+
+For each scheduler KubeRay v1.6.2 accepts (volcano, scheduler-plugins, yunikorn,
+kai-scheduler), KubeRay's operator and ours run with that flag, each on a namespace of its
+own, and receive the same RayClusters and RayJobs. Every input carries the labels KubeRay's
+schedulers read (``ray.io/priority-class-name``, ``ray.io/gang-scheduling-enabled``, the
+Volcano, YuniKorn and KAI queue labels) except one plain cluster, and has several worker
+groups with minReplicas, a multi-host group and requests and limits, so minMember and
+minResources are sums worth checking. What each operator created is compared after
+normalization: pods (schedulerName, labels, annotations, all of it), services, PodGroups
+(Volcano's ``scheduling.volcano.sh/v1beta1``, scheduler-plugins'
+``scheduling.x-k8s.io/v1alpha1``), a RayJob's RayCluster and its submitter Job.
+
+No scheduler runs: the PodGroup CRDs are installed (KubeRay's Volcano plugin watches
+PodGroups, and both plugins read them through the cache, which needs the kind served), and
+pods naming a scheduler stay Pending. For the K8sJobMode RayJob the test plays the
+scheduler's part and binds the cluster's pods to the kwok node, so the cluster becomes ready
+and each operator creates its submitter Job.
+
+``EXPECTED`` is what KubeRay v1.6.2's code says each case creates (read from its
+``controllers/ray/batchscheduler``); the test first holds KubeRay to it, then us to KubeRay.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import pytest
+import yaml
+
+from hack import gang
+from hack.localcluster import LocalCluster
+from tests.integration.conformance import normalize
+from tests.integration.conformance import operators as operators_pair
+from tests.integration.conformance.operators import REPO_ROOT, Pair
+
+Obj = dict[str, Any]
+
+SCHEDULERS: Final = ("volcano", "scheduler-plugins", "yunikorn", "kai-scheduler")
+
+POD_GROUP_KINDS: Final = {
+    "volcano": "podgroups.scheduling.volcano.sh",
+    "scheduler-plugins": "podgroups.scheduling.x-k8s.io",
+}
+"""The PodGroup kind each scheduler's plugin writes, by ``--batch-scheduler`` name."""
+
+SCHEDULING_LABELS: Final = {
+    "ray.io/gang-scheduling-enabled": "true",
+    "ray.io/priority-class-name": "team-high",
+    "volcano.sh/queue-name": "team-a",
+    "yunikorn.apache.org/app-id": "team-a-app",
+    "yunikorn.apache.org/queue": "root.team-a",
+    "kai.scheduler/queue": "team-a",
+}
+"""Every label KubeRay v1.6.2's four plugins read from a RayCluster or RayJob."""
+
+IMAGE: Final = "rayproject/ray:2.52.0"
+WAIT: Final = 120.0
+"""Seconds both operators have to create what a case expects: each creates a pod within
+one reconcile of seeing its cluster, which takes a few seconds; the rest is a loaded
+machine (two cores, other sessions' control planes)."""
+
+
+def _container(requests: dict[str, str], limits: dict[str, str]) -> Obj:
+    resources = {key: value for key, value in (("requests", requests), ("limits", limits)) if value}
+    return {"name": "ray", "image": IMAGE, "resources": resources}
+
+
+def _worker(name: str, replicas: int, low: int, high: int, container: Obj, hosts: int = 1) -> Obj:
+    group: Obj = {
+        "groupName": name,
+        "replicas": replicas,
+        "minReplicas": low,
+        "maxReplicas": high,
+        "rayStartParams": {},
+        "template": {"spec": {"containers": [container]}},
+    }
+    if hosts > 1:
+        group["numOfHosts"] = hosts
+    return group
+
+
+def _cluster_spec(*workers: Obj, autoscaling: bool = False) -> Obj:
+    """A head of 1 CPU/2Gi requested (2 CPU limit) and ``workers``."""
+    head = _container({"cpu": "1", "memory": "2Gi"}, {"cpu": "2", "memory": "2Gi"})
+    spec: Obj = {
+        "rayVersion": "2.52.0",
+        "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [head]}}},
+        "workerGroupSpecs": list(workers),
+    }
+    if autoscaling:
+        spec["enableInTreeAutoscaling"] = True
+    return spec
+
+
+# A worker with a request map that lacks a limited resource (memory): KubeRay v1.6.2's
+# resource sum writes the limit into that map (see KNOWN_DIFFERENCES below).
+SMALL: Final = _container({"cpu": "500m"}, {"cpu": "1", "memory": "1Gi"})
+# Limits only: the sums take the limits as requests.
+GPU: Final = _container({}, {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"})
+
+
+def _static_workers() -> list[Obj]:
+    return [_worker("small", 3, 1, 5, SMALL), _worker("gpu", 1, 1, 2, GPU, hosts=2)]
+
+
+def _manifest(kind: str, name: str, spec: Obj, labels: dict[str, str]) -> Obj:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": kind,
+        "metadata": {"name": name, "labels": dict(labels)},
+        "spec": spec,
+    }
+
+
+def _job(name: str, mode: str) -> Obj:
+    spec: Obj = {
+        "entrypoint": "python -c 'print(42)'",
+        "submissionMode": mode,
+        "shutdownAfterJobFinishes": False,
+        "rayClusterSpec": _cluster_spec(*_static_workers()),
+    }
+    return _manifest("RayJob", name, spec, SCHEDULING_LABELS)
+
+
+INPUTS: Final = {
+    # Autoscaling off: minMember and minResources come from replicas (clamped to min/max).
+    "cluster-gang": _manifest(
+        "RayCluster", "gang", _cluster_spec(*_static_workers()), SCHEDULING_LABELS
+    ),
+    # Autoscaling on: they come from minReplicas; the head gets the autoscaler sidecar.
+    "cluster-autoscaling": _manifest(
+        "RayCluster",
+        "elastic",
+        _cluster_spec(
+            _worker("small", 3, 2, 5, SMALL), _worker("idle", 0, 0, 3, GPU), autoscaling=True
+        ),
+        SCHEDULING_LABELS,
+    ),
+    # No scheduling label: what each plugin does for a cluster that asks for nothing.
+    "cluster-plain": _manifest(
+        "RayCluster", "plain", _cluster_spec(_worker("small", 1, 1, 1, SMALL)), {}
+    ),
+    "job-k8s": _job("batch", "K8sJobMode"),
+    "job-sidecar": _job("sidecar", "SidecarMode"),
+}
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What KubeRay v1.6.2 creates for one input under one scheduler."""
+
+    pods: int
+    """Head and worker pods (0: the RayJob never gets a cluster)."""
+    pod_groups: int
+    submitter: bool = False
+    """A K8sJobMode submitter Job, once the cluster is ready."""
+
+
+_STATIC_PODS: Final = 1 + 3 + 1 * 2
+_CASE_PODS: Final = {
+    "cluster-gang": _STATIC_PODS,
+    "cluster-autoscaling": 1 + 3,
+    "cluster-plain": 2,
+    "job-k8s": _STATIC_PODS,
+    "job-sidecar": _STATIC_PODS,
+}
+
+
+def _expected(scheduler: str, case: str) -> Expected:
+    """KubeRay v1.6.2, from its plugins' code:
+
+    - volcano: one PodGroup per RayCluster (gang label or not), or per RayJob
+      (``ray-<job>-pg``) whose cluster then creates none;
+    - scheduler-plugins: a PodGroup only for a RayCluster with the gang label, and a RayJob
+      is refused ("currently only RayCluster is supported") before its cluster is created;
+    - yunikorn: no object, only pod labels and annotations;
+    - kai-scheduler: no object; a K8sJobMode RayJob is refused before its cluster exists.
+    """
+    pods = _CASE_PODS[case]
+    refused = (scheduler == "scheduler-plugins" and case.startswith("job-")) or (
+        scheduler == "kai-scheduler" and case == "job-k8s"
+    )
+    if refused:
+        return Expected(pods=0, pod_groups=0)
+    groups = {
+        "volcano": 1,
+        "scheduler-plugins": int(case != "cluster-plain"),
+    }.get(scheduler, 0)
+    return Expected(pods=pods, pod_groups=groups, submitter=case == "job-k8s")
+
+
+CASES: Final = [(scheduler, case) for scheduler in SCHEDULERS for case in INPUTS]
+
+
+@pytest.fixture(scope="module")
+def gang_crds(local_cluster: LocalCluster) -> LocalCluster:
+    """Our CRDs and both PodGroup CRDs, as ``hack/gang`` copied them from the schedulers'
+    modules (cached by ``make gang-schedulers``)."""
+    local_cluster.kubectl(
+        "apply", "--server-side", "-f", str(REPO_ROOT / "operator_runtime/api/crds")
+    )
+    for scheduler, kind in POD_GROUP_KINDS.items():
+        path = gang.ensure_built(scheduler).path(f"{kind.split('.', 1)[1]}_podgroups.yaml")
+        local_cluster.kubectl("apply", "--server-side", f"--filename={path}")
+    local_cluster.wait_for_crds()
+    return local_cluster
+
+
+@pytest.fixture(scope="module")
+def pair(
+    request: pytest.FixtureRequest,
+    gang_crds: LocalCluster,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Pair]:
+    """Both operators with ``--batch-scheduler=<param>`` (parametrized indirectly, so
+    pytest runs one scheduler's cases together on one pair of operators)."""
+    scheduler: str = request.param
+    logs = tmp_path_factory.mktemp(f"gangconf-{scheduler}")
+    with operators_pair.running(gang_crds, logs, f"--batch-scheduler={scheduler}") as running:
+        yield running
+
+
+def _owned_by(item: Obj, names: set[str]) -> bool:
+    return any(ref.get("name") in names for ref in item["metadata"].get("ownerReferences", []))
+
+
+def _snapshot(cluster: LocalCluster, namespace: str, manifest: Obj) -> dict[str, Obj]:
+    """Everything the operator created for ``manifest``, normalized, by a stable key.
+
+    A RayJob's cluster is named ``<job>-<5 random characters>``: that name is replaced by
+    ``<cluster>`` everywhere (pod labels, generateName, service selectors, env)."""
+    name = manifest["metadata"]["name"]
+    clusters = [name]
+    found: dict[str, Obj] = {}
+    if manifest["kind"] == "RayJob":
+        owned = [
+            item
+            for item in cluster.get_json("-n", namespace, "rayclusters.ray.io")["items"]
+            if _owned_by(item, {name})
+        ]
+        clusters = [item["metadata"]["name"] for item in owned]
+        for item in owned:
+            found[f"RayCluster/{item['metadata']['name']}"] = normalize.resource(item)
+        for item in cluster.get_json("-n", namespace, "jobs.batch")["items"]:
+            if _owned_by(item, {name}):
+                found[f"Job/{item['metadata']['name']}"] = normalize.job(item)
+    pods: dict[str, list[Obj]] = {}
+    for cluster_name in clusters:
+        for item in cluster.get_json(
+            "-n", namespace, "pods", "-l", f"ray.io/cluster={cluster_name}"
+        )["items"]:
+            pod = normalize.pod(item)
+            if namespace.startswith("ours-"):
+                pod = normalize.as_kuberay_v1_6(pod)
+            pods.setdefault(normalize.role({**item, "kind": "Pod"}), []).append(pod)
+    for role, items in pods.items():
+        items.sort(key=lambda item: json.dumps(item, sort_keys=True))
+        for index, item in enumerate(items):
+            found[f"{role}[{index}]"] = item
+    for item in cluster.get_json("-n", namespace, "services")["items"]:
+        if _owned_by(item, {name, *clusters}):
+            found[normalize.role({**item, "kind": "Service"})] = normalize.service(item)
+    for scheduler, kind in POD_GROUP_KINDS.items():
+        for item in cluster.get_json("-n", namespace, kind)["items"]:
+            if not _owned_by(item, {name, *clusters}):
+                continue  # another case's
+            key = f"PodGroup.{scheduler}/{item['metadata']['name']}"
+            found[key] = normalize.resource(item, status=True)
+    for cluster_name in clusters:
+        if cluster_name != name:
+            found = normalize.rename(found, cluster_name, "<cluster>")
+    return found
+
+
+def _counts(snapshot: dict[str, Obj]) -> Expected:
+    return Expected(
+        pods=sum(key.startswith("Pod/") for key in snapshot),
+        pod_groups=sum(key.startswith("PodGroup.") for key in snapshot),
+        submitter=any(key.startswith("Job/") for key in snapshot),
+    )
+
+
+def _bind_pods(cluster: LocalCluster, namespace: str) -> None:
+    """Play the scheduler: bind each Pending Ray pod to the first kwok node."""
+    node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
+    for pod in cluster.get_json("-n", namespace, "pods", "-l", "ray.io/cluster")["items"]:
+        if pod["spec"].get("nodeName"):
+            continue
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": pod["metadata"]["name"]},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        cluster.kubectl(
+            "create", "--raw",
+            f"/api/v1/namespaces/{namespace}/pods/{pod['metadata']['name']}/binding",
+            "-f", "-", input=json.dumps(binding),
+        )  # fmt: skip
+
+
+def _job_status(cluster: LocalCluster, namespace: str, name: str) -> Obj:
+    status = cluster.get_json("-n", namespace, "rayjobs.ray.io", name).get("status") or {}
+    return {key: status.get(key) for key in ("jobDeploymentStatus", "jobStatus", "reason")}
+
+
+@dataclass
+class Sides:
+    """The latest snapshot of both namespaces."""
+
+    ours: dict[str, Obj]
+    theirs: dict[str, Obj]
+
+
+def _wait(
+    cluster: LocalCluster,
+    pair: Pair,
+    manifest: Obj,
+    done: Callable[[Sides], bool],
+    what: str,
+    timeout: float = WAIT,
+) -> Sides:
+    """Snapshot both sides until ``done(sides)``; fail at once if our operator exits."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sides = Sides(*(_snapshot(cluster, ns, manifest) for ns in (pair.ours, pair.theirs)))
+        if done(sides):
+            return sides
+        if failure := pair.our_failure():
+            raise AssertionError(failure)
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"timed out after {timeout:.0f}s waiting for {what}: "
+                f"ours={_counts(sides.ours)} {sorted(sides.ours)}; "
+                f"kuberay={_counts(sides.theirs)} {sorted(sides.theirs)}"
+            )
+        time.sleep(0.5)
+
+
+def as_kuberay_v1_6_volcano_job_cluster(cluster: Obj) -> Obj:
+    """Redo, on the RayCluster our operator built for a RayJob under Volcano, what KubeRay
+    v1.6.2 does to it by accident (docs/conformance.md): its Volcano plugin sums the
+    RayJob's resources with ``CalculatePodResource``, which writes every limit a
+    container's requests lack into that requests map (when the map exists), on the
+    RayJob's cached spec the cluster is then copied from. v1.7.0 sums a copy. Pods are
+    unaffected: the API server defaults a missing request to its limit anyway."""
+    spec = cluster["spec"]
+    templates = [spec["headGroupSpec"]["template"]]
+    templates += [group["template"] for group in spec.get("workerGroupSpecs", [])]
+    for template in templates:
+        for container in template["spec"].get("containers", []):
+            resources = container.get("resources", {})
+            if "requests" in resources:
+                for name, quantity in resources.get("limits", {}).items():
+                    resources["requests"].setdefault(name, quantity)
+    return cluster
+
+
+def _differences(sides: Sides) -> list[str]:
+    found = []
+    for key in sorted(set(sides.ours) | set(sides.theirs)):
+        if key not in sides.ours or key not in sides.theirs:
+            side = "ours" if key in sides.ours else "kuberay"
+            found.append(f"{key}: only {side} created it")
+            continue
+        found += [f"{key}{line}" for line in normalize.differences(*(
+            side[key] for side in (sides.ours, sides.theirs)
+        ))]  # fmt: skip
+    return found
+
+
+@pytest.mark.parametrize(
+    ("pair", "case"), CASES, ids=[f"{s}-{c}" for s, c in CASES], indirect=["pair"]
+)
+def test_gang_scheduler_objects_match_kuberay(
+    local_cluster: LocalCluster, pair: Pair, case: str, request: pytest.FixtureRequest
+) -> None:
+    scheduler: str = request.node.callspec.params["pair"]
+    manifest = copy.deepcopy(INPUTS[case])
+    name = manifest["metadata"]["name"]
+    expected = _expected(scheduler, case)
+    for namespace in (pair.ours, pair.theirs):
+        local_cluster.kubectl("-n", namespace, "create", "-f", "-", input=yaml.safe_dump(manifest))
+
+    if expected.pods == 0:
+        # Refused before any cluster exists: both must say so the same way and create
+        # nothing. KubeRay marks the RayJob Initializing first, then fails each pass at
+        # the batch hook; three of its 3 s requeues pass before we look again.
+        _wait(
+            local_cluster, pair, manifest,
+            lambda _: all(
+                _job_status(local_cluster, ns, name)["jobDeploymentStatus"] == "Initializing"
+                for ns in (pair.ours, pair.theirs)
+            ),
+            "both RayJobs Initializing",
+        )  # fmt: skip
+        time.sleep(10)
+    else:
+        shape = Expected(pods=expected.pods, pod_groups=expected.pod_groups)
+        _wait(
+            local_cluster, pair, manifest,
+            lambda s: _counts(s.theirs) == shape and _counts(s.ours) == shape
+            and set(s.ours) == set(s.theirs),
+            f"{shape} from each operator",
+        )  # fmt: skip
+        if expected.submitter:
+            for namespace in (pair.ours, pair.theirs):
+                _bind_pods(local_cluster, namespace)
+    sides = _wait(
+        local_cluster, pair, manifest,
+        lambda s: _counts(s.theirs) == expected and _counts(s.ours) == expected
+        and set(s.ours) == set(s.theirs),
+        f"{expected} from each operator",
+    )  # fmt: skip
+    if scheduler == "volcano" and "RayCluster/<cluster>" in sides.ours:
+        as_kuberay_v1_6_volcano_job_cluster(sides.ours["RayCluster/<cluster>"])
+    if expected.pods == 0:
+        statuses = [_job_status(local_cluster, ns, name) for ns in (pair.ours, pair.theirs)]
+        sides.ours["RayJob/status"], sides.theirs["RayJob/status"] = statuses
+    unexplained = normalize.unexplained(_differences(sides))
+    assert unexplained == [], "\n".join(unexplained)
