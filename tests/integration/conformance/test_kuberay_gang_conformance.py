@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -233,12 +234,15 @@ def _owned_by(item: Obj, names: set[str]) -> bool:
 def _snapshot(cluster: LocalCluster, namespace: str, manifest: Obj) -> dict[str, Obj]:
     """Everything the operator created for ``manifest``, normalized, by a stable key.
 
-    A RayJob's cluster is named ``<job>-<5 random characters>``: that name is replaced by
-    ``<cluster>`` everywhere (pod labels, generateName, service selectors, env)."""
+    A RayJob's cluster is named ``<job>-<5 random characters>``, and so is its job id:
+    they are replaced by ``<cluster>`` and ``<job-id>`` everywhere (pod labels,
+    generateName, service selectors, env, the submit command)."""
     name = manifest["metadata"]["name"]
     clusters = [name]
     found: dict[str, Obj] = {}
     if manifest["kind"] == "RayJob":
+        status = cluster.get_json("-n", namespace, "rayjobs.ray.io", name).get("status") or {}
+        job_id = status.get("jobId")
         owned = [
             item
             for item in cluster.get_json("-n", namespace, "rayclusters.ray.io")["items"]
@@ -275,6 +279,8 @@ def _snapshot(cluster: LocalCluster, namespace: str, manifest: Obj) -> dict[str,
     for cluster_name in clusters:
         if cluster_name != name:
             found = normalize.rename(found, cluster_name, "<cluster>")
+    if manifest["kind"] == "RayJob" and job_id:  # <job>-<5 random characters> too
+        found = normalize.rename(found, job_id, "<job-id>")
     return found
 
 
@@ -362,6 +368,43 @@ def as_kuberay_v1_6_volcano_job_cluster(cluster: Obj) -> Obj:
     return cluster
 
 
+_V1_7_SUBMITTER_LABELS: Final = (
+    "app.kubernetes.io/created-by",
+    "ray.io/originated-from-cr-name",
+    "ray.io/originated-from-crd",
+)
+_V1_7_K8S_JOB_WAIT = re.compile(r"^until .*? ; done ; ")
+
+
+def as_kuberay_v1_6_submitter_job(job: Obj) -> Obj:
+    """Undo, on our K8sJobMode submitter Job, what KubeRay v1.7.0 added over v1.6.2
+    (docs/conformance.md): the Job's three labels repeated on its pod template, and the
+    wait for the dashboard's GCS health before ``ray job submit`` (v1.6.2 waited only
+    in SidecarMode)."""
+    template = job["spec"]["template"]
+    labels = template["metadata"].get("labels", {})
+    for key in _V1_7_SUBMITTER_LABELS:
+        labels.pop(key, None)
+    for container in template["spec"].get("containers", []):
+        if container.get("name") == "ray-job-submitter":
+            container["args"] = [
+                _V1_7_K8S_JOB_WAIT.sub("", arg, count=1) for arg in container.get("args", [])
+            ]
+    return job
+
+
+def as_kuberay_v1_6_pod_group(pod_group: Obj) -> Obj:
+    """Undo, on one of our PodGroups, how KubeRay v1.7.0 sums minResources
+    (docs/conformance.md): it multiplies a group's pod resources by its pod count, so a
+    group of zero pods adds each of its resources as ``"0"``; v1.6.2 appended the pod's
+    resources once per pod, so such a group added no key at all. Only a zero count gives
+    a zero sum here (every input's quantities are positive)."""
+    resources = pod_group["spec"].get("minResources") or {}
+    for name in [name for name, quantity in resources.items() if quantity == "0"]:
+        del resources[name]
+    return pod_group
+
+
 def _differences(sides: Sides) -> list[str]:
     found = []
     for key in sorted(set(sides.ours) | set(sides.theirs)):
@@ -418,6 +461,11 @@ def test_gang_scheduler_objects_match_kuberay(
         and set(s.ours) == set(s.theirs),
         f"{expected} from each operator",
     )  # fmt: skip
+    for key in sides.ours:
+        if key.startswith("PodGroup."):
+            as_kuberay_v1_6_pod_group(sides.ours[key])
+        if key.startswith("Job/"):
+            as_kuberay_v1_6_submitter_job(sides.ours[key])
     if scheduler == "volcano" and "RayCluster/<cluster>" in sides.ours:
         as_kuberay_v1_6_volcano_job_cluster(sides.ours["RayCluster/<cluster>"])
     if expected.pods == 0:
