@@ -17,7 +17,7 @@ pods naming a scheduler stay Pending. For the K8sJobMode RayJob the test plays t
 scheduler's part and binds the cluster's pods to the kwok node, so the cluster becomes ready
 and each operator creates its submitter Job.
 
-``EXPECTED`` is what KubeRay v1.6.2's code says each case creates (read from its
+``_expected`` is what KubeRay v1.6.2's code says each case creates (read from its
 ``controllers/ray/batchscheduler``); the test first holds KubeRay to it, then us to KubeRay.
 """
 
