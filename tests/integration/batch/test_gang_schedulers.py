@@ -1,9 +1,10 @@
 """The gang schedulers built from their Go modules (``hack/gang``) run against the local
 control plane and bind a gang's pods only once all of its ``minMember`` exist.
 
-The schedulers themselves, before our operator creates any PodGroup (it does not yet):
-a PodGroup of three and pods that name it, each scheduler beside the control plane's
-kube-scheduler under the ``schedulerName`` KubeRay v1.7.0 gives pods (``scheduler-plugins``,
+The schedulers themselves, without our operator (``test_gang_operator.py`` has it): a
+PodGroup of three and pods that name it, each scheduler beside the control plane's
+kube-scheduler under the ``schedulerName`` KubeRay v1.7.0 gives pods
+(``scheduler-plugins-scheduler``, the second scheduler of scheduler-plugins' chart, and
 ``volcano``), two members created, then the third.
 """
 
@@ -22,6 +23,7 @@ import yaml
 from hack import gang
 from hack.localcluster import LocalCluster
 from hack.localcluster.cluster import free_ports
+from operator_runtime.render.batchscheduler import SCHEDULER_PLUGINS_SCHEDULER_NAME
 from tests.integration.raycluster.conftest import wait_for
 
 VOLCANO_CONF = {
@@ -47,7 +49,7 @@ def coscheduling_config(kubeconfig: Path) -> dict[str, Any]:
         "clientConnection": {"kubeconfig": str(kubeconfig)},
         "profiles": [
             {
-                "schedulerName": "scheduler-plugins",
+                "schedulerName": SCHEDULER_PLUGINS_SCHEDULER_NAME,
                 "plugins": {
                     "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
                     "queueSort": {
@@ -71,10 +73,11 @@ def scheduler(
     built = gang.ensure_built(name)
     crds = gang.SCHEDULERS[name].crd_names
     cluster.kubectl("apply", "--server-side", *[f"--filename={built.path(c)}" for c in crds])
-    crd_names = [
-        f"crd/{yaml.safe_load(built.path(c).read_text())['metadata']['name']}" for c in crds
-    ]
-    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *crd_names)
+    # wait_for_crds: a plain kubectl wait right after the apply can fail at once, seen
+    # here as ".status.conditions accessor error" on a CRD with no status yet.
+    cluster.wait_for_crds(
+        *[yaml.safe_load(built.path(c).read_text())["metadata"]["name"] for c in crds]
+    )
     log_path = state / f"{name}.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -196,7 +199,9 @@ def test_coscheduling_binds_a_gang_only_once_all_its_members_exist(
     }
     local_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(group))
     label = {"labels": {"scheduling.x-k8s.io/pod-group": "gang"}}
-    two, three, seconds = gang_of_three(local_cluster, namespace, "scheduler-plugins", label)
+    two, three, seconds = gang_of_three(
+        local_cluster, namespace, SCHEDULER_PLUGINS_SCHEDULER_NAME, label
+    )
     print(f"\nscheduler-plugins: third member created -> all bound in {seconds:.2f} s")
     assert two == {"p0": "", "p1": ""}, two
     assert "cannot find enough sibling pods" in coscheduler.read_text()
