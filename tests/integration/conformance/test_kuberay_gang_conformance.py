@@ -1,10 +1,11 @@
 """Side by side with KubeRay for the gang schedulers (issue 30): ``--batch-scheduler``.
 
 For each scheduler KubeRay v1.6.2 accepts (volcano, scheduler-plugins, yunikorn,
-kai-scheduler), KubeRay's operator and ours run with that flag, each on a namespace of its
-own, and receive the same RayClusters and RayJobs. Every input carries the labels KubeRay's
-schedulers read (``ray.io/priority-class-name``, ``ray.io/gang-scheduling-enabled``, the
-Volcano, YuniKorn and KAI queue labels) except one plain cluster, and has several worker
+kai-scheduler, and the deprecated ``--enable-batch-scheduler``), KubeRay's operator and
+ours run with that flag, each on a namespace of its own, and receive the same RayClusters
+and RayJobs. Every input carries the labels KubeRay's schedulers read
+(``ray.io/priority-class-name``, ``ray.io/gang-scheduling-enabled``, the Volcano, YuniKorn
+and KAI queue labels, Volcano's network topology) except one plain cluster, and has several worker
 groups with minReplicas, a multi-host group and requests and limits, so minMember and
 minResources are sums worth checking. What each operator created is compared after
 normalization: pods (schedulerName, labels, annotations, all of it), services, PodGroups
@@ -43,6 +44,12 @@ from tests.integration.conformance.operators import REPO_ROOT, Pair
 Obj = dict[str, Any]
 
 SCHEDULERS: Final = ("volcano", "scheduler-plugins", "yunikorn", "kai-scheduler")
+RUNS: Final = {
+    **{name: (f"--batch-scheduler={name}", name) for name in SCHEDULERS},
+    "enable-batch-scheduler": ("--enable-batch-scheduler=true", "volcano"),
+}
+"""Each run of both operators: its flag and the plugin it selects (KubeRay's deprecated
+``--enable-batch-scheduler`` means Volcano)."""
 
 POD_GROUP_KINDS: Final = {
     "volcano": "podgroups.scheduling.volcano.sh",
@@ -57,6 +64,8 @@ SCHEDULING_LABELS: Final = {
     "yunikorn.apache.org/app-id": "team-a-app",
     "yunikorn.apache.org/queue": "root.team-a",
     "kai.scheduler/queue": "team-a",
+    "volcano.sh/network-topology-mode": "hard",
+    "volcano.sh/network-topology-highest-tier-allowed": "2",
 }
 """Every label KubeRay v1.6.2's four plugins read from a RayCluster or RayJob."""
 
@@ -198,7 +207,7 @@ def _expected(scheduler: str, case: str) -> Expected:
     return Expected(pods=pods, pod_groups=groups, submitter=case == "job-k8s")
 
 
-CASES: Final = [(scheduler, case) for scheduler in SCHEDULERS for case in INPUTS]
+CASES: Final = [(run, case) for run in RUNS for case in INPUTS]
 
 
 @pytest.fixture(scope="module")
@@ -221,11 +230,11 @@ def pair(
     gang_crds: LocalCluster,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Pair]:
-    """Both operators with ``--batch-scheduler=<param>`` (parametrized indirectly, so
+    """Both operators with the flag of ``RUNS[<param>]`` (parametrized indirectly, so
     pytest runs one scheduler's cases together on one pair of operators)."""
-    scheduler: str = request.param
-    logs = tmp_path_factory.mktemp(f"gangconf-{scheduler}")
-    with operators_pair.running(gang_crds, logs, f"--batch-scheduler={scheduler}") as running:
+    run: str = request.param
+    logs = tmp_path_factory.mktemp(f"gangconf-{run}")
+    with operators_pair.running(gang_crds, logs, RUNS[run][0]) as running:
         yield running
 
 
@@ -429,7 +438,7 @@ def _differences(sides: Sides) -> list[str]:
 def test_gang_scheduler_objects_match_kuberay(
     local_cluster: LocalCluster, pair: Pair, case: str, request: pytest.FixtureRequest
 ) -> None:
-    scheduler: str = request.node.callspec.params["pair"]
+    scheduler = RUNS[request.node.callspec.params["pair"]][1]
     manifest = copy.deepcopy(INPUTS[case])
     name = manifest["metadata"]["name"]
     expected = _expected(scheduler, case)
@@ -512,7 +521,7 @@ SCALE_UP: Final = [
 ]
 
 
-@pytest.mark.parametrize("pair", SCHEDULERS, indirect=True)
+@pytest.mark.parametrize("pair", RUNS, indirect=True)
 def test_a_scaled_cluster_matches_kuberay(
     local_cluster: LocalCluster, pair: Pair, request: pytest.FixtureRequest
 ) -> None:
@@ -521,7 +530,7 @@ def test_a_scaled_cluster_matches_kuberay(
     (minMember, minResources); scheduler-plugins' is created once and never updated;
     YuniKorn's task groups are computed per pod at its creation, so the new pods carry
     the new minMember and the old pod keeps the old one."""
-    scheduler: str = request.node.callspec.params["pair"]
+    scheduler = RUNS[request.node.callspec.params["pair"]][1]
     manifest = copy.deepcopy(SCALED)
     for namespace in (pair.ours, pair.theirs):
         local_cluster.kubectl("-n", namespace, "create", "-f", "-", input=yaml.safe_dump(manifest))
