@@ -28,8 +28,9 @@ import pytest
 
 from hack.localcluster import LocalCluster, nodes
 from operator_runtime.render.batchscheduler import SCHEDULER_PLUGINS_SCHEDULER_NAME
+from operator_runtime.runtime import kinds
 from operator_runtime.runtime.client import KubeClient
-from operator_runtime.runtime.kinds import POD, RAY_CLUSTER
+from operator_runtime.runtime.kinds import POD, RAY_CLUSTER, RAY_JOB
 from tests.integration.batch.test_gang_schedulers import (  # noqa: F401 (fixtures)
     coscheduler,
     volcano,
@@ -40,7 +41,9 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     raycluster,
     wait_for,
 )
+from tests.integration.rayjob.conftest import ClusterHosts, describe_job, job_status, rayjob
 from tests.operatorprocess import OperatorProcess
+from tests.rayhead import RayHead, module_ray_head, ray_head  # noqa: F401 (fixtures)
 
 POOL_LABEL = "pulumi-ray.test/gang-pool"
 NODE_CPU = "2"
@@ -266,3 +269,106 @@ def test_coscheduling_gangs_a_rayclusters_pods_made_by_our_operator(
     report("scheduler-plugins", seconds)
     assert group["spec"]["minMember"] == 5, group["spec"]
     assert group["metadata"]["ownerReferences"][0]["kind"] == "RayCluster"
+
+
+def gang_job(name: str, namespace: str) -> dict[str, Any]:
+    """A K8sJobMode RayJob on Volcano's ``default`` queue, its cluster (head + 2 workers)
+    on the pool; it is suspended before any Ray job could run, so it needs no Ray head."""
+    cluster = gang_cluster(name, namespace, 2, {})
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {"volcano.sh/queue-name": "default"}},
+        "spec": {"entrypoint": "python -c 'print(1)'", "shutdownAfterJobFinishes": True,
+                 "rayClusterSpec": cluster["spec"]},
+    }  # fmt: skip
+
+
+def reasons(cluster: LocalCluster, namespace: str, name: str) -> list[str]:
+    found = cluster.get_json("-n", namespace, "events.events.k8s.io")["items"]
+    return [e.get("reason", "") for e in found if (e.get("regarding") or {}).get("name") == name]
+
+
+def test_a_rayjobs_volcano_gang_covers_its_cluster_and_is_released_on_suspend(
+    ray_crds: LocalCluster,  # noqa: F811
+    volcano: Path,  # noqa: F811
+    kube: KubeClient,
+    namespace: str,
+    pool: list[str],
+) -> None:
+    """KubeRay's RayJob gang: one PodGroup ``ray-<job>-pg`` made in Initializing (the
+    cluster's 3 pods plus the submitter's resources), named by the cluster's pods, and
+    zeroed with BatchSchedulerCleanedUp once suspending has deleted the cluster."""
+    add_nodes(ray_crds, namespace, pool, 2)
+
+    def group() -> dict[str, Any]:
+        found = ray_crds.get_json("-n", namespace, "podgroups.scheduling.volcano.sh", "ray-job-pg")
+        return dict(found["spec"])
+
+    with OperatorProcess(ray_crds.kubeconfig, namespace, "--batch-scheduler=volcano"):
+        kube.create(gang_job("job", namespace))
+        cluster = wait_for(
+            "the RayJob's cluster",
+            lambda: (kube.get(RAY_JOB, "job", namespace).get("status") or {}).get("rayClusterName"),
+            60, 0.1,
+        )  # fmt: skip
+        wait_for("its 3 pods bound", lambda: all_bound(kube, namespace, cluster, 3), BIND_TIMEOUT,
+                 0.1, explain=lambda: bound(kube, namespace, cluster))  # fmt: skip
+        spec = group()
+        assert (spec["minMember"], spec["queue"]) == (3, "default"), spec
+        # the cluster's 3 CPUs / 3 Gi plus the submitter's requests (500m / 200Mi)
+        assert spec["minResources"] == {"cpu": "3500m", "memory": "3272Mi"}, spec
+        assert kube.find(kinds.VOLCANO_POD_GROUP, f"ray-{cluster}-pg", namespace) is None
+        for pod in pods_of(kube, namespace, cluster):
+            annotations = pod["metadata"]["annotations"]
+            assert annotations["scheduling.k8s.io/group-name"] == "ray-job-pg"
+        kube.patch(RAY_JOB, "job", namespace, {"spec": {"suspend": True}})
+        wait_for(
+            "the RayJob Suspended",
+            lambda: (kube.get(RAY_JOB, "job", namespace).get("status") or {}).get(
+                "jobDeploymentStatus") == "Suspended",
+            BIND_TIMEOUT, 0.1, explain=lambda: (kube.get(RAY_JOB, "job", namespace).get("status"),
+                                                bound(kube, namespace, cluster)),
+        )  # fmt: skip
+        spec = group()
+        assert spec.get("minMember", 0) == 0 and not spec.get("minResources"), spec
+        wait_for("BatchSchedulerCleanedUp", lambda: "BatchSchedulerCleanedUp" in reasons(
+            ray_crds, namespace, "job"), 30, 0.2)  # fmt: skip
+
+
+def test_a_finished_rayjobs_volcano_gang_is_released(
+    ray_crds: LocalCluster,  # noqa: F811
+    volcano: Path,  # noqa: F811
+    kube: KubeClient,
+    namespace: str,
+    ray_head: RayHead,  # noqa: F811
+) -> None:
+    """A RayJob that runs to Complete on a real Ray head (HTTPMode, the head's pod bound by
+    Volcano on the default nodes): its group held the cluster while it ran, and is zeroed
+    with BatchSchedulerCleanedUp once the finished job's cluster is deleted."""
+    manifest = rayjob("done", namespace, ray_head, submissionMode="HTTPMode",
+                      shutdownAfterJobFinishes=True)  # fmt: skip
+    manifest["metadata"]["labels"] = {"volcano.sh/queue-name": "default"}
+
+    def group() -> dict[str, Any]:
+        found = kube.find(kinds.VOLCANO_POD_GROUP, "ray-done-pg", namespace)
+        return dict((found or {}).get("spec") or {})
+
+    with (
+        ClusterHosts(kube, namespace),
+        OperatorProcess(ray_crds.kubeconfig, namespace, "--batch-scheduler=volcano"),
+    ):
+        kube.create(manifest)
+        held = wait_for("the RayJob's PodGroup", lambda: group().get("minMember") == 1 and group(),
+                        60, 0.1)  # fmt: skip
+        wait_for(
+            "the RayJob Complete",
+            lambda: job_status(kube, namespace, "done").get("jobDeploymentStatus") == "Complete",
+            120, 0.1, explain=lambda: describe_job(kube, namespace, "done"),
+        )  # fmt: skip
+        wait_for("the group zeroed", lambda: not group().get("minMember"), 60, 0.1, explain=group)
+        wait_for("BatchSchedulerCleanedUp", lambda: "BatchSchedulerCleanedUp" in reasons(
+            ray_crds, namespace, "done"), 30, 0.2)  # fmt: skip
+    assert held["minResources"] == {"cpu": "1", "memory": "1Gi"}, held
+    assert not group().get("minResources"), group()

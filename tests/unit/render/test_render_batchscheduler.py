@@ -12,6 +12,7 @@ import pytest
 from operator_runtime.api import RayCluster, RayJob
 from operator_runtime.controllers.batchscheduler import _same_quantities
 from operator_runtime.render import (
+    RenderError,
     RenderOptions,
     SubmitterParams,
     build_rayjob_cluster,
@@ -24,6 +25,7 @@ from operator_runtime.render.batchscheduler import (
     refuse_on_submission,
     volcano_pod_group_for,
 )
+from operator_runtime.render.rayjob import render_rayjob
 from operator_runtime.render.resources import amount
 
 
@@ -221,3 +223,14 @@ def test_min_resources_compare_by_amount_not_spelling() -> None:
     assert not _same_quantities({"cpu": "1"}, {"cpu": "1", "memory": "1Gi"})
     assert not _same_quantities(None, {"cpu": "1"})
     assert not _same_quantities({"cpu": "2"}, {"cpu": "1"})
+
+
+def test_a_rendered_rayjob_starts_with_its_volcano_group_and_a_refusal_is_an_error() -> None:
+    job = rayjob(labels={"volcano.sh/queue-name": "q"})
+    objects, _ = render_rayjob(job=job, options=RenderOptions(batch_scheduler="volcano"))
+    assert [o["kind"] for o in objects[:2]] == ["PodGroup", "RayCluster"]
+    assert objects[0]["metadata"]["name"] == "ray-train-pg"
+    pods = [o for o in objects if o["kind"] == "Pod"]
+    assert pods and all(p["spec"]["schedulerName"] == "volcano" for p in pods)
+    with pytest.raises(RenderError, match="only RayCluster is supported"):
+        render_rayjob(job=job, options=RenderOptions(batch_scheduler="scheduler-plugins"))
