@@ -69,6 +69,10 @@ SCHEDULING_LABELS: Final = {
 }
 """Every label KubeRay v1.6.2's four plugins read from a RayCluster or RayJob."""
 
+ANNOTATIONS: Final = {"example.com/owner": "team-a"}
+"""A user's annotation on every input: Volcano's PodGroup copies its owner's annotations.
+(The inputs are created, not applied, so kubectl's last-applied-configuration, which our
+caches drop, is not among them: docs/conformance.md.)"""
 JOB_STATUS_FIELDS: Final = ("jobDeploymentStatus", "jobStatus", "reason", "message")
 """A RayJob's status fields compared (the rest are times, ids and the cluster's status)."""
 IMAGE: Final = "rayproject/ray:2.52.0"
@@ -117,15 +121,42 @@ SMALL: Final = _container({"cpu": "500m"}, {"cpu": "1", "memory": "1Gi"})
 GPU: Final = _container({}, {"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"})
 
 
+PLACEMENT: Final = {
+    "tolerations": [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "team", "operator": "Equal", "value": "a", "effect": "NoExecute"},
+    ],
+    "affinity": {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 10,
+                    "preference": {
+                        "matchExpressions": [
+                            {"key": "accelerator", "operator": "In", "values": ["a100", "h100"]}
+                        ]
+                    },
+                }
+            ]
+        }
+    },
+}
+"""Placement on the GPU group, which YuniKorn's task groups repeat. Only a preference and
+tolerations: the K8sJobMode case binds pods itself, and a required selector the kwok node
+does not match would make that binding a lie."""
+
+
 def _static_workers() -> list[Obj]:
-    return [_worker("small", 3, 1, 5, SMALL), _worker("gpu", 1, 1, 2, GPU, hosts=2)]
+    gpu = _worker("gpu", 1, 1, 2, GPU, hosts=2)
+    gpu["template"]["spec"].update(copy.deepcopy(PLACEMENT))
+    return [_worker("small", 3, 1, 5, SMALL), gpu]
 
 
 def _manifest(kind: str, name: str, spec: Obj, labels: dict[str, str]) -> Obj:
     return {
         "apiVersion": "ray.io/v1",
         "kind": kind,
-        "metadata": {"name": name, "labels": dict(labels)},
+        "metadata": {"name": name, "labels": dict(labels), "annotations": dict(ANNOTATIONS)},
         "spec": spec,
     }
 
@@ -472,6 +503,25 @@ def test_gang_scheduler_objects_match_kuberay(
     _converge(local_cluster, pair, manifest, scheduler, expected)
 
 
+TASK_GROUPS: Final = "yunikorn.apache.org/task-groups"
+
+
+def _parse_task_groups(value: Any) -> Any:
+    """Every YuniKorn task-groups annotation in ``value`` parsed from its JSON: ours
+    writes an affinity's keys sorted, Go in its struct's order, and the value is the same
+    (docs/conformance.md, "Gang schedulers"). Parsed, the groups, their order and every
+    field are still compared."""
+    if isinstance(value, list):
+        return [_parse_task_groups(item) for item in value]
+    if isinstance(value, dict):
+        return {
+            key: json.loads(item) if key == TASK_GROUPS and isinstance(item, str)
+            else _parse_task_groups(item)
+            for key, item in value.items()
+        }  # fmt: skip
+    return value
+
+
 def _mismatches(scheduler: str, sides: Sides) -> list[str]:
     """The differences no normalization explains, after our objects are taken back to
     KubeRay v1.6.2's (the ``as_kuberay_v1_6_*`` functions)."""
@@ -483,7 +533,9 @@ def _mismatches(scheduler: str, sides: Sides) -> list[str]:
             as_kuberay_v1_6_submitter_job(ours[key])
     if scheduler == "volcano" and "RayCluster/<cluster>" in ours:
         as_kuberay_v1_6_volcano_job_cluster(ours["RayCluster/<cluster>"])
-    return normalize.unexplained(_differences(Sides(ours, sides.theirs)))
+    return normalize.unexplained(
+        _differences(Sides(_parse_task_groups(ours), _parse_task_groups(sides.theirs)))
+    )
 
 
 def _converge(
