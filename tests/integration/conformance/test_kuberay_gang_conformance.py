@@ -335,10 +335,12 @@ def _counts(snapshot: dict[str, Obj]) -> Expected:
     )
 
 
-def _bind_pods(cluster: LocalCluster, namespace: str) -> None:
-    """Play the scheduler: bind each Pending Ray pod to the first kwok node."""
+def _bind_pods(cluster: LocalCluster, namespace: str, job: str) -> None:
+    """Play the scheduler for the RayJob ``job``'s cluster: bind each of its pods not yet
+    bound to the first kwok node (which then runs them Ready)."""
     node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
-    for pod in cluster.get_json("-n", namespace, "pods", "-l", "ray.io/cluster")["items"]:
+    name = cluster.get_json("-n", namespace, "rayjobs.ray.io", job)["status"]["rayClusterName"]
+    for pod in cluster.get_json("-n", namespace, "pods", "-l", f"ray.io/cluster={name}")["items"]:
         if pod["spec"].get("nodeName"):
             continue
         binding = {
@@ -499,7 +501,7 @@ def test_gang_scheduler_objects_match_kuberay(
         )  # fmt: skip
         if expected.submitter:
             for namespace in (pair.ours, pair.theirs):
-                _bind_pods(local_cluster, namespace)
+                _bind_pods(local_cluster, namespace, name)
     _converge(local_cluster, pair, manifest, scheduler, expected)
 
 
