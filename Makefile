@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo bench shell lint venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay prometheus image crds permissions dashboards schema clean
+.PHONY: test demo bench shell lint venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image crds permissions dashboards schema clean
 
 venv: $(STAMP)
 
@@ -75,6 +75,16 @@ sdk-deps: pulumi-engine
 kuberay: venv
 	$(PY) -m hack.kuberay build
 
+# Kueue's controller manager, CRDs and webhook manifest (hack/kueue): the batch-scheduling
+# tests (tests/integration/batch) run it beside the local control plane in the sandbox.
+kueue: venv
+	$(PY) -m hack.kueue build
+
+# The gang schedulers that build from their Go modules here (hack/gang), for the
+# gang-scheduling tests in tests/integration/batch.
+gang-schedulers: venv
+	$(PY) -m hack.gang build
+
 # Debian's Prometheus and promtool (hack/prometheus/debian.lock), extracted into the cache:
 # the observability tests load the operator's alert rules into it in the sandbox.
 prometheus: venv
@@ -96,7 +106,7 @@ lint: venv
 	$(PY) -m hack.schemadocs --check
 	$(PY) -m hack.dashboards --check
 
-test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay prometheus image lint
+test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
 
 demo: venv localcluster

@@ -32,12 +32,14 @@ import pulumi_kubernetes as k8s
 from pulumi_kubernetes import _utilities as k8s_utilities
 
 from operator_runtime.api import API_VERSION, FeatureGateError, FeatureGates, KubeModel
+from operator_runtime.api.validation._syntax import label_value_error
 
 from ._inputs import RayInputError, has_outputs, object_ref, parse_object, to_wire
 from ._replicas import get_at, map_at, without_autoscaler_fields
 
 __all__ = [
     "PATCH_FORCE",
+    "QUEUE_NAME_LABEL",
     "SKIP_AWAIT",
     "WAIT_FOR",
     "Check",
@@ -55,6 +57,8 @@ __all__ = [
 WAIT_FOR: Final = "pulumi.com/waitFor"
 SKIP_AWAIT: Final = "pulumi.com/skipAwait"
 PATCH_FORCE: Final = "pulumi.com/patchForce"
+QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
+"""The label Kueue reads an object's LocalQueue from (in the object's namespace)."""
 
 ModelT = TypeVar("ModelT", bound=KubeModel)
 Wire = dict[str, Any]
@@ -144,6 +148,8 @@ class WorkloadArgs:
     timeout: float | str | datetime.timedelta | None = None
     feature_gates: FeatureGates | str | None = None
     cluster_domain: str = "cluster.local"
+    queue_name: str | None = None
+    suspend: bool | None = None
 
     @classmethod
     def of(cls, args: object, opts: pulumi.ResourceOptions | None) -> WorkloadArgs:
@@ -174,7 +180,7 @@ class WorkloadArgs:
 
 _COMMON: Final = (
     "name", "namespace", "labels", "annotations", "wait_for_ready", "timeout",
-    "feature_gates", "cluster_domain",
+    "feature_gates", "cluster_domain", "queue_name", "suspend",
 )  # fmt: skip
 
 
@@ -206,6 +212,12 @@ class KindRules(Generic[ModelT]):
     wait_for_suspended: str | None = None
     """What to wait for instead with ``spec.suspend: true``: such an object never gets
     ready, and waiting for it would only end at the timeout."""
+    wait_for_queued: str | None = None
+    """What to wait for with a ``queue_name``: ready, or suspended (held in Kueue's
+    queue), whichever comes first. A queued object may wait hours for quota; ``pulumi up``
+    ends once it is in the queue rather than at the timeout."""
+    is_suspended: Callable[[Mapping[str, Any]], bool] = lambda _: False
+    """Whether a status (as the provider read it) says the object is suspended."""
     name_for: Callable[[pulumi.Input[str], object], pulumi.Input[str]] = lambda base, _: base
     """metadata.name from the base name and the applied spec (RayJob adds a digest)."""
     checks: Sequence[Check[ModelT]] = ()
@@ -268,6 +280,8 @@ def _own_annotations(
     def annotations(autoscales: object, suspends: object) -> dict[str, str]:
         ours: dict[str, str] = {}
         wait_for = rules.wait_for_suspended if suspends is True else rules.wait_for
+        if args.queue_name is not None and rules.wait_for_queued is not None:
+            wait_for = rules.wait_for_queued
         if not args.wait_for_ready:
             ours[SKIP_AWAIT] = "true"
         elif wait_for is not None:
@@ -281,12 +295,75 @@ def _own_annotations(
     return annotations(autoscaled, suspended)
 
 
+def _queue_labels(args: WorkloadArgs, ref: str) -> object:
+    """``labels`` plus Kueue's queue-name label, when there is a ``queue_name``."""
+    queue = args.queue_name
+    if queue is None:
+        return args.labels
+    problem = "must not be empty" if queue == "" else label_value_error(queue)
+    if problem is not None:
+        raise RayInputError(
+            ref, "queue_name", f"{queue!r}: {problem}",
+            f"give the name of a Kueue LocalQueue in the object's namespace (it becomes "
+            f"the {QUEUE_NAME_LABEL} label, so it must be a valid label value)",
+            "INVALID_QUEUE_NAME",
+        )  # fmt: skip
+    labels = args.labels
+    if isinstance(labels, Mapping) and labels.get(QUEUE_NAME_LABEL, queue) != queue:
+        raise RayInputError(
+            ref, "labels", f"{QUEUE_NAME_LABEL} is {labels[QUEUE_NAME_LABEL]!r} but "
+            f"queue_name is {queue!r}", "give the queue once, as queue_name",
+            "QUEUE_NAME_GIVEN_TWICE",
+        )  # fmt: skip
+    return _merged(labels, {QUEUE_NAME_LABEL: queue})
+
+
+def _with_suspend(args: WorkloadArgs, wire_spec: object, ref: str) -> object:
+    """The spec with ``suspend`` set when the argument is given.
+
+    With a ``queue_name``, ``spec.suspend`` is Kueue's: its webhook suspends the object
+    at creation and its controller unsuspends it at admission (and suspends it again on
+    eviction). Pulumi applying a value of its own would undo that on the next update,
+    with ``patchForce`` even over Kueue's ownership of the field, so it is refused.
+    """
+    given = args.suspend
+
+    def merged(spec: object) -> object:
+        in_spec = spec.get("suspend") if isinstance(spec, Mapping) else None
+        if args.queue_name is not None and (given is not None or in_spec is not None):
+            raise RayInputError(
+                ref, "suspend" if given is not None else "spec.suspend",
+                "suspend is Kueue's to set when queue_name is given",
+                "leave suspend out: Kueue suspends the object at creation and lets it run "
+                "once it admits it", "SUSPEND_WITH_QUEUE_NAME",
+            )  # fmt: skip
+        if given is None:
+            return spec
+        if in_spec is not None:
+            raise RayInputError(
+                ref, "suspend", "given both as suspend= and in the spec",
+                "give it once", "SUSPEND_GIVEN_TWICE",
+            )  # fmt: skip
+        return {**cast(Wire, spec or {}), "suspend": given}
+
+    if isinstance(wire_spec, pulumi.Output):
+        if given is None and args.queue_name is None:
+            return wire_spec
+        # Raised once the spec resolves, as every rule on an Output-valued spec is.
+        return wire_spec.apply(merged)
+    return merged(wire_spec)
+
+
 def plan_workload(
     rules: KindRules[ModelT], args: WorkloadArgs, resource_name: str, spec: object
 ) -> Plan[ModelT]:
     """Everything the custom resource needs; raises ``RayInputError`` now when every
     argument is known, else the returned ``gate`` raises once the Outputs resolve."""
-    wire_spec = to_wire(rules.spec_model, spec)
+    given_ref = object_ref(
+        rules.kind, args.namespace, args.name if args.name is not None else resource_name
+    )
+    labels = _queue_labels(args, given_ref)
+    wire_spec = _with_suspend(args, to_wire(rules.spec_model, spec), given_ref)
     cluster_path = rules.cluster_path
     applied = (
         wire_spec
@@ -299,9 +376,11 @@ def plan_workload(
     )  # fmt: skip
     name = rules.name_for(args.name if args.name is not None else resource_name, applied)
     user_meta: Wire = {"name": name}
-    for key in ("namespace", "labels", "annotations"):
+    for key in ("namespace", "annotations"):
         if getattr(args, key) is not None:
             user_meta[key] = getattr(args, key)
+    if labels is not None:
+        user_meta["labels"] = labels
     metadata: Wire = {
         **user_meta,
         "annotations": _merged(
@@ -389,3 +468,38 @@ def namespace_of(args: WorkloadArgs, resource: RayObjectResource) -> pulumi.Outp
     if args.namespace is not None:
         return after(resource, args.namespace)
     return resource.metadata.apply(lambda meta: (meta or {}).get("namespace") or "default")
+
+
+def report_queued(
+    component: pulumi.Resource,
+    rules: KindRules[Any],
+    args: WorkloadArgs,
+    resource: RayObjectResource,
+) -> None:
+    """Say, in ``pulumi up``'s output, that the object waits in Kueue's queue: the update
+    succeeded without its being ready, and its status alone would not say why."""
+    queue = args.queue_name
+    if queue is None or not args.wait_for_ready or pulumi.runtime.is_dry_run():
+        return
+
+    # A secret name or namespace must not reach a log line: the message then names the
+    # kind alone (it is the component's diagnostic either way).
+    given = pulumi.Output.all(args.name, args.namespace)
+    secret_name: pulumi.Output[bool] = pulumi.Output.from_input(given.is_secret())
+
+    def report(parts: list[Any]) -> None:
+        status, metadata, secret = parts
+        if isinstance(status, Mapping) and rules.is_suspended(status):
+            meta = metadata if isinstance(metadata, Mapping) else {}
+            ref = (
+                f"The {rules.kind}"
+                if secret
+                else object_ref(rules.kind, meta.get("namespace"), meta.get("name"))
+            )
+            pulumi.log.info(
+                f"{ref} is queued: suspended in Kueue's LocalQueue {queue!r} until Kueue "
+                "admits it; `pulumi up` does not wait for that",
+                resource=component,
+            )
+
+    pulumi.Output.all(resource.status, resource.metadata, secret_name).apply(report)

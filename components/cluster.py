@@ -29,6 +29,8 @@ RULES: Final = w.KindRules(
     cluster_path=(),
     wait_for="jsonpath={.status.state}=ready",
     wait_for_suspended="jsonpath={.status.state}=suspended",
+    wait_for_queued='jsonpath={$[?@.state=="ready" || @.state=="suspended"]}',
+    is_suspended=lambda status: status.get("state") == "suspended",
 )
 
 
@@ -61,8 +63,8 @@ class RayClusterArgs:
     labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
     annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
     wait_for_ready: bool | None = True
-    """Wait until ``status.state`` is ``ready`` (``suspended`` for a suspended cluster);
-    True when None."""
+    """Wait until ``status.state`` is ``ready`` (``suspended`` for a suspended cluster;
+    either, whichever comes first, with ``queue_name``); True when None."""
     timeout: str | None = None
     """How long to wait, e.g. ``10m`` or ``1h30m``; the Kubernetes provider's default
     when None."""
@@ -71,6 +73,13 @@ class RayClusterArgs:
     the gates of a ``RayOperator`` in ``opts.depends_on``, else the defaults."""
     cluster_domain: str | None = "cluster.local"
     """The cluster's DNS domain, for the URLs (``cluster.local`` when None)."""
+    queue_name: str | None = None
+    """The Kueue LocalQueue (in the object's namespace) that admits it: sets the
+    ``kueue.x-k8s.io/queue-name`` label. Kueue then owns ``suspend``; see ``wait_for_ready``
+    for what ``pulumi up`` waits for."""
+    suspend: bool | None = None
+    """``spec.suspend``: no pods while True (the operator deletes them). Refused with
+    ``queue_name`` (Kueue sets it then)."""
     dashboard_ingress: IngressEdgeArgs | None = None
     """An Ingress in front of the dashboard."""
     dashboard_gateway: GatewayEdgeArgs | None = None
@@ -161,6 +170,7 @@ class RayCluster(pulumi.ComponentResource):
             gateway=given.dashboard_gateway,
             custom_resource=cr,
         )
+        w.report_queued(self, RULES, common, cr)
         self.register_outputs(
             {
                 "name": self.name,

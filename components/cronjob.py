@@ -44,6 +44,10 @@ class RayCronJobArgs:
     feature_gates: str | None = None
     """The operator's ``--feature-gates`` (``RayCronJob=true``) to validate with; else
     the gates of a ``RayOperator`` in ``opts.depends_on``, else the defaults."""
+    suspend: bool | None = None
+    """``spec.suspend``: create no more RayJobs while True (those running go on). No
+    ``queue_name`` here: KubeRay gives the RayJobs it creates none of the RayCronJob's
+    labels, so Kueue's label would not reach them."""
 
 
 _NO_ARGS: Final = RayCronJobArgs()

@@ -87,6 +87,10 @@ RULES: Final = w.KindRules(
     cluster_path=("rayClusterSpec",),
     wait_for="jsonpath={.status.jobDeploymentStatus}=Complete",
     wait_for_suspended="jsonpath={.status.jobDeploymentStatus}=Suspended",
+    wait_for_queued=(
+        'jsonpath={$[?@.jobDeploymentStatus=="Complete" || @.jobDeploymentStatus=="Suspended"]}'
+    ),
+    is_suspended=lambda status: status.get("jobDeploymentStatus") == "Suspended",
     name_for=job_name,
     checks=(_refuse_long_name, _refuse_delete_self),
 )
@@ -128,7 +132,9 @@ class RayJobArgs:
     labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
     annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
     wait_for_ready: bool | None = True
-    """Wait until ``status.jobDeploymentStatus`` is ``Complete``; True when None."""
+    """Wait until ``status.jobDeploymentStatus`` is ``Complete`` (``Suspended`` with
+    ``suspend``; ``Complete`` or ``Suspended``, whichever comes first, with ``queue_name``:
+    a job waiting in Kueue's queue does not hold ``pulumi up``); True when None."""
     timeout: str | None = None
     """How long to wait, e.g. ``10m`` or ``1h30m``; the Kubernetes provider's default
     when None."""
@@ -137,6 +143,14 @@ class RayJobArgs:
     the gates of a ``RayOperator`` in ``opts.depends_on``, else the defaults."""
     cluster_domain: str | None = "cluster.local"
     """The cluster's DNS domain, for the URLs (``cluster.local`` when None)."""
+    queue_name: str | None = None
+    """The Kueue LocalQueue (in the object's namespace) that admits it: sets the
+    ``kueue.x-k8s.io/queue-name`` label. Kueue then owns ``suspend``; see ``wait_for_ready``
+    for what ``pulumi up`` waits for."""
+    suspend: bool | None = None
+    """``spec.suspend``: create the job without running it (set later, the operator
+    deletes its cluster, which needs ``shutdown_after_job_finishes``). Refused with
+    ``queue_name`` (Kueue sets it then)."""
 
 
 _NO_ARGS: Final = RayJobArgs()
@@ -215,6 +229,7 @@ class RayJob(pulumi.ComponentResource):
             ns,
         )
         self.status = status
+        w.report_queued(self, RULES, common, cr)
         self.register_outputs(
             {
                 "name": self.name,

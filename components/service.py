@@ -31,6 +31,14 @@ RULES: Final = w.KindRules(
     cluster_path=("rayClusterConfig",),
     wait_for="condition=Ready",
     wait_for_suspended="condition=Suspended",
+    wait_for_queued=(
+        'jsonpath={.status.conditions[?(@.type=="Ready" || @.type=="Suspended")'
+        ' && @.status=="True"]}'
+    ),
+    is_suspended=lambda status: any(
+        c.get("type") == "Suspended" and c.get("status") == "True"
+        for c in status.get("conditions") or ()
+    ),
 )
 
 
@@ -99,7 +107,8 @@ class RayServiceArgs:
     labels: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
     annotations: pulumi.Input[Mapping[str, pulumi.Input[str]]] | None = None
     wait_for_ready: bool | None = True
-    """Wait until the ``Ready`` condition holds; True when None."""
+    """Wait until the ``Ready`` condition holds (``Suspended`` with ``suspend``; either,
+    whichever comes first, with ``queue_name``); True when None."""
     timeout: str | None = None
     """How long to wait, e.g. ``10m`` or ``1h30m``; the Kubernetes provider's default
     when None."""
@@ -108,6 +117,13 @@ class RayServiceArgs:
     the gates of a ``RayOperator`` in ``opts.depends_on``, else the defaults."""
     cluster_domain: str | None = "cluster.local"
     """The cluster's DNS domain, for the URLs (``cluster.local`` when None)."""
+    queue_name: str | None = None
+    """The Kueue LocalQueue (in the object's namespace) that admits it: sets the
+    ``kueue.x-k8s.io/queue-name`` label. Kueue then owns ``suspend``; see ``wait_for_ready``
+    for what ``pulumi up`` waits for."""
+    suspend: bool | None = None
+    """``spec.suspend``: no clusters while True (the operator deletes them). Refused
+    with ``queue_name`` (Kueue sets it then)."""
     serve_ingress: IngressEdgeArgs | None = None
     """An Ingress in front of the serve Service."""
     serve_gateway: GatewayEdgeArgs | None = None
@@ -192,6 +208,7 @@ class RayService(pulumi.ComponentResource):
             gateway=gateway,
             custom_resource=cr,
         )
+        w.report_queued(self, rules, common, cr)
         self.register_outputs(
             {
                 "name": self.name,

@@ -11,7 +11,7 @@ and documented in the README::
                             ``enabled: false`` deploys no operator (one is already there)
     pulumi-ray:workloads    {namespace: {createNamespace, rayClusters, rayJobs,
                             rayServices, rayCronJobs}}; each entry is {name, spec,
-                            labels, annotations, waitForReady, timeout}
+                            labels, annotations, waitForReady, timeout, queueName}
     pulumi-ray:manifests    KubeRay YAML files, each object deployed through its component
     pulumi-ray:namespace    namespace of manifest objects that name none ("default")
 
@@ -211,6 +211,8 @@ class WorkloadEntry(_ConfigModel):
     """RayCronJob has no readiness: it is created and left to its schedule."""
     timeout: int | str | None = None
     """Seconds, or a duration such as ``"10m"``, that ``pulumi up`` waits for readiness."""
+    queue_name: str | None = None
+    """The Kueue LocalQueue that admits the object (not for a RayCronJob)."""
 
 
 class NamespaceWorkloads(_ConfigModel):
@@ -385,11 +387,18 @@ class _PlannedWorkload:
         if self.kind != "RayCronJob":
             arguments["wait_for_ready"] = self.entry.wait_for_ready
             arguments["timeout"] = self.entry.timeout
+            arguments["queue_name"] = self.entry.queue_name
         return arguments
 
     def check(self, feature_gates: str | None) -> None:
         """Validate the entry now, as its component would but without registering it:
         the template checks *every* entry before it registers anything."""
+        if self.kind == "RayCronJob" and self.entry.queue_name is not None:
+            raise ConfigError(
+                f"{config_key(*self.key, 'queueName')}: a RayCronJob takes no queue: KubeRay "
+                "gives the RayJobs it creates none of its labels, so Kueue would never see "
+                "it; remove it"
+            )
         if self.secret:
             return  # validated by the component once the secret Output resolves
         rules = KINDS[self.kind].rules
@@ -501,6 +510,8 @@ def _readdressed(
             lines.append(f"  ({source}, {config_key(*key)})")
         else:
             path = _line_path(line, error.object_ref)
+            if path and "." not in path and "[" not in path:
+                path = to_camel(path)  # an argument of the component, as config spells it
             lines.append(f"  ({config_key(*key)}{'.' + path if path else ''})")
     return ConfigError("\n".join(lines))
 

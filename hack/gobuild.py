@@ -11,6 +11,7 @@ at once: one builds, the other waits and finds the result.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import fcntl
 import hashlib
@@ -155,3 +156,15 @@ def ensure(
             shutil.rmtree(staging, ignore_errors=True)
         progress(family, f"built in {time.monotonic() - started:.0f}s")
     return built
+
+
+def build_command(prog: str, description: str, build: Callable[[bool], Built]) -> int:
+    """The ``python -m hack.<tool> build [--force]`` command of a tool built here: the
+    ``make`` targets call it before the sandboxed tests, which have no network. Prints
+    the binaries' directory."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("command", choices=("build",))
+    parser.add_argument("--force", action="store_true", help="rebuild even if cached")
+    arguments = parser.parse_args()
+    print(build(arguments.force).bin_dir)
+    return 0

@@ -15,6 +15,7 @@ COMPONENT: Final = {
     "autoscaling-gpu-cluster": "RayCluster",
     "gcs-ft-redis": "RayCluster",
     "batch-rayjob": "RayJob",
+    "kueue-rayjob": "RayJob",
     "rayservice-gateway": "RayService",
     "nightly-raycronjob": "RayCronJob",
     "operator-only": "RayOperator",

@@ -197,10 +197,12 @@ class RayOperatorArgs:
     operator_config: Mapping[str, Any] | None = None
     """KubeRay's operator configuration file (``config.ray.io/v1alpha1`` ``Configuration``,
     camelCase: ``defaultContainerEnvs``, ``defaultPodLabels``, ``headSidecarContainers``,
-    ...), rendered into a ConfigMap and passed as ``--config``. Checked at preview with the
-    operator's own parser. The settings this component owns (ports, metrics, leader
-    election, watched namespaces, proxy, qps, burst, concurrency) come from their args and
-    are written into the file, since with ``--config`` the operator ignores those flags."""
+    ``batchScheduler`` (volcano, yunikorn, scheduler-plugins, kai-scheduler: the RBAC
+    then grants that scheduler's PodGroups), ...), rendered into a ConfigMap and passed
+    as ``--config``. Checked at preview with the operator's own parser. The settings this
+    component owns (ports, metrics, leader election, watched namespaces, proxy, qps, burst,
+    concurrency) come from their args and are written into the file, since with
+    ``--config`` the operator ignores those flags."""
 
 
 @dataclass(frozen=True)
@@ -253,6 +255,9 @@ class Plan:
     create_service_account: bool
     service_account_name: str
     service_account_annotations: Mapping[str, str]
+    batch_scheduler: str
+    """The batch scheduler ``operator_config`` chooses (``batchScheduler``; volcano for the
+    deprecated ``enableBatchScheduler``); "" = none. Its PodGroup rules are granted only then."""
     operator_config: str | None
     """The configuration file's text, the component's own settings folded in; None: no
     ``--config``, the settings are flags."""

@@ -15,6 +15,7 @@ import pulumi
 
 from operator_runtime.api import FeatureGates
 from operator_runtime.api.errors import FeatureGateError
+from operator_runtime.render.batchscheduler import chosen_scheduler
 
 from .._inputs import RayInputError, has_outputs
 from . import podchecks
@@ -140,6 +141,7 @@ def _settle(resource_name: str, args: RayOperatorArgs) -> Plan:
         create_service_account=create_account,
         service_account_name=account_name,
         service_account_annotations=account_annotations,
+        batch_scheduler=_batch_scheduler(args),
         operator_config=config_text,
         config_map_name=(
             f"{base_name}-config-{config_map_suffix(config_text)}" if config_text else None
@@ -178,6 +180,15 @@ def _folder(folder: str | None) -> str | None:
             "GRAFANA_FOLDER",
         )
     return folder
+
+
+def _batch_scheduler(args: RayOperatorArgs) -> str:
+    """The scheduler the (already checked) configuration file chooses, as the operator
+    chooses it."""
+    given = args.operator_config or {}
+    return chosen_scheduler(
+        str(given.get("batchScheduler") or ""), given.get("enableBatchScheduler") is True
+    )
 
 
 def _operator_config(

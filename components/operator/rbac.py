@@ -17,7 +17,8 @@ together with the events the manager writes there; the ClusterRole keeps the res
 
 Needs that come only with a feature gate or a flag (``Permission.only_with``: the
 RayCronJob controller, the Gateway API of incremental upgrades, the API server proxy of
-``--use-kubernetes-proxy``) are granted only when the Deployment turns them on.
+``--use-kubernetes-proxy``, a batch scheduler's PodGroups) are granted only when the
+Deployment turns them on.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from operator_runtime.render.rbac import (
     USE_KUBERNETES_PROXY,
     ClusterRoleParams,
     Permission,
+    batch_scheduler_flag,
     build_operator_cluster_role,
     turned_on_by,
 )
@@ -77,7 +79,10 @@ def workload_rules(
 
 def turned_on(plan: Plan) -> frozenset[str]:
     """The gates and flags the Deployment runs the operator with (``operator_flags``)."""
-    return turned_on_by(plan.feature_gates, [USE_KUBERNETES_PROXY] * plan.use_kubernetes_proxy)
+    flags = [USE_KUBERNETES_PROXY] * plan.use_kubernetes_proxy
+    if plan.batch_scheduler:
+        flags.append(batch_scheduler_flag(plan.batch_scheduler))
+    return turned_on_by(plan.feature_gates, flags)
 
 
 def leader_election_rules(

@@ -67,7 +67,7 @@ _MODEL_PASSTHROUGH = frozenset(
     {
         "description", "type", "format", "enum", "minimum", "maximum", "minLength",
         "maxLength", "pattern", "minItems", "maxItems", "minProperties", "maxProperties",
-        "multipleOf", "x-kubernetes-validations", "x-kubernetes-list-type",
+        "multipleOf", "nullable", "x-kubernetes-validations", "x-kubernetes-list-type",
         "x-kubernetes-list-map-keys", "x-kubernetes-map-type",
         "x-kubernetes-preserve-unknown-fields", "x-kubernetes-int-or-string",
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Final, Literal
 
 from pydantic import Field
+from pydantic.config import JsonDict
 
 from operator_runtime.api._base import KubeModel
 from operator_runtime.api.clusteroptions import (
@@ -67,6 +68,13 @@ _SERVICE_NAME_RULE: Final = object_name_cel(
 )
 """The operator reads and writes the Service by this name, so it must be one."""
 
+NULL_FROM_GO_CLIENTS: Final[JsonDict] = {"nullable": True}
+"""Accept ``null`` for a map KubeRay's Go type marshals without ``omitempty``. Kueue's
+mutating webhook decodes a queued object into those types and patches an absent
+``rayStartParams`` back as ``null``; the API server prunes such nulls only while decoding
+a request body, never from a webhook's patch, so a non-nullable field made the create fail
+with 422 (KubeRay v1.7.0's CRD too). The operator reads ``null`` as absent."""
+
 
 class HeadGroupSpec(KubeModel):
     """The head pod and its Service."""
@@ -94,7 +102,9 @@ class HeadGroupSpec(KubeModel):
         default=None, description="Ray node labels of the head, also added to the pod."
     )
     ray_start_params: StringMap | None = Field(
-        default=None, description="Extra `ray start` flags without the leading --."
+        default=None,
+        description="Extra `ray start` flags without the leading --.",
+        json_schema_extra=NULL_FROM_GO_CLIENTS,
     )
     service_type: str | None = Field(
         default=None, description="Head Service type: ClusterIP (default), NodePort, ..."
@@ -136,7 +146,9 @@ class WorkerGroupSpec(KubeModel):
         default=None, description="Ray node labels of the workers, also added to the pods."
     )
     ray_start_params: StringMap | None = Field(
-        default=None, description="Extra `ray start` flags without the leading --."
+        default=None,
+        description="Extra `ray start` flags without the leading --.",
+        json_schema_extra=NULL_FROM_GO_CLIENTS,
     )
     template: PodTemplateSpec = Field(
         description="Pod template of a worker; its first container runs Ray."

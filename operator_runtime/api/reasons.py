@@ -74,6 +74,8 @@ class JobReason(StrEnum):
     FAILED_TO_STOP_JOB = "FailedToStopRayJob"
     """Ours: KubeRay only logs a failed stop on deletion (and retries forever when it
     cannot build the dashboard client); the deletion goes on either way."""
+    BATCH_SCHEDULER_CLEANED_UP = "BatchSchedulerCleanedUp"
+    FAILED_TO_CLEANUP_BATCH_SCHEDULER = "FailedToCleanupBatchScheduler"
     DELETED_RAYJOB = "DeletedRayJob"
     """Ours: KubeRay deletes the RayJob (DeleteSelf, DELETE_RAYJOB_CR_AFTER_JOB_FINISHES)
     without an Event; one tells ``kubectl get events`` readers why it went."""

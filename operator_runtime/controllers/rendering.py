@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 from operator_runtime.api import FeatureGates
 from operator_runtime.render import RenderOptions
+from operator_runtime.render.batchscheduler import chosen_scheduler
 from operator_runtime.runtime.configuration import OperatorConfiguration
 from operator_runtime.runtime.context import ControllerContext
 from operator_runtime.runtime.settings import OperatorEnvironment
@@ -44,4 +45,5 @@ def render_options(
         enable_login_shell=settings.enable_login_shell,
         deterministic_head_pod_name=settings.enable_deterministic_head_pod_name,
         head_cluster_ip_service=settings.enable_ray_head_cluster_ip_service,
+        batch_scheduler=chosen_scheduler(config.batch_scheduler, config.enable_batch_scheduler),
     )

@@ -6,11 +6,7 @@ and the same input always gives the same output, key order included. Operator-wi
 settings (feature gates, env-var switches of KubeRay) arrive as ``RenderOptions``.
 """
 
-from operator_runtime.render.cluster import (
-    ClusterRenderParams,
-    desired_worker_replicas,
-    render_cluster,
-)
+from operator_runtime.render.cluster import ClusterRenderParams, render_cluster
 from operator_runtime.render.documents import DocumentError, flatten_lists, load_documents
 from operator_runtime.render.gateway import (
     build_gateway,
@@ -73,6 +69,7 @@ from operator_runtime.render.rbac import (
     build_autoscaler_service_account,
     build_operator_cluster_role,
 )
+from operator_runtime.render.resources import desired_worker_replicas
 from operator_runtime.render.serve import serve_config_body, serve_config_json
 from operator_runtime.render.services import (
     ServiceParams,

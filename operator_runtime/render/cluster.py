@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
 
-from operator_runtime.api import JSONObject, RayCluster, WorkerGroupSpec
+from operator_runtime.api import JSONObject, RayCluster
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import NodeType
+from operator_runtime.render.batchscheduler import pod_groups
 from operator_runtime.render.gcsft import ft_embedded, ft_enabled
 from operator_runtime.render.ingress import IngressParams, build_head_ingress, ingress_enabled
 from operator_runtime.render.jobs import RedisCleanupJobParams, build_redis_cleanup_job
@@ -26,6 +27,7 @@ from operator_runtime.render.rbac import (
     build_autoscaler_role_binding,
     build_autoscaler_service_account,
 )
+from operator_runtime.render.resources import desired_worker_replicas
 from operator_runtime.render.services import (
     ServiceParams,
     build_head_service,
@@ -63,18 +65,6 @@ class ClusterRenderParams:
     """The cleanup Job only exists while a GCS-FT (Redis) cluster is being deleted."""
 
 
-def desired_worker_replicas(group: WorkerGroupSpec) -> int:
-    """Replicas clamped to [min, max] (0 if the group is suspended), before hosts."""
-    if group.suspend:
-        return 0
-    low = group.min_replicas or 0
-    high = group.max_replicas if group.max_replicas is not None else 2**31 - 1
-    replicas = group.replicas
-    if replicas is None or replicas < low:
-        return low
-    return min(replicas, high)
-
-
 def render_cluster(*, params: ClusterRenderParams) -> list[JSONObject]:
     """SA, Role, RoleBinding, Ingress, auth Secret, head/headless/serve Services, GCS
     PVC, head pod, worker pods (group, replica, host order), then the cleanup Job."""
@@ -99,6 +89,7 @@ def render_cluster(*, params: ClusterRenderParams) -> list[JSONObject]:
         objects.append(build_serve_service(params=services))
     if gcs_storage_pvc_needed(cluster):
         objects.append(build_gcs_storage_pvc(params=GcsStoragePvcParams(cluster=cluster)))
+    objects.extend(pod_groups(cluster, options.batch_scheduler))
     if not cluster.spec.suspend:
         objects.append(build_pod(params=PodParams(cluster=cluster, options=options)))
         objects.extend(_worker_pods(params))

@@ -40,6 +40,26 @@ _WGET: Final = "wget --tries 1 -T {timeout} -q -O- http://localhost:{port}/{path
 _VERSION: Final = re.compile(r"\s*v?([0-9]+(?:\.[0-9]+)*)")
 
 
+def submitter_default_resources() -> JSONObject:
+    """The default submitter container's resources (KubeRay's fixed 500m/200Mi requests,
+    1/1Gi limits): the submitter Job, the SidecarMode container, and what the gang
+    schedulers count for the submitter all take them from here."""
+    return {
+        "limits": {"cpu": "1", "memory": "1Gi"},
+        "requests": {"cpu": "500m", "memory": "200Mi"},
+    }
+
+
+def default_submitter_template() -> JSONObject:
+    """KubeRay's default submitter pod template, less the image (which only the
+    submitter Job needs): what a gang scheduler counts for a RayJob's submitter."""
+    container: JSONObject = {
+        "name": "ray-job-submitter",
+        "resources": submitter_default_resources(),
+    }
+    return {"spec": {"containers": [container], "restartPolicy": "Never"}}
+
+
 def resources(cpu: str, memory: str) -> JSONObject:
     """Equal limits and requests: the injected containers' fixed, tiny footprint."""
     return {

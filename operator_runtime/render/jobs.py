@@ -37,6 +37,7 @@ from operator_runtime.render._json import (
     sorted_map,
     string_map,
 )
+from operator_runtime.render.batchscheduler import SUBMITTER_GROUP, add_child_metadata
 from operator_runtime.render.containers import in_go_order, resources
 from operator_runtime.render.metadata import owner_reference
 from operator_runtime.render.names import namespace_of, redis_cleanup_job_name
@@ -268,10 +269,7 @@ def _default_submitter_container(cluster: RayCluster | None) -> JSONObject:
     container: JSONObject = {"name": SUBMITTER_CONTAINER}
     if isinstance(image, str) and image:
         container["image"] = image
-    container["resources"] = {
-        "limits": {"cpu": "1", "memory": "1Gi"},
-        "requests": {"cpu": "500m", "memory": "200Mi"},
-    }
+    container["resources"] = containers.submitter_default_resources()
     return container
 
 
@@ -348,6 +346,10 @@ def build_submitter_job(*, params: SubmitterParams) -> JSONObject:
     labels = submitter_labels(job)
     meta = child(template, "metadata")
     meta["labels"] = sorted_map({**string_map(meta.get("labels")), **labels})
+    add_child_metadata(
+        params.options.batch_scheduler, parent=job, child_object=template,
+        kind="PodTemplateSpec", group_name=SUBMITTER_GROUP,
+    )  # fmt: skip
     config = job.spec.submitter_config
     backoff = config.backoff_limit if config is not None else None
     return {

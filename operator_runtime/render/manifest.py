@@ -35,6 +35,7 @@ from operator_runtime.api import (
     RayService,
     load_object,
 )
+from operator_runtime.render.batchscheduler import SCHEDULERS
 from operator_runtime.render.cluster import ClusterRenderParams, render_cluster
 from operator_runtime.render.names import DEFAULT_NAMESPACE
 from operator_runtime.render.options import RenderOptions
@@ -86,9 +87,17 @@ class RenderedManifest:
 
 def add_render_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags both render commands take (``ray-operator render`` and ``python -m
-    components render``): the operator's feature gates and ``--no-cleanup-job``."""
+    components render``): the operator's feature gates and batch scheduler, and
+    ``--no-cleanup-job``."""
     parser.add_argument(
         "--feature-gates", default="", metavar="A=true,B=false", help="as for the operator"
+    )
+    parser.add_argument(
+        "--batch-scheduler",
+        default="",
+        choices=("", *SCHEDULERS),
+        metavar="NAME",
+        help=f"as for the operator ({', '.join(SCHEDULERS)}): its PodGroup and pod metadata",
     )
     parser.add_argument(
         "--no-cleanup-job",
@@ -100,7 +109,9 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
 def render_settings(args: argparse.Namespace) -> tuple[RenderOptions, bool]:
     """The render options and whether to include the cleanup Job, from those flags;
     raises ``FeatureGateError`` for a bad ``--feature-gates``."""
-    options = RenderOptions(feature_gates=FeatureGates.parse(args.feature_gates))
+    options = RenderOptions(
+        feature_gates=FeatureGates.parse(args.feature_gates), batch_scheduler=args.batch_scheduler
+    )
     return options, not args.no_cleanup_job
 
 

@@ -125,6 +125,22 @@ OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
         why="informer cache; the autoscaler's Role",
     ),
     Permission(
+        controller="raycluster",
+        group="scheduling.volcano.sh",
+        resources=("podgroups",),
+        verbs=("create", "get", "update"),
+        why="the gang's Volcano PodGroup",
+        only_with="--batch-scheduler=volcano",
+    ),
+    Permission(
+        controller="raycluster",
+        group="scheduling.x-k8s.io",
+        resources=("podgroups",),
+        verbs=("create", "get"),
+        why="the gang's scheduler-plugins PodGroup",
+        only_with="--batch-scheduler=scheduler-plugins",
+    ),
+    Permission(
         controller="rayjob",
         group="",
         resources=("pods",),
@@ -187,6 +203,14 @@ OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
         resources=("rayjobs/status",),
         verbs=("update",),
         why="status",
+    ),
+    Permission(
+        controller="rayjob",
+        group="scheduling.volcano.sh",
+        resources=("podgroups",),
+        verbs=("create", "get", "update"),
+        why="the gang's Volcano PodGroup",
+        only_with="--batch-scheduler=volcano",
     ),
     Permission(
         controller="rayservice",

@@ -50,6 +50,10 @@ class RenderOptions:
     """``ENABLE_DETERMINISTIC_HEAD_POD_NAME``: head pod named ``<c>-head``."""
     head_cluster_ip_service: bool = False
     """``ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE``: a ClusterIP head Service, not headless."""
+    batch_scheduler: str = ""
+    """The batch scheduler the operator runs with (``--batch-scheduler``; volcano for the
+    deprecated ``--enable-batch-scheduler``); "" = none. Pods, the submitter's pod
+    template and a RayJob's cluster carry what it reads (``batchscheduler.py``)."""
 
     def bash_command(self, extra_flags: str = "") -> list[str]:
         """The shell every generated container runs its script with: ``-c``, then

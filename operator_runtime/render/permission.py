@@ -22,3 +22,10 @@ class Permission:
 
 USE_KUBERNETES_PROXY: Final = "--use-kubernetes-proxy"
 """The flag that sends dashboard and serve proxy calls through the API server."""
+
+
+def batch_scheduler_flag(name: str) -> str:
+    """What ``Permission.only_with`` says for a need of one batch scheduler
+    (``--batch-scheduler=volcano``); the deprecated ``--enable-batch-scheduler`` turns on
+    Volcano's."""
+    return f"--batch-scheduler={name}"

@@ -26,6 +26,7 @@ from operator_runtime.render._json import (
     text,
 )
 from operator_runtime.render._podfinish import PodDraft, finish_pod
+from operator_runtime.render.batchscheduler import add_child_metadata
 from operator_runtime.render.metadata import pod_labels
 from operator_runtime.render.names import (
     autoscaler_service_account_name,
@@ -110,7 +111,13 @@ def build_pod(*, params: PodParams) -> JSONObject:
     if cluster.spec.auth_options is not None and cluster.spec.auth_options.mode == "token":
         _configure_token_auth(draft, ray)
     _add_operator_defaults(draft, head)
-    return finish_pod(draft=draft, ray_start=ray_start)
+    pod = finish_pod(draft=draft, ray_start=ray_start)
+    # Last, as KubeRay stamps a pod right before creating it: the scheduler's keys win.
+    add_child_metadata(
+        options.batch_scheduler, parent=cluster, child_object=pod, kind="Pod",
+        group_name=HEAD_GROUP if head else params.group_name,
+    )  # fmt: skip
+    return pod
 
 
 def _refuse_unrendered_features(cluster: RayCluster, options: RenderOptions) -> None:

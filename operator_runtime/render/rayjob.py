@@ -21,11 +21,18 @@ from operator_runtime.api import (
 )
 from operator_runtime.api.labels import LabelKey
 from operator_runtime.render._json import obj, objects, text
+from operator_runtime.render.batchscheduler import (
+    VOLCANO,
+    BatchSchedulerError,
+    refuse_on_submission,
+    volcano_pod_group_for,
+)
 from operator_runtime.render.cluster import ClusterRenderParams, render_cluster
 from operator_runtime.render.containers import DEFAULT_DASHBOARD_PORT
 from operator_runtime.render.jobs import SubmitterParams, build_submitter_job
 from operator_runtime.render.names import head_fqdn, head_service_name, namespace_of
 from operator_runtime.render.options import RenderOptions
+from operator_runtime.render.pods import RenderError
 from operator_runtime.render.rayjob_cluster import build_rayjob_cluster
 from operator_runtime.render.services import build_rayjob_head_service
 
@@ -116,6 +123,11 @@ def render_rayjob(
         notes.append(_stand_in_note(f"the job id is {name}-<rand5>;"))
     if job.spec.submission_mode in _MODE_NOTES:
         notes.append(_MODE_NOTES[job.spec.submission_mode])
+    try:  # the batch scheduler's refusals fail the render as they fail the operator's pass
+        refuse_on_submission(options.batch_scheduler, job)
+        gang = volcano_pod_group_for(job) if options.batch_scheduler == VOLCANO else None
+    except BatchSchedulerError as error:
+        raise RenderError(str(error)) from None
     if job.spec.cluster_selector:
         return tuple(_render_selector_job(job, job_id, options, notes)), tuple(notes)
     cluster_name = status.ray_cluster_name if status is not None else None
@@ -132,7 +144,8 @@ def render_rayjob(
             cluster=cluster, options=options, include_redis_cleanup_job=include_redis_cleanup_job
         )
     )
-    rendered = [document, *children]
+    # Volcano's group of the whole RayJob is made before its cluster (Initializing).
+    rendered = [*([gang] if gang is not None else []), document, *children]
     rendered.append(build_rayjob_head_service(job=job, cluster=cluster, options=options))
     if job.spec.submission_mode == "K8sJobMode":
         url = (status.dashboard_url if status is not None else None) or _dashboard_url(

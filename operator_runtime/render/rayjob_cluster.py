@@ -13,6 +13,7 @@ from operator_runtime.api import JSONObject, ObjectMeta, RayCluster, RayJob
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey
 from operator_runtime.render._json import child, child_list, sorted_map
+from operator_runtime.render.batchscheduler import add_child_metadata
 from operator_runtime.render.jobs import (
     SIDECAR_RESTART_GATE,
     SubmitterParams,
@@ -80,4 +81,14 @@ def build_rayjob_cluster(
         # Without the restart gate the submitter must never run twice, so neither may the
         # head pod's containers; with it, the submitter's own rule restarts just itself.
         pod_spec["restartPolicy"] = "Never"
-    return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta, "spec": spec}
+    cluster_object: JSONObject = {
+        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta, "spec": spec,
+    }  # fmt: skip
+    if job.spec.submission_mode == "K8sJobMode":
+        # KubeRay stamps only a K8sJobMode job's cluster; in the other modes the cluster's
+        # pods still find the RayJob's gang through the labels it copied from the RayJob.
+        add_child_metadata(
+            options.batch_scheduler, parent=job, child_object=cluster_object, kind="RayCluster",
+            group_name="",
+        )  # fmt: skip
+    return cluster_object

@@ -19,7 +19,11 @@ from operator_runtime.render.names import (
     namespace_of,
 )
 from operator_runtime.render.operator_permissions import OPERATOR_PERMISSIONS
-from operator_runtime.render.permission import USE_KUBERNETES_PROXY, Permission
+from operator_runtime.render.permission import (
+    USE_KUBERNETES_PROXY,
+    Permission,
+    batch_scheduler_flag,
+)
 
 RBAC_API_VERSION: Final = "rbac.authorization.k8s.io/v1"
 DEFAULT_CLUSTER_ROLE_NAME: Final = "kuberay-operator"
@@ -33,6 +37,7 @@ __all__ = [
     "ClusterRoleParams",
     "Permission",
     "autoscaler_service_account_needed",
+    "batch_scheduler_flag",
     "build_autoscaler_role",
     "build_autoscaler_role_binding",
     "build_autoscaler_service_account",

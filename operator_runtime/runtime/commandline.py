@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from operator_runtime.runtime.transport import Transport
 
 KNOWN_BATCH_SCHEDULERS: Final = ("volcano", "yunikorn", "scheduler-plugins", "kai-scheduler")
-"""The names KubeRay's ``--batch-scheduler`` accepts; none is implemented here."""
+"""The names KubeRay's ``--batch-scheduler`` accepts (``render/batchscheduler.py`` has what
+each adds; a test keeps the two lists equal, this module stays free of render)."""
 ZAP_LEVELS: Final = {"debug": "debug", "info": "info", "error": "error", "panic": "critical"}
 ZAP_STACKTRACE_LEVELS: Final = ("info", "error", "panic")
 ZAP_TIME_ENCODINGS: Final = ("epoch", "millis", "nanos", "iso8601", "rfc3339", "rfc3339nano")
@@ -302,13 +303,13 @@ def build_parser(gates: Iterable[str] = ()) -> argparse.ArgumentParser:
         "--batch-scheduler",
         default="",
         metavar="NAME",
-        help=f"KubeRay's batch scheduler ({', '.join(KNOWN_BATCH_SCHEDULERS)}); none is "
-        "implemented here, so any name is refused at start",
+        help=f"the batch (gang) scheduler: {', '.join(KNOWN_BATCH_SCHEDULERS)}; pods get its "
+        "schedulerName and metadata, and Volcano/scheduler-plugins a PodGroup",
     )
     flag(
         "--enable-batch-scheduler",
         False,
-        "deprecated in KubeRay (Volcano); refused at start, Volcano is not implemented here",
+        "deprecated: the same as --batch-scheduler=volcano",
     )
     flag("--forced-cluster-upgrade", False, "deprecated in KubeRay; changes nothing")
     add(
@@ -387,8 +388,8 @@ def resolve_configuration(args: Any) -> OperatorConfiguration:
 
 
 def check_batch_scheduler(config: OperatorConfiguration, *, kubernetes_was: bool) -> None:
-    """KubeRay's checks of the batch-scheduler settings, then ours: no batch scheduler
-    is implemented here, so asking for one is refused rather than silently ignored."""
+    """KubeRay's ValidateBatchSchedulerConfig: one way of asking at a time, and a name it
+    knows."""
     if kubernetes_was:
         if config.enable_batch_scheduler or config.batch_scheduler:
             raise StartupError(
@@ -401,21 +402,15 @@ def check_batch_scheduler(config: OperatorConfiguration, *, kubernetes_was: bool
             "both --enable-batch-scheduler (deprecated) and --batch-scheduler are set; "
             "use --batch-scheduler only"
         )
-    if config.enable_batch_scheduler:
+    # --enable-batch-scheduler alone is deprecated but means Volcano (chosen_scheduler).
+    if (
+        not config.enable_batch_scheduler
+        and config.batch_scheduler
+        and config.batch_scheduler not in KNOWN_BATCH_SCHEDULERS
+    ):
         raise StartupError(
-            "--enable-batch-scheduler: the Volcano batch scheduler is not implemented by "
-            "this operator; remove the flag (pods are scheduled by the default scheduler)"
-        )
-    if config.batch_scheduler:
-        if config.batch_scheduler not in KNOWN_BATCH_SCHEDULERS:
-            raise StartupError(
-                f"--batch-scheduler: scheduler is not supported, name={config.batch_scheduler} "
-                f"(KubeRay knows {', '.join(KNOWN_BATCH_SCHEDULERS)})"
-            )
-        raise StartupError(
-            f"--batch-scheduler={config.batch_scheduler}: this batch scheduler is not "
-            "implemented by this operator; remove the flag (pods are scheduled by the "
-            "default scheduler)"
+            f"--batch-scheduler: scheduler is not supported, name={config.batch_scheduler} "
+            f"(KubeRay knows {', '.join(KNOWN_BATCH_SCHEDULERS)})"
         )
 
 

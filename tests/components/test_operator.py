@@ -126,6 +126,8 @@ LEASES = {t for t in TABLE if t[:2] == ("coordination.k8s.io", "leases")}
 PROXY = {t for t in table() if t[1] in ("services/proxy", "pods/proxy")}
 CRON = {t for t in table() if t[1].startswith("raycronjobs")} | {("ray.io", "rayjobs", "create")}
 GATEWAY = {t for t in table() if t[0] == "gateway.networking.k8s.io"}
+VOLCANO = {t for t in table() if t[0] == "scheduling.volcano.sh"}
+PLUGINS = {t for t in table() if t[0] == "scheduling.x-k8s.io"}
 
 
 # --- what is registered ----------------------------------------------------------------
@@ -266,6 +268,27 @@ def test_the_cluster_role_follows_the_flags_and_gates_it_deploys_with() -> None:
         )
     )
     assert gated == (default | CRON) - GATEWAY
+
+
+def test_a_batch_schedulers_podgroups_are_granted_only_with_that_scheduler() -> None:
+    """The rows come from the permission table (``only_with`` its ``--batch-scheduler``),
+    not from a copy here: Volcano's PodGroups with volcano (or the deprecated boolean),
+    scheduler-plugins' with scheduler-plugins, nothing for YuniKorn and KAI (no CRD)."""
+
+    def granted(config: dict[str, Any] | None) -> set[Triple]:
+        result = deploy(operator_args(operator_config=config, install_crds=False))
+        return triples(result.one(CLUSTER_ROLE).inputs["rules"])
+
+    default = granted(None)
+    assert VOLCANO and PLUGINS and default & (VOLCANO | PLUGINS) == set()
+    assert {
+        ("scheduling.volcano.sh", "podgroups", verb) for verb in ("create", "get", "update")
+    } == VOLCANO
+    assert granted({"batchScheduler": "volcano"}) == default | VOLCANO
+    assert granted({"enableBatchScheduler": True}) == default | VOLCANO
+    assert granted({"batchScheduler": "scheduler-plugins"}) == default | PLUGINS
+    for name in ("yunikorn", "kai-scheduler"):
+        assert granted({"batchScheduler": name}) == default
 
 
 def test_namespaced_roles_follow_the_flags_and_gates_too() -> None:

@@ -449,7 +449,12 @@ def test_a_new_file_is_a_new_config_map_so_the_pods_roll() -> None:
         ({"logStdoutEncoder": "console"}, "operator_config.logStdoutEncoder", "log_format"),
         ({"defaultPodLabels": "team=ml"}, "operator_config.defaultPodLabels", "dictionary"),
         ({"headSidecarContainers": {"name": "x"}}, "operator_config.headSidecarContainers", "list"),
-        ({"batchScheduler": "volcano"}, "operator_config.batchScheduler", "not implemented"),
+        ({"batchScheduler": "slurm"}, "operator_config.batchScheduler", "not supported"),
+        (
+            {"batchScheduler": "volcano", "enableBatchScheduler": True},
+            "operator_config.batchScheduler",
+            "use --batch-scheduler only",
+        ),
         ({"kind": "OperatorConfiguration"}, "operator_config.kind", "'Configuration'"),
     ],
 )

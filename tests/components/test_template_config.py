@@ -297,3 +297,18 @@ def test_every_kind_is_deleted_before_the_operator() -> None:
         assert any("RayOperator$kubernetes:apps/v1:Deployment::" in d for d in cr.dependencies), (
             kind
         )
+
+
+def test_a_queue_name_in_config_is_kueues_label() -> None:
+    entry = {"name": "c", "spec": CLUSTER_SPEC, "queueName": "ml-queue"}
+    result = _with_config({"workloads": {"ml": {"rayClusters": [entry]}}})
+    cluster = result.one("kubernetes:ray.io/v1:RayCluster")
+    assert cluster.inputs["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "ml-queue"}
+    with pytest.raises(ConfigError) as refused:
+        _with_config({"workloads": {"ml": {"rayClusters": [{**entry, "queueName": "ml queue"}]}}})
+    assert "(pulumi-ray:workloads.ml.rayClusters[0].queueName)" in str(refused.value)
+
+    cron = {"name": "n", "spec": {"schedule": "0 2 * * *"}, "queueName": "ml-queue"}
+    with pytest.raises(ConfigError) as refused:
+        _with_config({"workloads": {"ml": {"rayCronJobs": [cron]}}})
+    assert str(refused.value).startswith("pulumi-ray:workloads.ml.rayCronJobs[0].queueName:")

@@ -32,6 +32,7 @@ from prometheus_client import CollectorRegistry
 from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import CREATED_BY_SELECTOR, POD_SELECTOR, LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason
+from operator_runtime.controllers import batchscheduler
 from operator_runtime.controllers.clusterstatus import only_counts_changed, status_changed
 from operator_runtime.controllers.parse_errors import describe_parse_error
 from operator_runtime.controllers.raycluster import children, gates, gcsft, pods, storage
@@ -143,6 +144,7 @@ PERMISSIONS: Final[tuple[Permission, ...]] = (
     *children.SERVICE_NEEDS,
     *storage.PVC_NEEDS,
     *POD_NEEDS,
+    *batchscheduler.needs(NAME),
     *STATUS_NEEDS,
 )
 """Everything the steps use: the permission table (render/operator_permissions.py) is

@@ -22,6 +22,7 @@ from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.raycluster import PROVISIONED, SUSPENDED, SUSPENDING
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
+from operator_runtime.controllers import batchscheduler
 from operator_runtime.controllers.conditions import is_true
 from operator_runtime.controllers.raycluster import multihost, upgrade
 from operator_runtime.controllers.raycluster.creates import take_budget
@@ -67,6 +68,8 @@ def reconcile_pods(run: ClusterRun) -> None:
     expected_hash = upgrade.spec_hash(cluster.spec)
     if upgrade.recreate_requested(cluster.spec) and _upgrade(run, expected_hash):
         return
+    if options.render.batch_scheduler:  # the gang exists before its first pod
+        batchscheduler.on_submission(run.tools.client, options.render.batch_scheduler, cluster)
     if not _reconcile_head(run, expected_hash):
         return
     for group in cluster.spec.worker_group_specs or ():

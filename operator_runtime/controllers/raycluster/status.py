@@ -38,8 +38,8 @@ from operator_runtime.api.raycluster import (
 from operator_runtime.controllers.conditions import is_true, set_condition
 from operator_runtime.controllers.raycluster import podrules
 from operator_runtime.controllers.raycluster.podwrites import ReplicaFailureError
-from operator_runtime.controllers.raycluster.resources import desired_resources
 from operator_runtime.render import desired_worker_replicas
+from operator_runtime.render.resources import desired_resources
 from operator_runtime.runtime.clock import format_time
 from operator_runtime.runtime.errors import TemporaryError
 from operator_runtime.runtime.kinds import Object

@@ -34,7 +34,7 @@ from operator_runtime.api.rayjob import (
     JobFailedReason,
 )
 from operator_runtime.api.reasons import Action, JobReason
-from operator_runtime.controllers import dashboards, finalizers
+from operator_runtime.controllers import batchscheduler, dashboards, finalizers
 from operator_runtime.controllers.clusterstatus import status_changed
 from operator_runtime.controllers.dashboards import Dashboards
 from operator_runtime.controllers.managedby import managed_elsewhere
@@ -98,6 +98,7 @@ PERMISSIONS: Final[tuple[Permission, ...]] = (
     need("ray.io", "rayjobs/finalizers", ("update",), "owner references that block deletion"),
     *children.NEEDS,
     *dashboards.needs(CONTROLLER),
+    *batchscheduler.needs(CONTROLLER),
 )
 """Everything the controller uses: the permission table (render/operator_permissions.py)
 is generated from it."""

@@ -19,6 +19,7 @@ from operator_runtime.api.rayjob import (
     JobDeploymentStatus,
     JobFailedReason,
 )
+from operator_runtime.api.reasons import Action, JobReason
 from operator_runtime.api.useryaml import load_yaml
 from operator_runtime.clients import (
     DashboardClient,
@@ -28,11 +29,13 @@ from operator_runtime.clients import (
     JobInfo,
     JobSubmission,
 )
+from operator_runtime.controllers import batchscheduler
 from operator_runtime.controllers.rayjob import children, finished
 from operator_runtime.controllers.rayjob.options import SUBMITTER_FINISHED_TIMEOUT
 from operator_runtime.controllers.rayjob.run import JobRun, epoch_ms
 from operator_runtime.render.jobs import SIDECAR_RESTART_GATE, SUBMITTER_BACKOFF_LIMIT
 from operator_runtime.runtime.clock import later, parse_time
+from operator_runtime.runtime.errors import ApiError
 from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import Result
 
@@ -144,6 +147,9 @@ def on_new(run: JobRun) -> Result | None:
 def on_initializing(run: JobRun) -> Result | None:
     if suspend_requested(run) or active_deadline_passed(run) or pre_running_deadline_passed(run):
         return None
+    scheduler = run.tools.options.render.batch_scheduler
+    if scheduler:  # the gang (Volcano's PodGroup of cluster and submitter) comes first
+        batchscheduler.on_submission(run.tools.client, scheduler, run.job)
     cluster = children.get_or_create_cluster(run)
     if not run.get("dashboardURL"):
         cluster_status = cluster.get("status") or {}
@@ -343,6 +349,7 @@ def on_suspending_or_retrying(run: JobRun) -> Result | None:
     submitter_gone = children.delete_submitter(run)
     if not (cluster_gone and submitter_gone):
         return _again(run)
+    cleanup_batch_scheduler(run)
     for field in (
         "rayClusterStatus",
         "rayClusterName",
@@ -358,6 +365,40 @@ def on_suspending_or_retrying(run: JobRun) -> Result | None:
     # Retrying goes back to New, which KubeRay spells "" (unset), the key of on_new.
     run.set_state("Suspended" if run.state == "Suspending" else "")
     return None
+
+
+def cleanup_batch_scheduler(run: JobRun) -> None:
+    """Shrink the RayJob's gang to what its cluster still holds (KubeRay's
+    cleanupBatchSchedulerResources), with an Event either way; a failure raises."""
+    scheduler = run.tools.options.render.batch_scheduler
+    if not scheduler:
+        return
+    where = f"{run.namespace}/{run.name}"
+    try:
+        cleaned = batchscheduler.cleanup_on_completion(
+            run.tools.client, scheduler, run.job, str(run.get("rayClusterName") or "")
+        )
+    except ApiError as exc:
+        run.event("Warning", JobReason.FAILED_TO_CLEANUP_BATCH_SCHEDULER,
+                  f"Failed to cleanup batch scheduler resources for RayJob {where}: {exc}",
+                  Action.CLEANUP)  # fmt: skip
+        raise
+    if cleaned:
+        run.event("Normal", JobReason.BATCH_SCHEDULER_CLEANED_UP,
+                  f"Cleaned up batch scheduler resources for RayJob {where}",
+                  Action.CLEANUP)  # fmt: skip
+
+
+def on_finished(run: JobRun) -> Result:
+    """``finished.py``, then the gang's cleanup on every pass (KubeRay defers it, so it
+    runs whatever the deletion step did; a failure is only logged there)."""
+    try:
+        return finished.on_finished(run)
+    finally:
+        try:
+            cleanup_batch_scheduler(run)
+        except ApiError as exc:
+            log.error("%s: failed to cleanup batch scheduler resources: %s", run.key, exc)
 
 
 def on_suspended(run: JobRun) -> Result | None:
@@ -376,8 +417,8 @@ STATES: Final[dict[JobDeploymentStatus, Handler]] = {
     "Suspending": on_suspending_or_retrying,
     "Retrying": on_suspending_or_retrying,
     "Suspended": on_suspended,
-    "Complete": finished.on_finished,
-    "Failed": finished.on_finished,
+    "Complete": on_finished,
+    "Failed": on_finished,
 }
 
 

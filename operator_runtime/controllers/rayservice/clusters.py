@@ -171,7 +171,36 @@ def reconcile_clusters(run: ServiceRun) -> tuple[Object | None, Object | None]:
         active = _update(run, active, "active")
     if pending is not None and _should_update(run, pending, is_active=False):
         pending = _update(run, pending, "pending")
+    if active is not None:
+        active = _lift_suspend(run, active, "active")
+    if pending is not None:
+        pending = _lift_suspend(run, pending, "pending")
     return active, pending
+
+
+def _lift_suspend(run: ServiceRun, cluster: Object, which: str) -> Object:
+    """Unsuspend a cluster that is suspended while ``rayClusterConfig.suspend`` is not,
+    updating it to the goal spec in the same write.
+
+    A cluster gets ``rayClusterConfig.suspend`` when it is created, and KubeRay v1.7.0
+    never changes it after (its updates keep the cluster's own). Kueue v0.17.0 queues a
+    RayService by that field: the cluster made while the RayService waited starts
+    suspended, and when Kueue admits the RayService by setting the field to false, the
+    cluster stays suspended with no head pod for good (ray-project/kuberay#4686).
+    Admission also writes the flavor's pod labels, annotations, node selector and
+    tolerations into ``rayClusterConfig``, which the cluster's pods must carry, so the
+    cluster takes the whole goal spec, not only ``suspend: false``: a suspended cluster
+    has no pods to keep consistent, and one cluster (not a second, made because the
+    first's hash is stale) runs what Kueue admitted. Only this direction: a running
+    cluster is suspended by Kueue itself (it suspends the cluster of a RayService it
+    evicts) or by the top-level ``spec.suspend``.
+    """
+    if (
+        not (cluster.get("spec") or {}).get("suspend")
+        or run.service.spec.ray_cluster_config.suspend
+    ):
+        return cluster
+    return _update(run, cluster, which, unsuspend=True)
 
 
 SERVE_RECORD: Final = (AnnotationKey.SERVE_CONFIG_HASH.value, AnnotationKey.SERVE_CONFIG.value)
@@ -226,12 +255,15 @@ def _create(run: ServiceRun, name: str) -> Object:
     return created
 
 
-def _update(run: ServiceRun, current: Object, which: str) -> Object:
-    """Spec, labels and annotations from the goal; the cluster's own ``suspend`` kept."""
+def _update(run: ServiceRun, current: Object, which: str, *, unsuspend: bool = False) -> Object:
+    """Spec, labels and annotations from the goal; the cluster's own ``suspend`` kept
+    unless ``unsuspend`` (``_lift_suspend``)."""
     name = str(current["metadata"]["name"])
     goal = _goal(run, name, current)
     spec = dict(goal["spec"])
-    if "suspend" in (current.get("spec") or {}):
+    if unsuspend:
+        spec["suspend"] = False
+    elif "suspend" in (current.get("spec") or {}):
         spec["suspend"] = current["spec"]["suspend"]
     else:
         spec.pop("suspend", None)
@@ -240,6 +272,7 @@ def _update(run: ServiceRun, current: Object, which: str) -> Object:
         "labels": goal["metadata"].get("labels") or {},
         "annotations": goal["metadata"].get("annotations") or {},
     }
+    done = "Unsuspended and updated" if unsuspend else "Updated"
     try:
         updated: Object = run.tools.client.update({**current, "metadata": metadata, "spec": spec})
     except ApiError as exc:
@@ -253,7 +286,7 @@ def _update(run: ServiceRun, current: Object, which: str) -> Object:
     run.event(
         "Normal",
         "UpdatedRayCluster",
-        f"Updated the {which} RayCluster {run.namespace}/{name}",
+        f"{done} the {which} RayCluster {run.namespace}/{name}",
         Action.UPDATE,
     )
     return updated

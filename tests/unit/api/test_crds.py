@@ -49,8 +49,10 @@ JSON_SCHEMA_PROPS = frozenset(
     }
 )  # fmt: skip
 # Legal for the API server, but never wanted in our output (each has a structural twin).
+# ``nullable`` is not among them: it has no twin, and ``test_only_go_nulls_are_nullable``
+# holds it to the fields that need it.
 UNWANTED = frozenset(
-    {"title", "allOf", "oneOf", "not", "nullable", "uniqueItems", "patternProperties",
+    {"title", "allOf", "oneOf", "not", "uniqueItems", "patternProperties",
      "dependencies", "additionalItems", "definitions", "x-kubernetes-embedded-resource"}
 )  # fmt: skip
 CEL_RULE_FIELDS = frozenset(
@@ -320,6 +322,34 @@ def test_kubernetes_schema_data_is_reproducible() -> None:
 @pytest.mark.parametrize("kind", [r.kind for r in crds.RESOURCES])
 def test_schema_is_structural(manifests: dict[str, dict[str, Any]], kind: str) -> None:
     assert structural_violations(schema_of(manifests[kind])) == []
+
+
+CLUSTER_SPEC_AT = {
+    "RayCluster": "spec",
+    "RayJob": "spec.rayClusterSpec",
+    "RayService": "spec.rayClusterConfig",
+    "RayCronJob": "spec.jobTemplate.rayClusterSpec",
+}
+
+
+def nullable_paths(node: dict[str, Any], path: str = "") -> Iterator[str]:
+    if node.get("nullable"):
+        yield path.lstrip(".")
+    for name, sub in node.get("properties", {}).items():
+        yield from nullable_paths(sub, f"{path}.{name}")
+    if isinstance(node.get("items"), dict):
+        yield from nullable_paths(node["items"], f"{path}[]")
+
+
+@pytest.mark.parametrize("kind", [r.kind for r in crds.RESOURCES])
+def test_only_go_nulls_are_nullable(manifests: dict[str, dict[str, Any]], kind: str) -> None:
+    """Only ``rayStartParams`` takes ``null``: Kueue's webhook patches it in
+    (``operator_runtime.api.raycluster.NULL_FROM_GO_CLIENTS``)."""
+    at_ = CLUSTER_SPEC_AT[kind]
+    assert sorted(nullable_paths(schema_of(manifests[kind]))) == [
+        f"{at_}.headGroupSpec.rayStartParams",
+        f"{at_}.workerGroupSpecs[].rayStartParams",
+    ]
 
 
 @pytest.mark.parametrize("kind", [r.kind for r in crds.RESOURCES])

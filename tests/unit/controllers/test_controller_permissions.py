@@ -24,6 +24,7 @@ from operator_runtime.render import (
     Permission,
     build_operator_cluster_role,
 )
+from operator_runtime.render.permission import batch_scheduler_flag
 from operator_runtime.runtime.kinds import ResourceKind
 
 
@@ -96,9 +97,14 @@ def test_a_new_need_reaches_the_table_with_its_condition() -> None:
     assert permission_table.render(table) != permission_table.TABLE_FILE.read_text(encoding="utf-8")
 
 
+VOLCANO = batch_scheduler_flag("volcano")
+PLUGINS = batch_scheduler_flag("scheduler-plugins")
+
+
 def test_needs_of_a_gate_or_flag_say_which() -> None:
     """The conditions travel with the declarations: the whole RayCronJob controller, the
-    Gateway API of incremental upgrades, and the API server proxy."""
+    Gateway API of incremental upgrades, the API server proxy, and each batch scheduler's
+    PodGroups."""
     assert all(p.only_with == CRON_GATE for p in raycronjob.PERMISSIONS)
     conditional = {
         (p.controller, p.resources, p.only_with)
@@ -111,8 +117,13 @@ def test_needs_of_a_gate_or_flag_say_which() -> None:
         ("rayservice", ("pods/proxy",), USE_KUBERNETES_PROXY),
         ("rayservice", ("gateways",), "RayServiceIncrementalUpgrade"),
         ("rayservice", ("httproutes",), "RayServiceIncrementalUpgrade"),
+        ("raycluster", ("podgroups",), VOLCANO),
+        ("raycluster", ("podgroups",), PLUGINS),
+        ("rayjob", ("podgroups",), VOLCANO),
     }
-    assert {p.only_with for p in OPERATOR_PERMISSIONS} <= {"", USE_KUBERNETES_PROXY, *GATES}
+    assert {p.only_with for p in OPERATOR_PERMISSIONS} <= {
+        "", USE_KUBERNETES_PROXY, VOLCANO, PLUGINS, *GATES
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize("controller", sorted(DECLARED))

@@ -11,13 +11,13 @@ from operator_runtime.api import RayCluster
 from operator_runtime.api.reasons import ReplicaFailure
 from operator_runtime.controllers.clusterstatus import status_changed
 from operator_runtime.controllers.raycluster.podwrites import ReplicaFailureError
-from operator_runtime.controllers.raycluster.resources import Amount, format_quantity
 from operator_runtime.controllers.raycluster.status import (
     StatusError,
     StatusInputs,
     compute_status,
     provisioned_now,
 )
+from operator_runtime.render.resources import Amount, format_quantity
 
 NOW = datetime.datetime(2026, 3, 1, 12, 0, 0, tzinfo=datetime.UTC)
 LATER = NOW + datetime.timedelta(seconds=30)

@@ -155,15 +155,13 @@ def test_main_exits_1_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert err == f"ray-operator: --config: {path}: burst: Input should be a valid integer\n"
 
 
-def test_the_files_batch_scheduler_is_refused(
+def test_the_files_batch_scheduler_is_checked_as_the_flag_is(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "config.yaml"
-    path.write_text(HEAD + "batchScheduler: yunikorn\n")
+    path.write_text(HEAD + "batchScheduler: slurm\n")
     assert main([f"--config={path}"]) == 1
-    assert "--batch-scheduler=yunikorn: this batch scheduler is not implemented" in (
-        capsys.readouterr().err
-    )
+    assert "--batch-scheduler: scheduler is not supported, name=slurm" in (capsys.readouterr().err)
 
 
 # -- redisCleanupJobResources: pulumi-ray's extension (KubeRay #4721) -------------------

@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 from operator_runtime.cli import build_parser, main
+from operator_runtime.controllers.rendering import render_options
+from operator_runtime.render.batchscheduler import SCHEDULERS
 from operator_runtime.runtime.commandline import (
+    KNOWN_BATCH_SCHEDULERS,
     StartupError,
     boolean,
     check_batch_scheduler,
@@ -22,6 +25,7 @@ from operator_runtime.runtime.commandline import (
     version_line,
 )
 from operator_runtime.runtime.configuration import OperatorConfiguration
+from operator_runtime.runtime.settings import OperatorEnvironment
 
 # Every flag of KubeRay's operator with its default, written as "--name=default".
 KUBERAY_FLAGS = {
@@ -168,17 +172,16 @@ def config(**fields: Any) -> OperatorConfiguration:
     return OperatorConfiguration(**fields)
 
 
-def test_batch_schedulers_are_refused_with_one_line() -> None:
-    check_batch_scheduler(config(), kubernetes_was=False)
+def test_kuberays_batch_schedulers_are_accepted_and_the_rest_refused_with_one_line() -> None:
+    for name in ("", *KNOWN_BATCH_SCHEDULERS):
+        check_batch_scheduler(config(batch_scheduler=name), kubernetes_was=False)
+    check_batch_scheduler(config(enable_batch_scheduler=True), kubernetes_was=False)
     check_batch_scheduler(config(), kubernetes_was=True)
     # Pairs, not a dict: a configuration holds dicts (sidecars, cleanup resources), so it
     # has no hash.
     cases = [
-        (config(enable_batch_scheduler=True), "Volcano batch scheduler is not implemented"),
-        (config(batch_scheduler="volcano"), "--batch-scheduler=volcano: this batch scheduler"),
-        (config(batch_scheduler="yunikorn"), "is not implemented by this operator"),
-        (config(batch_scheduler="kai-scheduler"), "is not implemented by this operator"),
         (config(batch_scheduler="nope"), "scheduler is not supported, name=nope"),
+        (config(batch_scheduler="Volcano"), "scheduler is not supported, name=Volcano"),
         (
             config(enable_batch_scheduler=True, batch_scheduler="volcano"),
             "use --batch-scheduler only",
@@ -190,14 +193,46 @@ def test_batch_schedulers_are_refused_with_one_line() -> None:
         assert "\n" not in str(refused.value) and refused.value.code == 1
     with pytest.raises(StartupError, match="KubernetesWAS feature gate cannot be combined"):
         check_batch_scheduler(config(batch_scheduler="volcano"), kubernetes_was=True)
+    with pytest.raises(StartupError, match="KubernetesWAS feature gate cannot be combined"):
+        check_batch_scheduler(config(enable_batch_scheduler=True), kubernetes_was=True)
 
 
-def test_main_refuses_a_batch_scheduler_before_touching_a_cluster(
+def test_the_flag_list_is_the_renderers_list() -> None:
+    assert KNOWN_BATCH_SCHEDULERS == SCHEDULERS
+
+
+@pytest.mark.parametrize(
+    ("flags", "chosen"),
+    [
+        ([], ""),
+        (["--enable-batch-scheduler"], "volcano"),
+        *[([f"--batch-scheduler={name}"], name) for name in SCHEDULERS],
+    ],
+)
+def test_the_flags_choose_the_scheduler_every_controller_renders_with(
+    flags: list[str], chosen: str
+) -> None:
+    configuration = resolve_configuration(parse_arguments(build_parser(), flags))
+    check_batch_scheduler(configuration, kubernetes_was=False)
+    options = render_options(OperatorEnvironment(), configuration=configuration)
+    assert options.batch_scheduler == chosen
+
+
+@pytest.mark.parametrize("flag", ["--batch-scheduler=volcano", "--enable-batch-scheduler"])
+def test_main_gets_past_the_batch_scheduler_flags(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Accepted at start: the operator goes on to its kubeconfig (missing here)."""
+    assert main([flag, "--kubeconfig=/does/not/exist"]) == 1
+    assert capsys.readouterr().err == "ray-operator: kubeconfig /does/not/exist: no such file\n"
+
+
+def test_main_refuses_an_unknown_batch_scheduler_before_touching_a_cluster(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["--batch-scheduler=volcano", "--kubeconfig=/does/not/exist"]) == 1
+    assert main(["--batch-scheduler=slurm", "--kubeconfig=/does/not/exist"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("ray-operator: --batch-scheduler=volcano:")
+    assert err.startswith("ray-operator: --batch-scheduler: scheduler is not supported")
     assert err.count("\n") == 1
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Final
 
-from operator_runtime.api import RayCluster
+from operator_runtime.api import RayCluster, WorkerGroupSpec
 from operator_runtime.render.quantity import QuantityError, parse_quantity
 from operator_runtime.render.raystart import is_gpu_resource
 
@@ -127,3 +127,44 @@ def desired_resources(cluster: RayCluster) -> dict[str, str]:
         "desiredGPU": format_quantity(gpu),
         "desiredTPU": format_quantity(totals.get(TPU_RESOURCE, zero)),
     }
+
+
+def desired_worker_replicas(group: WorkerGroupSpec) -> int:
+    """Replicas clamped to [min, max] (0 if the group is suspended), before hosts."""
+    if group.suspend:
+        return 0
+    low = group.min_replicas or 0
+    high = group.max_replicas if group.max_replicas is not None else 2**31 - 1
+    replicas = group.replicas
+    if replicas is None or replicas < low:
+        return low
+    return min(replicas, high)
+
+
+def min_replicas(cluster: RayCluster) -> int:
+    """KubeRay's CalculateMinReplicas: ``minReplicas`` x hosts of the non-suspended groups."""
+    return sum(
+        (group.min_replicas or 0) * group.num_of_hosts
+        for group in cluster.spec.worker_group_specs or ()
+        if not group.suspend
+    )
+
+
+def sum_resources(lists: Iterable[Mapping[str, Amount]]) -> dict[str, Amount]:
+    """KubeRay's SumResourceList: per name, in the format of the first one summed."""
+    return _sum(dict(resources) for resources in lists)
+
+
+def worker_resources(cluster: RayCluster, *, minimum: bool) -> dict[str, Amount]:
+    """Every resource name of the head pod plus each non-suspended group's pod x
+    (``minReplicas`` if ``minimum``, else ``replicas`` as written) x hosts: KubeRay's
+    CalculateMinResources and CalculateDesiredResources, which the gang schedulers
+    reserve."""
+    parts = [pod_resources(cluster.spec.head_group_spec.template)]
+    for group in cluster.spec.worker_group_specs or ():
+        if group.suspend:
+            continue
+        count = (group.min_replicas if minimum else group.replicas) or 0
+        count *= group.num_of_hosts
+        parts.append({k: v.times(count) for k, v in pod_resources(group.template).items()})
+    return _sum(parts)

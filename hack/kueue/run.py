@@ -1,0 +1,265 @@
+"""Install Kueue on the local control plane and run its controller manager beside it.
+
+What a release's kustomization does in a cluster, done here for a process on this
+machine:
+
+- the CRDs, with the conversion webhook the release patches into five of them;
+- namespace ``kueue-system``, the empty Secret its certificate manager fills, and the
+  Service its webhooks are reached through;
+- the admission webhooks, only those of Kueue's own API and of ``ray.io`` (the release
+  registers every framework's, pods and Jobs included, and those would hold up other
+  tests' pods whenever Kueue is down), each limited to namespaces labelled
+  ``NAMESPACE_LABEL`` so that a test session's other namespaces never depend on Kueue.
+
+TLS is Kueue's own internal certificate management, as in a release: it generates a CA
+and a serving certificate for ``kueue-webhook-service.kueue-system.svc``, keeps them in
+the Secret and writes the CA into the webhook configurations and the CRDs. In a pod the
+kubelet mounts that Secret at the webhook's certificate directory, and Kueue waits for
+the files to appear there; here ``SecretFiles`` plays the kubelet's part. The API server
+resolves the Service to its cluster IP (its default, no endpoints needed); the sandbox
+routes the service range to loopback, so the call reaches Kueue's webhook server, which
+listens on all addresses at the Service's own port.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from hack import gobuild, kueue, sandbox
+from hack.localcluster import LocalCluster
+from hack.localcluster.cluster import free_ports
+
+NAMESPACE: Final = "kueue-system"
+SERVICE: Final = "kueue-webhook-service"
+SECRET: Final = "kueue-webhook-server-cert"
+NAMESPACE_LABEL: Final = "pulumi-ray.test/kueue"
+"""Kueue's webhooks and its job controllers act only in namespaces with this label
+(value ``enabled``)."""
+FRAMEWORKS: Final = ("ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice")
+WEBHOOK_GROUPS: Final = frozenset({"kueue.x-k8s.io", "ray.io"})
+CONVERTED_CRDS: Final = frozenset(
+    f"{plural}.kueue.x-k8s.io"
+    for plural in ("localqueues", "clusterqueues", "cohorts", "workloads", "multikueueclusters")
+)
+"""The CRDs the release serves through Kueue's conversion webhook (its CRD kustomization's
+``webhook_in_*`` patches); its certificate manager waits to inject the CA into each."""
+QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
+
+
+def _namespace_selector() -> dict[str, Any]:
+    return {"matchLabels": {NAMESPACE_LABEL: "enabled"}}
+
+
+def _service_reference(port: int, path: str) -> dict[str, Any]:
+    return {"service": {"name": SERVICE, "namespace": NAMESPACE, "path": path, "port": port}}
+
+
+def crd_manifests(text: str, *, webhook_port: int) -> list[dict[str, Any]]:
+    """The release's CRDs, the ``CONVERTED_CRDS`` with their conversion webhook."""
+    crds = [doc for doc in yaml.safe_load_all(text) if doc]
+    for crd in crds:
+        if crd["metadata"]["name"] in CONVERTED_CRDS:
+            crd["spec"]["conversion"] = {
+                "strategy": "Webhook",
+                "webhook": {
+                    "clientConfig": _service_reference(webhook_port, "/convert"),
+                    "conversionReviewVersions": ["v1"],
+                },
+            }
+    return crds
+
+
+def webhook_manifests(text: str, *, webhook_port: int) -> list[dict[str, Any]]:
+    """The release's webhook configurations, cut down to ``WEBHOOK_GROUPS`` and to
+    namespaces labelled ``NAMESPACE_LABEL``, named as the release names them (Kueue's
+    certificate manager finds them by those names)."""
+    configurations = []
+    for doc in yaml.safe_load_all(text):
+        if not doc:
+            continue
+        kind = "validating" if doc["kind"].startswith("Validating") else "mutating"
+        doc["metadata"] = {"name": f"kueue-{kind}-webhook-configuration"}
+        kept = []
+        for hook in doc["webhooks"]:
+            groups = {group for rule in hook["rules"] for group in rule["apiGroups"]}
+            if not groups <= WEBHOOK_GROUPS:
+                continue
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = _service_reference(webhook_port, path)
+            if "ray.io" in groups:
+                hook["namespaceSelector"] = _namespace_selector()
+            kept.append(hook)
+        doc["webhooks"] = kept
+        configurations.append(doc)
+    return configurations
+
+
+def support_manifests(*, webhook_port: int) -> list[dict[str, Any]]:
+    """Namespace, Secret and Service: what the certificate manager and the API server
+    need before Kueue starts."""
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": SECRET, "namespace": NAMESPACE},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": SERVICE, "namespace": NAMESPACE},
+            "spec": {
+                "type": "ClusterIP",
+                "ports": [{"port": webhook_port, "targetPort": webhook_port, "protocol": "TCP"}],
+            },
+        },
+    ]
+
+
+def configuration(*, webhook_port: int, health_port: int, cert_dir: Path) -> dict[str, Any]:
+    """Kueue's configuration file: the Ray integrations only, no leader election, no
+    metrics server, and the job controllers limited to ``NAMESPACE_LABEL``."""
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "namespace": NAMESPACE,
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "metrics": {"bindAddress": "0"},
+        "webhook": {"port": webhook_port, "certDir": str(cert_dir)},
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {
+            "enable": True,
+            "webhookServiceName": SERVICE,
+            "webhookSecretName": SECRET,
+        },
+        "managedJobsNamespaceSelector": _namespace_selector(),
+        "integrations": {"frameworks": list(FRAMEWORKS)},
+        "featureGates": {"VisibilityOnDemand": False},
+    }
+
+
+def _apply(cluster: LocalCluster, documents: list[dict[str, Any]]) -> None:
+    cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", "-f", "-",
+        input=yaml.safe_dump_all(documents),
+    )  # fmt: skip
+
+
+def install(cluster: LocalCluster, built: gobuild.Built, *, webhook_port: int) -> None:
+    """CRDs, namespace, Secret, Service and webhook configurations (idempotent)."""
+    crds = crd_manifests(built.path(kueue.CRDS_FILE).read_text(), webhook_port=webhook_port)
+    _apply(cluster, crds)
+    _apply(cluster, support_manifests(webhook_port=webhook_port))
+    hooks = built.path(kueue.WEBHOOKS_FILE).read_text()
+    _apply(cluster, webhook_manifests(hooks, webhook_port=webhook_port))
+    cluster.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s",
+        *[f"crd/{doc['metadata']['name']}" for doc in crds],
+    )  # fmt: skip
+
+
+class SecretFiles:
+    """Keeps ``directory`` holding the Secret's keys as files, as the kubelet does for a
+    Secret volume: polled, written when the data changes, until ``stop``."""
+
+    def __init__(self, cluster: LocalCluster, directory: Path) -> None:
+        self._cluster, self._directory = cluster, directory
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._written: dict[str, str] = {}
+
+    def start(self) -> None:
+        self._directory.mkdir(parents=True, exist_ok=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(2.0 if self._written else 0.3):
+            found = self._cluster.kubectl(
+                "-n", NAMESPACE, "get", "secret", SECRET, "-o", "jsonpath={.data}", check=False
+            )
+            if found.returncode != 0 or not found.stdout.strip():
+                continue
+            data: dict[str, str] = yaml.safe_load(found.stdout)
+            if data == self._written:
+                continue
+            for key, value in data.items():
+                staging = self._directory / f".{key}.tmp"
+                staging.write_bytes(base64.b64decode(value))
+                staging.replace(self._directory / key)
+            self._written = data
+
+
+def _ready(health_port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{health_port}/readyz", timeout=2) as r:
+            return bool(r.status == 200)
+    except (OSError, urllib.error.HTTPError):
+        return False
+
+
+@contextlib.contextmanager
+def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> Iterator[Path]:
+    """Install Kueue and run its controller manager until the block ends; yields its log.
+
+    Ready means its webhook server serves with a CA the API server trusts: the
+    certificate bootstrap finished before the manager started, so readiness (which
+    waits for the webhook server) implies it.
+    """
+    sandbox.require_inside("Kueue against the local control plane")
+    built = kueue.ensure_built()
+    webhook_port, health_port = free_ports(2)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    install(cluster, built, webhook_port=webhook_port)
+    config_path = state_dir / "kueue-config.yaml"
+    config = configuration(
+        webhook_port=webhook_port, health_port=health_port, cert_dir=state_dir / "certs"
+    )
+    config_path.write_text(yaml.safe_dump(config))
+    log_path = state_dir / "kueue.log"
+    secret_files = SecretFiles(cluster, state_dir / "certs")
+    secret_files.start()
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            [str(built.path(kueue.BINARY)), f"--config={config_path}", "--zap-log-level=2"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)},
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + timeout
+        while not _ready(health_port):
+            if process.poll() is not None:
+                raise RuntimeError(f"kueue exited {process.returncode}:\n{_tail(log_path)}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"kueue not ready after {timeout:.0f}s:\n{_tail(log_path)}")
+            time.sleep(0.2)
+        yield log_path
+    finally:
+        secret_files.stop()
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
