@@ -158,17 +158,26 @@ def _apply(cluster: LocalCluster, documents: list[dict[str, Any]]) -> None:
     )  # fmt: skip
 
 
-def install(cluster: LocalCluster, built: gobuild.Built, *, webhook_port: int) -> None:
-    """CRDs, namespace, Secret, Service and webhook configurations (idempotent)."""
+def install(cluster: LocalCluster, built: gobuild.Built, *, webhook_port: int) -> list[str]:
+    """CRDs, namespace, Secret, Service and webhook configurations (idempotent); returns
+    the webhook configurations as ``kind/name``, for ``uninstall_webhooks``."""
     crds = crd_manifests(built.path(kueue.CRDS_FILE).read_text(), webhook_port=webhook_port)
     _apply(cluster, crds)
     _apply(cluster, support_manifests(webhook_port=webhook_port))
-    hooks = built.path(kueue.WEBHOOKS_FILE).read_text()
-    _apply(cluster, webhook_manifests(hooks, webhook_port=webhook_port))
-    cluster.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s",
-        *[f"crd/{doc['metadata']['name']}" for doc in crds],
-    )  # fmt: skip
+    hooks_file = built.path(kueue.WEBHOOKS_FILE).read_text()
+    hooks = webhook_manifests(hooks_file, webhook_port=webhook_port)
+    _apply(cluster, hooks)
+    cluster.wait_for_crds(*[doc["metadata"]["name"] for doc in crds])
+    return [f"{doc['kind'].lower()}/{doc['metadata']['name']}" for doc in hooks]
+
+
+def uninstall_webhooks(cluster: LocalCluster, webhooks: list[str]) -> None:
+    """Take Kueue's webhook configurations away. Left behind with no Kueue to answer,
+    they fail every write the API server sends them (a RayService in a labelled
+    namespace could no longer get its finalizer from an operator started later on the
+    same control plane: "failed calling webhook ... connection refused")."""
+    if webhooks:
+        cluster.kubectl("delete", "--ignore-not-found", "--wait=false", *webhooks)
 
 
 class SecretFiles:
@@ -226,7 +235,7 @@ def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> 
     built = kueue.ensure_built()
     webhook_port, health_port = free_ports(2)
     state_dir.mkdir(parents=True, exist_ok=True)
-    install(cluster, built, webhook_port=webhook_port)
+    webhooks = install(cluster, built, webhook_port=webhook_port)
     config_path = state_dir / "kueue-config.yaml"
     config = configuration(
         webhook_port=webhook_port, health_port=health_port, cert_dir=state_dir / "certs"
@@ -251,6 +260,7 @@ def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> 
             time.sleep(0.2)
         yield log_path
     finally:
+        uninstall_webhooks(cluster, webhooks)
         secret_files.stop()
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
