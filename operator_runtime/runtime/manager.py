@@ -24,11 +24,14 @@ Concurrency is threads over the synchronous client (see docs/architecture.md).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from prometheus_client import CollectorRegistry
 
@@ -36,7 +39,7 @@ from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import Clock, SystemClock
 from operator_runtime.runtime.configuration import OperatorConfiguration
 from operator_runtime.runtime.context import ControllerContext, InformerSet
-from operator_runtime.runtime.errors import Conflict, PermanentError, TemporaryError
+from operator_runtime.runtime.errors import ApiError, Conflict, PermanentError, TemporaryError
 from operator_runtime.runtime.events import ApiEventSink, AsyncEventSink, EventRecorder
 from operator_runtime.runtime.health import HttpEndpoint, checks_route, parse_address
 from operator_runtime.runtime.informer import (
@@ -331,6 +334,13 @@ class Manager:
             delay = queue.add_rate_limited(key)
             log.info("reconcile %s %s hit a conflict, retrying in %.3fs: %s", name, key,
                      delay, exc, extra=context)  # fmt: skip
+        except ApiError as exc:
+            # The API server's answer (a webhook down, a namespace terminating, a 5xx),
+            # not a fault of ours: one line naming the request's call site, no traceback.
+            self._count(name, "error")
+            delay = queue.add_rate_limited(key)
+            log.error("reconcile %s %s: %s (from %s); retrying in %.3fs", name, key, exc,
+                      _call_site(exc), delay, extra=context)  # fmt: skip
         except Exception:
             self._count(name, "error")
             delay = queue.add_rate_limited(key)
@@ -417,3 +427,20 @@ def _enqueuer(watch: Watch, queue: WorkQueue[ObjectKey]) -> Handler:
             queue.add(key, sources[event])
 
     return handle
+
+
+_RUNTIME_PACKAGE: Final = os.path.dirname(os.path.abspath(__file__))
+
+
+def _call_site(error: BaseException) -> str:
+    """The controller's frame that made the failed request: the innermost frame outside
+    this runtime package (its client and transport), as ``file:line function``."""
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if os.path.dirname(frame.filename) != _RUNTIME_PACKAGE
+    ]
+    if not frames:
+        return "the runtime"
+    frame = frames[-1]
+    return f"{os.path.basename(frame.filename)}:{frame.lineno} {frame.name}"

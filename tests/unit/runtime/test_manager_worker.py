@@ -9,7 +9,12 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from operator_runtime.runtime.clock import FakeClock
-from operator_runtime.runtime.errors import Conflict, PermanentError, TemporaryError
+from operator_runtime.runtime.errors import (
+    Conflict,
+    InternalError,
+    PermanentError,
+    TemporaryError,
+)
 from operator_runtime.runtime.manager import Manager, ManagerOptions, _Runner
 from operator_runtime.runtime.metrics import RuntimeMetrics
 from operator_runtime.runtime.reconcile import ObjectKey, Result, Watch
@@ -71,7 +76,8 @@ def test_requeue_after_brings_the_key_back_at_that_time() -> None:
 
 
 @pytest.mark.parametrize("error", [RuntimeError("boom"), Conflict(409, "stale"),
-                                   TemporaryError("not yet")])  # fmt: skip
+                                   TemporaryError("not yet"),
+                                   InternalError(500, "failed calling webhook")])  # fmt: skip
 def test_errors_are_retried_with_backoff_and_logged_with_the_key(
     error: Exception, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -84,6 +90,20 @@ def test_errors_are_retried_with_backoff_and_logged_with_the_key(
     assert count(metrics, "error") == 1
     [record] = [r for r in caplog.records if r.name == "operator_runtime.runtime.manager"]
     assert "ns/obj" in record.getMessage() and getattr(record, "key", None) == "ns/obj"
+
+
+def test_an_api_error_is_one_line_naming_the_request_site_and_a_bug_keeps_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API server refusing (a webhook down, a namespace terminating) is not a fault
+    of the operator's: no traceback, but the controller's frame that made the request."""
+    run_once(InternalError(500, "failed calling webhook"))
+    run_once(RuntimeError("boom"))
+    api, bug = [r for r in caplog.records if r.name == "operator_runtime.runtime.manager"]
+    assert api.exc_info is None
+    assert "failed calling webhook" in api.getMessage()
+    assert "test_manager_worker.py:" in api.getMessage() and "reconcile" in api.getMessage()
+    assert bug.exc_info is not None and "raised" in bug.getMessage()
 
 
 def test_a_temporary_error_with_a_delay_uses_that_delay() -> None:
