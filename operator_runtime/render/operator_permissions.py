@@ -94,7 +94,7 @@ OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
         group="ray.io",
         resources=("rayclusters",),
         verbs=("get", "list", "patch", "watch"),
-        why="informer cache; add and remove the Redis cleanup finalizer; granted to the autoscaler Role",
+        why="informer cache; add and remove the Redis cleanup finalizer; a live read before the cleanup Job; granted to the autoscaler Role",
     ),
     Permission(
         controller="raycluster",

@@ -37,7 +37,7 @@ from operator_runtime.controllers.raycluster.run import (
 )
 from operator_runtime.render import RedisCleanupJobParams, RenderError, build_redis_cleanup_job
 from operator_runtime.render.gcsft import ft_embedded, ft_enabled
-from operator_runtime.runtime.errors import AlreadyExists, ApiError
+from operator_runtime.runtime.errors import AlreadyExists, ApiError, NotFound
 from operator_runtime.runtime.kinds import RAY_CLUSTER, Object
 from operator_runtime.runtime.reconcile import ObjectKey, Result
 
@@ -45,7 +45,12 @@ log = logging.getLogger(__name__)
 FINALIZER: Final = Finalizer.GCS_FT_REDIS_CLEANUP.value
 
 GCS_FT_NEEDS: Final = (
-    need("ray.io", "rayclusters", ("patch",), "add and remove the Redis cleanup finalizer"),
+    need(
+        "ray.io",
+        "rayclusters",
+        ("get", "patch"),
+        "add and remove the Redis cleanup finalizer; a live read before the cleanup Job",
+    ),
     need("batch", "jobs", ("list", "watch", "create"), "the Redis cleanup Job"),
 )
 
@@ -166,6 +171,8 @@ def _cleanup(run: ClusterRun, left: float) -> Result:
         and (j["metadata"].get("labels") or {}).get(LabelKey.NODE_TYPE) == NodeType.REDIS_CLEANUP
     ]
     if not jobs:
+        if not _still_held(run):
+            return Result()
         _create_job(run)
         return Result(requeue_after=min(SHORT_REQUEUE_SECONDS, left))
     job = jobs[0]
@@ -184,6 +191,18 @@ def _cleanup(run: ClusterRun, left: float) -> Result:
             Action.CLEANUP,
         )
     return Result()
+
+
+def _still_held(run: ClusterRun) -> bool:
+    """Whether the API server still has this cluster held by our finalizer. The cache
+    may lag behind a pass that already removed it: the cluster is then gone, and the
+    garbage collector has taken its finished Job, so a pass reading the cache alone
+    would create a second Job for nothing (seen in CI). One GET per Job created."""
+    try:
+        live = run.tools.client.get(RAY_CLUSTER, run.name, run.namespace)
+    except NotFound:
+        return False
+    return live["metadata"].get("uid") == run.uid and holds_deletion(live)
 
 
 def _give_up(tools: ClusterTools, raw: Object, timeout: float) -> None:

@@ -229,7 +229,14 @@ def test_the_configured_size_is_admitted_and_the_cleanup_job_carries_exactly_it(
             # Far inside the 300 s deadline: the Job ran, the deadline played no part.
             wait_for("cluster deleted", lambda: _gone(client, namespace, "sized"), timeout=120)
             added = [obj for kind, _, obj in jobs.entries if kind == "ADDED"]
-    assert len(added) == 1, added
+    assert len(added) == 1, [
+        (
+            o["metadata"]["uid"],
+            o["metadata"]["resourceVersion"],
+            o["metadata"].get("deletionTimestamp"),
+        )
+        for o in added
+    ]
     containers = added[0]["spec"]["template"]["spec"]["containers"]
     assert [c["resources"] for c in containers] == [resources]
     assert events(client, namespace, "CreatedRedisCleanupJob", "sized")

@@ -14,9 +14,13 @@ from typing import Any
 from hack.localcluster import LocalCluster
 from operator_runtime.api.finalizers import Finalizer
 from operator_runtime.controllers.raycluster import RayClusterOptions
+from operator_runtime.controllers.raycluster.gcsft import finish_deletion
 from operator_runtime.runtime.client import KubeClient
+from operator_runtime.runtime.clock import SystemClock
 from operator_runtime.runtime.errors import NotFound
-from operator_runtime.runtime.kinds import RAY_CLUSTER
+from operator_runtime.runtime.kinds import JOB, RAY_CLUSTER
+from operator_runtime.runtime.reconcile import ObjectKey
+from tests.clustertools import ListSink, cluster_tools
 from tests.integration.raycluster.conftest import (
     events,
     get_cluster,
@@ -156,3 +160,20 @@ def test_a_cleanup_job_that_cannot_be_built_is_retried_and_released_by_the_deadl
     notes = [e.get("note", "") for e in events(client, namespace, "FailedToCreateRedisCleanupJob")]
     assert any("a pod template has no containers" in note for note in notes), notes
     assert events(client, namespace, "ForceDeletedStuckCluster", "nocontainers")
+
+
+def test_a_pass_on_a_stale_cache_makes_no_cleanup_job_for_a_cluster_already_gone(
+    ray_crds: LocalCluster, client: KubeClient, namespace: str
+) -> None:
+    # CI saw two cleanup Jobs for one cluster: a pass had removed the finalizer, the
+    # garbage collector took the finished Job with the cluster, and a later pass, its
+    # cache still holding the cluster and no longer the Job, made another.
+    client.create(_ft_cluster("stale", namespace))
+    client.delete(RAY_CLUSTER, "stale", namespace)
+    held = get_cluster(client, namespace, "stale")  # what the lagging cache still shows
+    client.patch(RAY_CLUSTER, "stale", namespace, {"metadata": {"finalizers": None}})
+    wait_for("cluster deleted", lambda: _gone(client, namespace, "stale"))
+    tools = cluster_tools(client, ListSink(), clock=SystemClock())  # no pod, no Job cached
+    result = finish_deletion(tools, ObjectKey(namespace, "stale"), held)
+    assert result.requeue_after is None, result
+    assert client.list(JOB, namespace)["items"] == []

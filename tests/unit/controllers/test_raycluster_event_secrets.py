@@ -8,7 +8,6 @@ that records the Warning event; the event must be recorded and must not contain 
 from __future__ import annotations
 
 import copy
-import random
 from typing import Any
 
 import pydantic
@@ -17,29 +16,12 @@ import pytest
 from operator_runtime.api import RayCluster
 from operator_runtime.controllers.parse_errors import describe_parse_error
 from operator_runtime.controllers.raycluster import gates
-from operator_runtime.controllers.raycluster.creates import CreateQueue
-from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
-from operator_runtime.controllers.raycluster.options import RayClusterOptions
-from operator_runtime.controllers.raycluster.run import ClusterCaches, ClusterRun, ClusterTools
-from operator_runtime.runtime.cache import Cache
-from operator_runtime.runtime.clock import FakeClock
-from operator_runtime.runtime.events import EventData, EventRecorder
-from operator_runtime.runtime.expectations import Expectations
-from operator_runtime.runtime.kinds import POD, RAY_CLUSTER, Object
+from operator_runtime.controllers.raycluster.run import ClusterRun
+from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import ObjectKey
+from tests.clustertools import ListSink, cluster_tools
 
 SECRET = "hunter2-S3cr3t-Zq9"
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.events: list[EventData] = []
-
-    def create(self, event: EventData) -> None:
-        self.events.append(event)
-
-    def update_count(self, event: EventData) -> None:
-        pass
 
 
 def base() -> dict[str, Any]:
@@ -118,37 +100,7 @@ CASES = {
 
 
 def cluster_run(raw: Object, sink: ListSink) -> ClusterRun:
-    clock = FakeClock()
-    clusters = Cache(RAY_CLUSTER)
-    caches = ClusterCaches(
-        clusters=clusters,
-        **{
-            name: Cache(POD)
-            for name in (
-                "pods",
-                "services",
-                "jobs",
-                "service_accounts",
-                "roles",
-                "role_bindings",
-                "ingresses",
-                "pvcs",
-            )
-        },
-    )
-    expectations = Expectations(clock=clock, timeout=90.0)
-    tools = ClusterTools(
-        client=None,  # type: ignore[arg-type]  # the gate never writes
-        caches=caches,
-        events=EventRecorder(sink, clock=clock),
-        expectations=expectations,
-        creates=CreateQueue(expectations),
-        clock=clock,
-        options=RayClusterOptions(),
-        metrics=ClusterMetrics(clusters),
-        rng=random.Random(0),
-        new_token=lambda: "token",
-    )
+    tools = cluster_tools(None, sink, expectation_timeout=90.0)  # the gate never writes
     return ClusterRun(tools, ObjectKey("ns", "c"), raw, RayCluster.model_validate(raw))
 
 

@@ -10,23 +10,17 @@ from __future__ import annotations
 
 import copy
 import itertools
-import random
 from typing import Any
 
 import pytest
 
 from operator_runtime.api import RayCluster
-from operator_runtime.controllers.raycluster.creates import CreateQueue
-from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
-from operator_runtime.controllers.raycluster.options import RayClusterOptions
 from operator_runtime.controllers.raycluster.pods import PodsReplaced, reconcile_pods
-from operator_runtime.controllers.raycluster.run import ClusterCaches, ClusterRun, ClusterTools
-from operator_runtime.runtime.cache import Cache
+from operator_runtime.controllers.raycluster.run import ClusterRun
 from operator_runtime.runtime.clock import FakeClock
-from operator_runtime.runtime.events import EventData, EventRecorder
-from operator_runtime.runtime.expectations import Expectations
-from operator_runtime.runtime.kinds import POD, RAY_CLUSTER, Object
+from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import ObjectKey
+from tests.clustertools import ListSink, cluster_tools
 
 
 class FakeClient:
@@ -47,17 +41,6 @@ class FakeClient:
 
     def delete(self, kind: Any, name: str, namespace: str | None = None, **_: Any) -> None:
         self.deleted.append(name)
-
-
-class ListSink:
-    def __init__(self) -> None:
-        self.events: list[EventData] = []
-
-    def create(self, event: EventData) -> None:
-        self.events.append(event)
-
-    def update_count(self, event: EventData) -> None:
-        pass
 
 
 def raw_cluster(replicas: int) -> Object:
@@ -101,35 +84,9 @@ class World:
         self.clock = FakeClock()
         self.client = FakeClient()
         self.sink = ListSink()
-        self.pods = Cache(POD)
-        for item in pods:
-            self.pods.upsert(item)
-        self.clusters = clusters = Cache(RAY_CLUSTER)
-        empty = {
-            name: Cache(POD)
-            for name in (
-                "services",
-                "jobs",
-                "service_accounts",
-                "roles",
-                "role_bindings",
-                "ingresses",
-                "pvcs",
-            )
-        }
-        expectations = Expectations(clock=self.clock, timeout=30.0)
-        self.tools = ClusterTools(
-            client=self.client,  # type: ignore[arg-type]
-            caches=ClusterCaches(clusters=clusters, pods=self.pods, **empty),
-            events=EventRecorder(self.sink, clock=self.clock),
-            expectations=expectations,
-            creates=CreateQueue(expectations),
-            clock=self.clock,
-            options=RayClusterOptions(),
-            metrics=ClusterMetrics(clusters),
-            rng=random.Random(0),
-            new_token=lambda: "token",
-        )
+        self.tools = cluster_tools(self.client, self.sink, clock=self.clock, pods=pods)
+        self.pods = self.tools.caches.pods
+        self.clusters = self.tools.caches.clusters
 
     def reconcile(self, replicas: int) -> ClusterRun:
         return self.pass_over(raw_cluster(replicas))
