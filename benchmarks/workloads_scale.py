@@ -41,11 +41,13 @@ import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -54,7 +56,15 @@ from benchmarks.machine import machine
 from benchmarks.scale import NAMESPACE, Bench, Progress, Sampler
 from hack import kuberay, sandbox
 from hack.localcluster import LocalCluster
-from operator_runtime.runtime.errors import NotFound
+from operator_runtime.api import RayCluster, RayJob, RayService
+from operator_runtime.render import (
+    ClusterRenderParams,
+    SubmitterParams,
+    build_submitter_job,
+    owner_reference,
+    render_cluster,
+)
+from operator_runtime.runtime.errors import ApiError, NotFound, TransportError
 from operator_runtime.runtime.kinds import (
     JOB,
     POD,
@@ -62,6 +72,7 @@ from operator_runtime.runtime.kinds import (
     RAY_JOB,
     RAY_SERVICE,
     SERVICE,
+    Object,
     ResourceKind,
 )
 
@@ -98,10 +109,13 @@ class Kind:
     """The workload's kind as its clusters' ``ray.io/originated-from-crd`` label says."""
     reached_label: str
     """The table's label for the last step the operator controls on kwok."""
+    model: type[RayJob] | type[RayService]
 
 
-RAYJOBS: Final = Kind("rayjobs", RAY_JOB, "RayJob", "time to all submissions attempted, s")
-RAYSERVICES: Final = Kind("rayservices", RAY_SERVICE, "RayService", "time to all head Services, s")
+RAYJOBS: Final = Kind("rayjobs", RAY_JOB, "RayJob", "time to all submissions attempted, s", RayJob)
+RAYSERVICES: Final = Kind(
+    "rayservices", RAY_SERVICE, "RayService", "time to all head Services, s", RayService
+)
 
 
 @dataclass(frozen=True)
@@ -358,6 +372,7 @@ def wait_for_workloads(
     started: float,
     timeout: float,
     progress: Progress,
+    errors: list[BaseException] | None = None,
 ) -> tuple[dict[str, float], Observation]:
     """Poll every 0.5 s until every workload's cluster is ready and its last step is
     done: the seconds until all clusters existed (``created``), all were ready
@@ -375,10 +390,179 @@ def wait_for_workloads(
         if "ready" in times and len(seen.reached) >= count:
             times.setdefault("created", elapsed)
             return {**times, "reached": elapsed}, seen
+        if errors:
+            raise RuntimeError(f"{kind.key}: the ceiling's writes failed") from errors[0]
         if elapsed > timeout:
             raise TimeoutError(f"{kind.key}: {len(seen.ready)}/{count} clusters ready, "
                                f"{len(seen.reached)}/{count} reached")  # fmt: skip
         time.sleep(0.5)
+
+
+# -- the ceiling: no operator, a plain client writing what an operator must ----------------
+
+
+@dataclass
+class CeilingWriter:
+    """What any operator has to write for one workload, written by a plain client with
+    the operators' qps/burst (``Bench.limited``) and nothing else: the workload's
+    RayCluster, the cluster's head Service and pods (rendered as our operator renders
+    them), and, once kwok has the pods Running and Ready, the cluster's ``ready``
+    status; for a RayJob then its submitter Job and ``jobDeploymentStatus: Running``.
+    No reads, no events, no finalizers, no retries: the control plane's own limit for
+    this burst, against which both operators are measured."""
+
+    bench: Bench
+    kind: Kind
+    settings: scale.Settings
+    workloads: dict[str, Object] = field(default_factory=dict)
+    """Cluster name -> the workload it was made for."""
+    clusters: dict[str, RayCluster] = field(default_factory=dict)
+    errors: list[BaseException] = field(default_factory=list)
+
+    def materialize(self, index: int, name: str) -> None:
+        try:
+            made = self.bench.client.create(
+                workload(self.kind, name, scale.node_of(index, self.settings))
+            )  # the workload itself is the benchmark's, as for the operators
+            spec = made["spec"]["rayClusterSpec" if self.kind is RAYJOBS else "rayClusterConfig"]
+            cluster_name = f"{name}-cluster"
+            manifest = {
+                "apiVersion": "ray.io/v1",
+                "kind": "RayCluster",
+                "metadata": {
+                    "name": cluster_name,
+                    "namespace": NAMESPACE,
+                    "labels": {ORIGIN_KIND: self.kind.crd, ORIGIN_NAME: name},
+                    "ownerReferences": [owner_reference(self.kind.model.model_validate(made))],
+                },
+                "spec": spec,
+            }
+            self.workloads[cluster_name] = made
+            cluster = RayCluster.model_validate(self.bench.limited.create(manifest))
+            self.clusters[cluster_name] = cluster
+            for child in render_cluster(params=ClusterRenderParams(cluster=cluster)):
+                self.bench.limited.create(child)
+        except BaseException as exc:
+            self.errors.append(exc)
+            raise
+
+    def ready(self, cluster_name: str) -> None:
+        try:
+            limited = self.bench.limited
+            status = {"state": "ready", "readyWorkerReplicas": WORKERS}
+            limited.patch(RAY_CLUSTER, cluster_name, NAMESPACE, {"status": status},
+                          subresource="status")  # fmt: skip
+            if self.kind is not RAYJOBS:
+                return
+            made = self.workloads[cluster_name]
+            name = str(made["metadata"]["name"])
+            submitter = build_submitter_job(params=SubmitterParams(
+                job=RayJob.model_validate(made), job_id=f"{name}-1",
+                dashboard_url=f"{cluster_name}-head-svc.{NAMESPACE}.svc.cluster.local:8265",
+                cluster=self.clusters[cluster_name],
+            ))  # fmt: skip
+            limited.create(submitter)
+            state = {"jobDeploymentStatus": "Running", "rayClusterName": cluster_name}
+            limited.patch(RAY_JOB, name, NAMESPACE, {"status": state}, subresource="status")
+        except BaseException as exc:
+            self.errors.append(exc)
+            raise
+
+
+class ClustersReady:
+    """A watch of the namespace's head and worker pods that calls ``on_ready(cluster)``
+    once per cluster, when ``per_cluster`` of its pods are Running and Ready: how an
+    operator learns it from its informer, without polling the API server."""
+
+    def __init__(self, bench: Bench, per_cluster: int, on_ready: Callable[[str], object]) -> None:
+        self.bench, self.per_cluster, self.on_ready = bench, per_cluster, on_ready
+        self._ready: dict[str, set[str]] = {}
+        self._fired: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ceiling-pods", daemon=True)
+        self._version = ""
+
+    def __enter__(self) -> ClustersReady:
+        listing = self.bench.client.list(POD, NAMESPACE, label_selector=self._selector)
+        self._version = str(listing["metadata"]["resourceVersion"])
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    _selector: Final = "ray.io/node-type in (head,worker)"
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                stream = self.bench.client.watch(
+                    POD, NAMESPACE, resource_version=self._version,
+                    label_selector=self._selector, timeout_seconds=30, inactivity_timeout=1.0,
+                )  # fmt: skip
+                for event in stream:
+                    self._take(event)
+                    if self._stop.is_set():
+                        stream.close()
+                        return
+            except (TransportError, ApiError):
+                continue
+
+    def _take(self, event: Object) -> None:
+        pod = event.get("object") or {}
+        metadata = pod.get("metadata") or {}
+        self._version = str(metadata.get("resourceVersion") or self._version)
+        cluster = str((metadata.get("labels") or {}).get("ray.io/cluster") or "")
+        if event.get("type") not in ("ADDED", "MODIFIED") or not cluster:
+            return
+        status = pod.get("status") or {}
+        ready = status.get("phase") == "Running" and any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in status.get("conditions") or ()
+        )
+        if not ready:
+            return
+        pods = self._ready.setdefault(cluster, set())
+        pods.add(str(metadata.get("uid")))
+        if len(pods) >= self.per_cluster and cluster not in self._fired:
+            self._fired.add(cluster)
+            self.on_ready(cluster)
+
+
+def run_ceiling_phase(kind: Kind, bench: Bench, settings: Settings) -> dict[str, Any]:
+    """The same burst with no operator: ``CeilingWriter`` writes, and the same
+    observation as for the operators times it."""
+    base = settings.base()
+    count = settings.count(kind)
+    progress = Progress(f"ceiling {kind.key}")
+    names = [f"{kind.key[:4]}-{index:03}" for index in range(count)]
+    writer = CeilingWriter(bench, kind, base)
+    before = bench.snapshot()
+    started = time.monotonic()
+    with (
+        ThreadPoolExecutor(scale.CEILING_CLIENTS) as pool,
+        ClustersReady(bench, 1 + WORKERS, lambda cluster: pool.submit(writer.ready, cluster)),
+    ):
+        for index, name in enumerate(names):
+            pool.submit(writer.materialize, index, name)
+        times, last = wait_for_workloads(
+            bench, kind, count, started, settings.timeout, progress, writer.errors
+        )
+    progress.show(f"all {count} clusters ready in {times['ready']:.1f}s, all reached in "
+                  f"{times['reached']:.1f}s", final=True)  # fmt: skip
+    requests = bench.requests_since(before)
+    deleted = delete_all(bench, kind.resource, f"ceiling {kind.key} delete", settings.timeout)
+    return {
+        "count": count,
+        "clusters_created_seconds": round(times["created"], 1),
+        "clusters_ready_seconds": round(times["ready"], 1),
+        "reached_seconds": round(times["reached"], 1),
+        "api_requests": requests,
+        "api_requests_total": sum(requests.values()),
+        "delete_seconds": round(deleted, 1),
+        "statuses": dict(sorted(last.statuses.items())),
+    }
 
 
 def run_operator(key: str, state: Path, settings: Settings, logs: Path) -> dict[str, Any]:
@@ -387,7 +571,11 @@ def run_operator(key: str, state: Path, settings: Settings, logs: Path) -> dict[
     with scale.control_plane(state / f"cluster-{key}", settings.base()) as cluster:
         bench = Bench(cluster, settings.base())
         for kind in (RAYJOBS, RAYSERVICES):
-            if settings.count(kind):
+            if not settings.count(kind):
+                continue
+            if key == "ceiling":
+                results[kind.key] = run_ceiling_phase(kind, bench, settings)
+            else:
                 results[kind.key] = run_phase(key, kind, cluster, bench, settings, logs)
                 print(f"{key} {kind.key}: {json.dumps(results[kind.key])}", file=sys.stderr,
                       flush=True)  # fmt: skip
@@ -398,22 +586,33 @@ def run_operator(key: str, state: Path, settings: Settings, logs: Path) -> dict[
 
 
 def table(results: dict[str, dict[str, Any]], kind: Kind) -> str:
-    ours, theirs = (results.get(key, {}).get(kind.key, {}) for key in ("ours", "kuberay"))
-    rows: list[tuple[str, ...]] = [
-        ("metric", "ours", f"KubeRay {kuberay.VERSION}", "ours/KubeRay"),
-    ]
+    """Ours beside KubeRay, and the ceiling's column with each operator's time over
+    the ceiling's when the run had one."""
+    ours, theirs, ceiling = (
+        results.get(key, {}).get(kind.key, {}) for key in ("ours", "kuberay", "ceiling")
+    )
+    with_ceiling = bool(ceiling)
+    header: tuple[str, ...] = ("metric", "ours", f"KubeRay {kuberay.VERSION}", "ours/KubeRay")
+    if with_ceiling:
+        header += ("ceiling", "ours/ceiling", "KubeRay/ceiling")
+    rows: list[tuple[str, ...]] = [header]
 
     def row(label: str, values: list[Any], digits: int = 1) -> None:
-        rows.append((label, *(scale._fmt(v, digits) for v in values),
-                     scale._ratio(values[0], values[1])))  # fmt: skip
+        cells = (label, *(scale._fmt(v, digits) for v in values[:2]),
+                 scale._ratio(values[0], values[1]))  # fmt: skip
+        if with_ceiling:
+            cells += (scale._fmt(values[2], digits), scale._ratio(values[0], values[2]),
+                      scale._ratio(values[1], values[2]))  # fmt: skip
+        rows.append(cells)
 
     def key_row(label: str, key: str, *, digits: int = 1, scale_by: float = 1) -> None:
-        values = [side.get(key) for side in (ours, theirs)]
+        values = [side.get(key) for side in (ours, theirs, ceiling)]
         row(label, [v / scale_by if isinstance(v, int | float) and scale_by != 1 else v
                     for v in values], digits)  # fmt: skip
 
     def sub_row(label: str, key: str, sub: str) -> None:
-        row(label, [side.get(key, {}).get(sub, 0) if side else None for side in (ours, theirs)])
+        row(label, [side.get(key, {}).get(sub, 0) if side else None
+                    for side in (ours, theirs, ceiling)])  # fmt: skip
 
     key_row("time to all clusters ready, s", "clusters_ready_seconds")
     key_row("  all clusters created, s", "clusters_created_seconds")
@@ -438,11 +637,11 @@ def table(results: dict[str, dict[str, Any]], kind: Kind) -> str:
         key_row("RayService head/serve Services made", "own_services")
     text = scale.format_rows(rows)
     statuses = {key: results.get(key, {}).get(kind.key, {}).get("statuses")
-                for key in ("ours", "kuberay")}  # fmt: skip
-    field = "jobDeploymentStatus" if kind is RAYJOBS else "serviceStatus"
+                for key in ("ours", "kuberay", "ceiling")}  # fmt: skip
+    field_name = "jobDeploymentStatus" if kind is RAYJOBS else "serviceStatus"
     return (
         text
-        + f"\n{field} when reached: "
+        + f"\n{field_name} when reached: "
         + "; ".join(f"{key} {value}" for key, value in statuses.items() if value is not None)
     )
 
@@ -455,7 +654,7 @@ def main() -> None:
     parser.add_argument("--idle-runs", type=int, default=3,
                         help="the idle 1-worker figure: the median of this many runs")  # fmt: skip
     scale.add_operator_arguments(
-        parser, only="ours,kuberay", profile="py-spy: our operator's stacks, to PATH-<kind>"
+        parser, only="ours,kuberay,ceiling", profile="py-spy: our operator's stacks, to PATH-<kind>"
     )
     parser.add_argument("--concurrent", action="store_true",
                         help="run the operators at the same time, each on its own control "
@@ -464,8 +663,8 @@ def main() -> None:
     args = parser.parse_args()
     sandbox.exit_unless_inside("the benchmark")
     wanted = [key.strip() for key in args.only.split(",") if key.strip()]
-    if not wanted or set(wanted) - {"ours", "kuberay"}:
-        parser.error(f"--only: one or both of ours, kuberay; got {args.only!r}")
+    if not wanted or set(wanted) - {"ours", "kuberay", "ceiling"}:
+        parser.error(f"--only: one or more of ours, kuberay, ceiling; got {args.only!r}")
     settings = Settings(args.rayjobs, args.rayservices, args.qps, args.burst, args.concurrency,
                         args.timeout, args.profile, args.idle_runs)  # fmt: skip
     if "kuberay" in wanted:
