@@ -236,21 +236,25 @@ def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> 
     webhook_port, health_port = free_ports(2)
     state_dir.mkdir(parents=True, exist_ok=True)
     webhooks = install(cluster, built, webhook_port=webhook_port)
-    config_path = state_dir / "kueue-config.yaml"
-    config = configuration(
-        webhook_port=webhook_port, health_port=health_port, cert_dir=state_dir / "certs"
-    )
-    config_path.write_text(yaml.safe_dump(config))
-    log_path = state_dir / "kueue.log"
-    secret_files = SecretFiles(cluster, state_dir / "certs")
-    secret_files.start()
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            [str(built.path(kueue.BINARY)), f"--config={config_path}", "--zap-log-level=2"],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)},
-        )  # fmt: skip
+    # Everything after the install is inside the try: webhooks left installed with
+    # nothing answering would refuse every later write to a labelled namespace.
+    secret_files: SecretFiles | None = None
+    process: subprocess.Popen[bytes] | None = None
     try:
+        config_path = state_dir / "kueue-config.yaml"
+        config = configuration(
+            webhook_port=webhook_port, health_port=health_port, cert_dir=state_dir / "certs"
+        )
+        config_path.write_text(yaml.safe_dump(config))
+        log_path = state_dir / "kueue.log"
+        secret_files = SecretFiles(cluster, state_dir / "certs")
+        secret_files.start()
+        with log_path.open("ab") as log:
+            process = subprocess.Popen(
+                [str(built.path(kueue.BINARY)), f"--config={config_path}", "--zap-log-level=2"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)},
+            )  # fmt: skip
         deadline = time.monotonic() + timeout
         while not _ready(health_port):
             if process.poll() is not None:
@@ -261,8 +265,9 @@ def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> 
         yield log_path
     finally:
         uninstall_webhooks(cluster, webhooks)
-        secret_files.stop()
-        if process.poll() is None:
+        if secret_files is not None:
+            secret_files.stop()
+        if process is not None and process.poll() is None:
             process.send_signal(signal.SIGTERM)
             try:
                 process.wait(timeout=30)
