@@ -45,6 +45,7 @@ from operator_runtime.runtime.commandline import (
 from operator_runtime.runtime.commandline import (
     build_parser as _build_parser,
 )
+from operator_runtime.runtime.configuration import ConfigurationError
 from operator_runtime.runtime.leader import LeaderElectionConfig
 from operator_runtime.runtime.logs import configure_logging
 from operator_runtime.runtime.manager import Manager, ManagerOptions
@@ -171,6 +172,8 @@ def _run(args: argparse.Namespace) -> int:
     only = [name.strip() for name in args.controllers.split(",") if name.strip()] or None
     try:
         manager.add_registry(build_registry(args.controller_plugin), only)
+    except ConfigurationError as exc:  # a controller refused the configuration
+        raise StartupError(str(exc), code=2) from None
     except ValueError as exc:
         raise StartupError(f"--controllers: {exc}", code=2) from None
     try:

@@ -282,7 +282,8 @@ def test_a_batch_schedulers_podgroups_are_granted_only_with_that_scheduler() -> 
     default = granted(None)
     assert VOLCANO and PLUGINS and default & (VOLCANO | PLUGINS) == set()
     assert {
-        ("scheduling.volcano.sh", "podgroups", verb) for verb in ("create", "get", "update")
+        ("scheduling.volcano.sh", "podgroups", verb)
+        for verb in ("create", "get", "list", "update", "watch")
     } == VOLCANO
     assert granted({"batchScheduler": "volcano"}) == default | VOLCANO
     assert granted({"enableBatchScheduler": True}) == default | VOLCANO

@@ -220,7 +220,16 @@ class RayClusterController:
             field: self._informer(context, kind, selector)
             for field, (kind, selector) in WATCHED.items()
         }
-        caches = ClusterCaches(**{field: informer.cache for field, informer in informers.items()})
+        scheduler = self.options.render.batch_scheduler
+        self._pod_group_kind = batchscheduler.pod_group_kind(scheduler)
+        pod_groups = None
+        if self._pod_group_kind is not None:
+            batchscheduler.require_served(context.client, scheduler, self._pod_group_kind)
+            pod_groups = self._informer(context, self._pod_group_kind, None).cache
+        caches = ClusterCaches(
+            **{field: informer.cache for field, informer in informers.items()},
+            pod_groups=pod_groups,
+        )
         self.metrics = ClusterMetrics(caches.clusters)
         if metrics_registry is not None:
             self.metrics.register(metrics_registry)
@@ -286,6 +295,8 @@ class RayClusterController:
                 )
             else:
                 result.append(owned(kind, ray, label_selector=selector))
+        if self._pod_group_kind is not None:  # a gang deleted by hand is made again at once
+            result.append(owned(self._pod_group_kind, ray))
         return result
 
     def _pod_event_matters(self, event: EventType, pod: Object, old: Object | None) -> bool:

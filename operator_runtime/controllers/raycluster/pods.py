@@ -69,7 +69,9 @@ def reconcile_pods(run: ClusterRun) -> None:
     if upgrade.recreate_requested(cluster.spec) and _upgrade(run, expected_hash):
         return
     if options.render.batch_scheduler:  # the gang exists before its first pod
-        batchscheduler.on_submission(run.tools.client, options.render.batch_scheduler, cluster)
+        batchscheduler.on_submission(
+            run.tools.client, run.tools.caches.pod_groups, options.render.batch_scheduler, cluster
+        )
     if not _reconcile_head(run, expected_hash):
         return
     for group in cluster.spec.worker_group_specs or ():

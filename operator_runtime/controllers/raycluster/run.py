@@ -63,6 +63,8 @@ class ClusterCaches:
     role_bindings: Cache
     ingresses: Cache
     pvcs: Cache
+    pod_groups: Cache | None = None
+    """The batch scheduler's PodGroups (``--batch-scheduler`` with PodGroups only)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,7 @@ from operator_runtime.controllers.rayjob.run import (
 from operator_runtime.controllers.rayjob.states import STATES
 from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.render import Permission
+from operator_runtime.render.batchscheduler import VOLCANO
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.context import ControllerContext
 from operator_runtime.runtime.errors import NotLeading, ServerError, TransportError
@@ -130,13 +131,24 @@ class RayJobController:
         self.options = options or RayJobOptions.from_settings(
             context.settings, gates_of(context), context.configuration
         )
+        # Only Volcano's gang is the RayJob's own (scheduler-plugins refuses RayJobs).
+        self._pod_group_kind = (
+            kinds.VOLCANO_POD_GROUP if self.options.render.batch_scheduler == VOLCANO else None
+        )
+        if self._pod_group_kind is not None:
+            batchscheduler.require_served(context.client, VOLCANO, self._pod_group_kind)
         caches = JobCaches(
             **{
                 # No projection asked for: pods share the RayCluster controller's
                 # informer, built first, with its projection.
                 field: context.informers.get(kind, label_selector=selector).cache
                 for field, (kind, selector) in WATCHED.items()
-            }
+            },
+            pod_groups=(
+                context.informers.get(self._pod_group_kind).cache
+                if self._pod_group_kind is not None
+                else None
+            ),
         )
         self.metrics = JobMetrics(caches.jobs)
         if metrics_registry is not None:
@@ -159,6 +171,8 @@ class RayJobController:
             if field in ("jobs", "pods"):
                 continue
             result.append(owned(kind, owner, label_selector=selector))
+        if self._pod_group_kind is not None:
+            result.append(owned(self._pod_group_kind, owner))
         return result
 
     def close(self) -> None:

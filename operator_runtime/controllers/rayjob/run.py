@@ -50,6 +50,8 @@ class JobCaches:
     """batch Jobs created by the operator."""
     pods: Cache
     """Ray pods (the head, for SidecarMode): the RayCluster controller's cache."""
+    pod_groups: Cache | None = None
+    """Volcano's PodGroups (``--batch-scheduler=volcano`` only)."""
 
 
 @dataclass(frozen=True, slots=True)

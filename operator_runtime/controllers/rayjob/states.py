@@ -149,7 +149,9 @@ def on_initializing(run: JobRun) -> Result | None:
         return None
     scheduler = run.tools.options.render.batch_scheduler
     if scheduler:  # the gang (Volcano's PodGroup of cluster and submitter) comes first
-        batchscheduler.on_submission(run.tools.client, scheduler, run.job)
+        batchscheduler.on_submission(
+            run.tools.client, run.tools.caches.pod_groups, scheduler, run.job
+        )
     cluster = children.get_or_create_cluster(run)
     if not run.get("dashboardURL"):
         cluster_status = cluster.get("status") or {}
@@ -375,8 +377,9 @@ def cleanup_batch_scheduler(run: JobRun) -> None:
         return
     where = f"{run.namespace}/{run.name}"
     try:
+        caches = (run.tools.caches.pod_groups, run.tools.caches.clusters)
         cleaned = batchscheduler.cleanup_on_completion(
-            run.tools.client, scheduler, run.job, str(run.get("rayClusterName") or "")
+            run.tools.client, caches, scheduler, run.job, str(run.get("rayClusterName") or "")
         )
     except ApiError as exc:
         run.event("Warning", JobReason.FAILED_TO_CLEANUP_BATCH_SCHEDULER,

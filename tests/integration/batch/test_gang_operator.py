@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hack.localcluster import LocalCluster, nodes
+from hack.localcluster import LocalCluster, nodes, start_for_tests
+from hack.localcluster.cluster import free_ports
 from operator_runtime.render.batchscheduler import SCHEDULER_PLUGINS_SCHEDULER_NAME
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.client import KubeClient
@@ -54,6 +57,12 @@ session every 200 ms here, and Coscheduling's Permit wait is 10 s, so both have 
 BIND_TIMEOUT = 120.0
 """A generous bound on a gang that fits getting bound (scheduling periods are < 1 s; the
 Coscheduling backoff of a rejected group adds its Permit wait)."""
+SETTLE_SECONDS = 3.0
+"""Past the 2 s within which a pod update that changes only the counts starts its pass."""
+GROUP_AGAIN_TIMEOUT = 30.0
+"""A PodGroup deleted by hand is made again from its deletion event: one pass, far
+inside the 300 s resync of a settled cluster (which would otherwise have been the
+bound)."""
 REQUEUE_TIMEOUT = 360.0
 """The bound once capacity arrives for a gang that was refused: kube-scheduler retries a
 pod that sat in its unschedulable pool after at most 5 minutes even when no event it
@@ -240,7 +249,9 @@ def test_the_deprecated_flag_is_volcano_and_a_scale_up_resizes_the_group(
 ) -> None:
     add_nodes(ray_crds, namespace, pool, 2)
     manifest = gang_cluster("grow", namespace, 1, {"volcano.sh/queue-name": "default"})
-    with OperatorProcess(ray_crds.kubeconfig, namespace, "--enable-batch-scheduler"):
+    (metrics_port,) = free_ports(1)
+    flags = ("--enable-batch-scheduler", f"--metrics-addr=127.0.0.1:{metrics_port}")
+    with OperatorProcess(ray_crds.kubeconfig, namespace, *flags):
         kube.create(copy.deepcopy(manifest))
         wait_for("grow ready", lambda: state(kube, namespace, "grow") == "ready", BIND_TIMEOUT)
 
@@ -256,6 +267,55 @@ def test_the_deprecated_flag_is_volcano_and_a_scale_up_resizes_the_group(
         wait_for("the PodGroup resized", lambda: group()["minMember"] == 4, 60, 0.1,
                  explain=group)  # fmt: skip
         assert group()["minResources"]["cpu"] == "4"
+        # Deleted by hand, the group comes back from its deletion event (the PodGroup
+        # informer wakes its cluster), not at the 300 s resync of a settled cluster. The
+        # cluster settles first, so no pass is waiting in the queue to absorb that event.
+        wait_for("grow's 4 pods bound and ready", lambda: all_bound(kube, namespace, "grow", 4)
+                 and state(kube, namespace, "grow") == "ready", BIND_TIMEOUT)  # fmt: skip
+        time.sleep(SETTLE_SECONDS)
+        ray_crds.kubectl("-n", namespace, "delete", "podgroups.scheduling.volcano.sh",
+                         "ray-grow-pg", "--wait=true")  # fmt: skip
+        wait_for("the PodGroup made again", lambda: _pod_group_exists(ray_crds, namespace),
+                 GROUP_AGAIN_TIMEOUT, 0.2)  # fmt: skip
+        assert group()["minMember"] == 4
+        # Other events may wake the cluster too (the scheduler touching its pods); the
+        # deletion event itself must have.
+        assert _passes_started_by(metrics_port, "PodGroup/DELETED") >= 1
+
+
+def _passes_started_by(port: int, source: str) -> float:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    wanted = f'controller="raycluster",source="{source}"'
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("operator_reconcile_triggers_total{") and wanted in line
+    )
+
+
+def _pod_group_exists(cluster: LocalCluster, namespace: str) -> bool:
+    found = cluster.kubectl("-n", namespace, "get", "podgroups.scheduling.volcano.sh",
+                            "ray-grow-pg", "--ignore-not-found", "-o", "name")  # fmt: skip
+    return bool(found.stdout.strip())
+
+
+def test_the_operator_refuses_to_start_without_the_schedulers_podgroups(
+    tmp_path: Path, namespace: str
+) -> None:
+    # A control plane of its own: the shared one keeps Volcano's CRDs once a gang test
+    # installed them. Without them the PodGroup informer would never sync, and no
+    # controller would ever start.
+    cluster = start_for_tests(tmp_path / "no-volcano")
+    try:
+        operator = OperatorProcess(cluster.kubeconfig, namespace, "--batch-scheduler=volcano")
+        done = subprocess.run(operator.arguments, env=operator.env, capture_output=True,
+                              text=True, timeout=120, check=False)  # fmt: skip
+    finally:
+        cluster.stop()
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert "--batch-scheduler=volcano" in output and "podgroups" in output, output
 
 
 def test_coscheduling_gangs_a_rayclusters_pods_made_by_our_operator(

@@ -150,8 +150,9 @@ def test_every_watched_kind_is_listable_and_watchable(
 
 
 def test_the_caches_are_the_watched_kinds() -> None:
-    assert [f.name for f in dataclasses.fields(ClusterCaches)] == list(WATCHED)
-    assert [f.name for f in dataclasses.fields(JobCaches)] == list(rayjob.WATCHED)
+    # Plus the PodGroups, cached only with a batch scheduler that has them.
+    assert [f.name for f in dataclasses.fields(ClusterCaches)] == [*WATCHED, "pod_groups"]
+    assert [f.name for f in dataclasses.fields(JobCaches)] == [*rayjob.WATCHED, "pod_groups"]
     assert [f.name for f in dataclasses.fields(raycronjob.CronCaches)] == list(raycronjob.WATCHED)
     assert [f.name for f in dataclasses.fields(ServiceCaches)] == list(rayservice.WATCHED)
 
