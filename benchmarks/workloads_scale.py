@@ -324,12 +324,7 @@ def run_phase(
         deleted = delete_all(bench, kind.resource, f"{key} {kind.key} delete", settings.timeout)
         progress.show(f"deleted in {deleted:.1f}s", final=True)
         return {
-            "count": count,
-            "clusters_created_seconds": round(times["created"], 1),
-            "clusters_ready_seconds": round(times["ready"], 1),
-            "reached_seconds": round(times["reached"], 1),
-            "api_requests": requests,
-            "api_requests_total": sum(requests.values()),
+            **timed_figures(count, times, requests),
             **own,
             "reconciles_by_controller": dict(sorted(by_controller.items())),
             "cpu_seconds_to_reached": round(cpu_reached - cpu_before, 1),
@@ -347,6 +342,18 @@ def run_phase(
         if profiler is not None:
             scale.stop_profiler(profiler)
         operator.stop()
+
+
+def timed_figures(count: int, times: dict[str, float], requests: dict[str, int]) -> dict[str, Any]:
+    """The figures every subject has: its times and the API requests of the burst."""
+    return {
+        "count": count,
+        "clusters_created_seconds": round(times["created"], 1),
+        "clusters_ready_seconds": round(times["ready"], 1),
+        "reached_seconds": round(times["reached"], 1),
+        "api_requests": requests,
+        "api_requests_total": sum(requests.values()),
+    }
 
 
 def delete_small(bench: Bench, name: str, timeout: float) -> None:
@@ -554,14 +561,10 @@ def run_ceiling_phase(kind: Kind, bench: Bench, settings: Settings) -> dict[str,
     requests = bench.requests_since(before)
     deleted = delete_all(bench, kind.resource, f"ceiling {kind.key} delete", settings.timeout)
     return {
-        "count": count,
-        "clusters_created_seconds": round(times["created"], 1),
-        "clusters_ready_seconds": round(times["ready"], 1),
-        "reached_seconds": round(times["reached"], 1),
-        "api_requests": requests,
-        "api_requests_total": sum(requests.values()),
+        **timed_figures(count, times, requests),
         "delete_seconds": round(deleted, 1),
         "statuses": dict(sorted(last.statuses.items())),
+        "own_services": last.own_services,
     }
 
 
