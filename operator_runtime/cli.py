@@ -204,6 +204,8 @@ def _transport(path: str | None, *, pool_size: int) -> UrllibTransport:
                 f"no usable kubeconfig (not in a cluster; $KUBECONFIG or ~/.kube/config: "
                 f"{detail}); pass --kubeconfig"
             ) from None
+        if detail.startswith(f"kubeconfig {path}"):  # ours already names the file
+            raise StartupError(detail) from None
         raise StartupError(f"kubeconfig {path}: {detail}") from None
 
 

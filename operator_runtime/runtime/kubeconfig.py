@@ -171,6 +171,8 @@ def load_incluster(
     what = f"in-cluster service account ({directory})"
     try:
         ca_pem = read_bounded(os.path.join(directory, "ca.crt"), f"{what} ca.crt")
+        if not ca_pem.strip():
+            raise CredentialError(f"{what} ca.crt: empty")
         credentials = TokenFile(token_path, f"{what} token")
     except CredentialError as exc:
         raise KubeconfigError(str(exc)) from None

@@ -181,6 +181,9 @@ def test_in_cluster_needs_the_environment_and_a_token(tmp_path: Path, tls: pki.P
     config = load_incluster(env, str(tmp_path))
     assert config is not None and config.server == "https://[fd00::1]:443"
     assert config.credentials.authorization() == "Bearer sa-token"
+    (tmp_path / "ca.crt").write_text("")
+    with pytest.raises(KubeconfigError, match=r"ca\.crt: empty"):
+        load_incluster(env, str(tmp_path))
     (tmp_path / "ca.crt").unlink()
     with pytest.raises(KubeconfigError, match=r"ca\.crt"):
         load_incluster(env, str(tmp_path))
