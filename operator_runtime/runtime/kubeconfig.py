@@ -5,7 +5,8 @@ Why not the ``kubernetes`` package, a well-kept library that does this: importin
 loads its whole generated client (about 900 model and API classes) for a few dozen lines
 of config reading. Measured on this project's environment (Python 3.11, kubernetes
 37.0.2): a bare interpreter peaks at 10.5 MiB RSS, ``import kubernetes`` at 54 MiB,
-``import operator_runtime.cli`` at 63 MiB with it and 28 MiB without; an idle operator
+``import operator_runtime.cli`` at 63 MiB with it and 45 MiB without, and an idle
+operator (benchmarks/operator_rss.py) holds 75 MiB with it, 57 MiB without; its memory
 is one of the issue 31 figures (at most half of KubeRay's). So we read what an operator
 meets ourselves:
 
