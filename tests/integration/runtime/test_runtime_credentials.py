@@ -1,8 +1,8 @@
 """Every way our own kubeconfig reading authenticates, against the real kube-apiserver:
 a client certificate (with tls-server-name), a ServiceAccount's bound token (TokenRequest
-API) as ``token``, as ``tokenFile`` and printed by a real exec plugin, in-cluster with a
-token file that the kubelet would rotate, and a legacy ``auth-provider`` that still goes
-through the ``kubernetes`` package."""
+API) as ``token``, as ``tokenFile`` and printed by a real exec plugin (which may print a
+client certificate instead), in-cluster with a token file that the kubelet would rotate,
+and a legacy ``auth-provider`` that still goes through the ``kubernetes`` package."""
 
 from __future__ import annotations
 
@@ -168,4 +168,28 @@ def test_auth_provider_still_loads_through_the_kubernetes_package(
     path = write(local_cluster, tmp_path / "oidc", {"auth-provider": provider})
     config = load_configuration(str(path))
     assert isinstance(config.credentials, LibraryCredentials)
+    assert status(config, namespace) == 200
+
+
+CERTIFICATE_PLUGIN = """\
+import json, sys
+print(json.dumps({
+    "apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
+    "status": {"clientCertificateData": open(sys.argv[1]).read(),
+               "clientKeyData": open(sys.argv[2]).read()},
+}))
+"""
+
+
+def test_exec_plugin_client_certificate(
+    local_cluster: LocalCluster, namespace: str, tmp_path: Path
+) -> None:
+    (tmp_path / "plugin.py").write_text(CERTIFICATE_PLUGIN)
+    user = {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1beta1", "command": sys.executable,
+        "args": [str(tmp_path / "plugin.py"), str(local_cluster.pki.admin_cert),
+                 str(local_cluster.pki.admin_key)],
+    }}  # fmt: skip
+    config = load_configuration(str(write(local_cluster, tmp_path / "exec-cert", user)))
+    assert config.client_certificate == local_cluster.pki.admin_cert.read_bytes()
     assert status(config, namespace) == 200
