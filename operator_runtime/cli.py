@@ -200,13 +200,15 @@ def _transport(path: str | None, *, pool_size: int) -> UrllibTransport:
         raise StartupError(f"kubeconfig {path}: no such file")
     try:
         return UrllibTransport(load_configuration(path), pool_size=pool_size)
-    except Exception as exc:  # the kubernetes loader raises many kinds; all mean "bad file"
+    except Exception as exc:  # ours and the kubernetes package's (fallback): all "bad file"
         detail = " ".join(str(exc).split())[:300] or type(exc).__name__
         if not path:
             raise StartupError(
                 f"no usable kubeconfig (not in a cluster; $KUBECONFIG or ~/.kube/config: "
                 f"{detail}); pass --kubeconfig"
             ) from None
+        if detail.startswith(f"kubeconfig {path}"):  # ours already names the file
+            raise StartupError(detail) from None
         raise StartupError(f"kubeconfig {path}: {detail}") from None
 
 

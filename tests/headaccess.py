@@ -6,7 +6,7 @@
 - Through the API server's service proxy (``--use-kubernetes-proxy``): ``ApiServerTls``
   is the server URL, a TLS context trusting its CA with the client certificate loaded,
   and the ``Authorization`` header for a token user, read from a kubeconfig through the
-  same ``kubernetes`` configuration loader the operator uses, so it feeds
+  same loader the operator uses, so it feeds
   ``DashboardPool(verify=access.ssl_context, headers=access.headers)`` or httpx directly.
 """
 
@@ -44,14 +44,8 @@ class ApiServerTls:
 def apiserver_tls(kubeconfig: str | os.PathLike[str]) -> ApiServerTls:
     """The API server of ``kubeconfig``'s current context, and how to authenticate to it."""
     configuration = load_configuration(os.fspath(kubeconfig))
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
-    if not configuration.verify_ssl:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, configuration.key_file)
     headers = {}
-    token = configuration.api_key.get("authorization")
-    if token:
-        headers["Authorization"] = token  # the loader already wrote "Bearer <token>"
-    return ApiServerTls(str(configuration.host), context, headers)
+    authorization = configuration.credentials.authorization()
+    if authorization:
+        headers["Authorization"] = authorization  # "Bearer <token>"
+    return ApiServerTls(configuration.server, configuration.ssl_context(), headers)

@@ -161,6 +161,11 @@ def test_nothing_below_main_reads_the_process_environment() -> None:
         "operator_runtime/render/jobs.py:",
         # `render`, a command of its own, reads TZ as the operator's main does.
         "operator_runtime/controllers/rendercli.py:",
+        # Where the API server is: $KUBECONFIG and KUBERNETES_SERVICE_HOST/PORT, read as
+        # the kubernetes package read them before we did; an exec plugin gets the
+        # operator's environment plus its own, as kubectl's does.
+        "operator_runtime/runtime/kubeconfig.py:",
+        "operator_runtime/runtime/credentials.py:",
     )
     hits = [
         line
