@@ -15,6 +15,7 @@ from typing import Final
 
 OPERATOR_EXTRA_MODULES: Final = (
     "kubernetes",
+    "urllib3",
     "httpx",
     "httpcore",
     "prometheus_client",
