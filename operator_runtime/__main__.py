@@ -15,7 +15,6 @@ from typing import Final
 
 OPERATOR_EXTRA_MODULES: Final = (
     "kubernetes",
-    "urllib3",
     "httpx",
     "httpcore",
     "prometheus_client",
