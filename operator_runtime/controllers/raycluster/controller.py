@@ -285,8 +285,31 @@ class RayClusterController:
                     )
                 )
             else:
-                result.append(owned(kind, ray, label_selector=selector))
+                result.append(
+                    owned(kind, ray, label_selector=selector, predicate=self._child_event_matters)
+                )
         return result
+
+    def _creates_pending(self, namespace: str, owners: Sequence[str]) -> bool:
+        """Whether a cluster of ``owners`` has pod creates queued or running: the queue
+        starts its pass once they are done (``_creates_done``), and that pass reads every
+        event that came meanwhile from the cache."""
+        if self._queue is None:  # no wake-up from the queue
+            return False
+        creates = self.tools.creates
+        return any(creates.busy_under(group_key(namespace, owner, "")) for owner in owners)
+
+    def _child_event_matters(self, event: EventType, obj: Object, _old: Object | None) -> bool:
+        """Whether an event of a Service (or another child but pods) may start a pass:
+        not while its cluster's pod creates run, which start one when they are done. A
+        new cluster's head Service, made by the pass that queued the workers, otherwise
+        started a pass of its own between that pass and the one the creates start."""
+        if event == "DELETED":
+            return True
+        metadata = obj.get("metadata") or {}
+        namespace = str(metadata.get("namespace") or "")
+        owners = [str(ref.get("name") or "") for ref in _cluster_owner_refs(metadata)]
+        return not (owners and self._creates_pending(namespace, owners))
 
     def _pod_event_matters(self, event: EventType, pod: Object, old: Object | None) -> bool:
         """Whether a pod's event may change what a pass does.
@@ -294,13 +317,15 @@ class RayClusterController:
         Not when its cluster is not in the cache: the cluster is gone (a deleted
         cluster's pods going one by one made a pass each, 5,000 for 20 x 100 while the
         garbage collector deleted them), or not seen yet, and then its own event starts
-        the pass. Not for a worker's create or update while its group still has creates
+        the pass. Not for a pod's create or update while its cluster still has creates
         queued or running: the group waits for them anyway (its expectations), and the
-        queue starts its next pass once they are done (``_creates_done``). Without
-        this, a scale-up of N pods made about 2N passes, one per event, where the worker
-        had gathered them before. An update that can change only the counts
-        (``_only_counts``) starts a pass within ``COUNTS_WRITE_INTERVAL`` instead of at
-        once. A deletion of a cached cluster's pod always passes."""
+        queue starts the cluster's next pass once they are done (``_creates_done``).
+        Without this, a scale-up of N pods made about 2N passes, one per event, where the
+        worker had gathered them before; and a new cluster's head pod, created in the
+        pass that queued the workers, started passes of its own meanwhile. An update
+        that can change only the counts (``_only_counts``) starts a pass within
+        ``COUNTS_WRITE_INTERVAL`` instead of at once. A deletion of a cached cluster's pod
+        always passes."""
         metadata = pod.get("metadata") or {}
         namespace = str(metadata.get("namespace") or "")
         owners = [str(ref.get("name") or "") for ref in _cluster_owner_refs(metadata)]
@@ -309,6 +334,8 @@ class RayClusterController:
             return False
         if event == "DELETED":
             return True
+        if self._creates_pending(namespace, owners):
+            return False
         labels = metadata.get("labels") or {}
         group = labels.get(LabelKey.GROUP.value)
         if labels.get(LabelKey.NODE_TYPE.value) != NodeType.WORKER or not group:
@@ -388,6 +415,14 @@ class RayClusterController:
     def _write_status(self, run: ClusterRun) -> bool:
         """Write the status if a reader would see a difference; whether to look again
         soon (a write happened, or one was put off)."""
+        if run.step_error is None and run.creates_unseen and self._queue is not None:
+            # The pods just created (or still queued) are not in the cache yet, so this
+            # status would be out of date before it is written: KubeRay, whose pass makes
+            # its creates first, writes once after them, and so do we, from the pass that
+            # sees them (their events or the queue's wake-up start it). Writing here made
+            # a new cluster's first status say "Head Pod not found": one more write per
+            # cluster, and a pass of its RayJob or RayService for it.
+            return False
         tools, raw = self.tools, run.raw
         old: Object = raw.get("status") or {}
         now = tools.clock.now()
