@@ -34,6 +34,7 @@ from operator_runtime.api.labels import CREATED_BY_SELECTOR, POD_SELECTOR, Label
 from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers import batchscheduler
 from operator_runtime.controllers.clusterstatus import only_counts_changed, status_changed
+from operator_runtime.controllers.ownwrites import OwnWrites
 from operator_runtime.controllers.parse_errors import describe_parse_error
 from operator_runtime.controllers.raycluster import children, gates, gcsft, pods, storage
 from operator_runtime.controllers.raycluster.creates import CreateQueue
@@ -215,6 +216,8 @@ class RayClusterController:
         self._queue: KeyQueue | None = None
         """The manager's queue of this controller (``bind_queue``)."""
         self._count_writes = CountWrites(context.clock)
+        self.own_writes = OwnWrites()
+        """Our last status write per cluster, while the cache has not seen it."""
         self._projection = self.options.pod_projection
         informers = {
             field: self._informer(context, kind, selector)
@@ -361,10 +364,12 @@ class RayClusterController:
     def reconcile(self, key: ObjectKey) -> Result:
         raw = self.tools.caches.clusters.get(key.namespace, key.name)
         if raw is None:
+            self.own_writes.forget(key)
             self._count_writes.forget(key)
             self.tools.expectations.forget_prefix(f"{key.namespace}/{key.name}/")
             self.metrics.forget(key.namespace, key.name)
             return Result()
+        raw = self.own_writes.fresh(key, raw)
         if gcsft.holds_deletion(raw):
             # Before parsing and validation: nothing wrong with the object may keep
             # its deletion from ending.
@@ -453,7 +458,8 @@ class RayClusterController:
                 return False
             if not self._count_writes.may_write(run.key):
                 return True  # look again soon; a later pass writes them
-        tools.client.update_status({**raw, "status": new})
+        written = tools.client.update_status({**raw, "status": new})
+        self.own_writes.wrote(run.key, raw, written)
         self._count_writes.written(run.key)
         if provisioned_now(old, new) and run.cluster.metadata.creation_timestamp is not None:
             elapsed = (now - run.cluster.metadata.creation_timestamp).total_seconds()
