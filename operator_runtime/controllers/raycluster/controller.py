@@ -10,11 +10,12 @@ One pass over a cluster (``reconcile``):
 3. the status, computed from the cache and written only when it changed.
 
 Outcomes: a failed step is retried with per-key backoff (after the status recorded
-it); a status change looks again after 2 s (suspend moves in several writes);
-otherwise the cluster is resynced every ``requeue_seconds`` (300). A pass that waits for
-its own pod creates is started again by the create queue when they are done, and one
-waiting for the cache by the pods' events, with the expectations' timeout as the
-fallback: no timer polls them (KubeRay's pass does not either).
+it); a status write that moves a suspension on looks again after 2 s (suspend moves
+in several writes, and our own status write starts no pass); otherwise the cluster is
+resynced every ``requeue_seconds`` (300), and events start the passes between. A pass
+that waits for its own pod creates is started again by the create queue when they are
+done, and one waiting for the cache by the pods' events, with the expectations'
+timeout as the fallback: no timer polls them (KubeRay's pass does not either).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from prometheus_client import CollectorRegistry
 
 from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import CREATED_BY_SELECTOR, POD_SELECTOR, LabelKey, NodeType
+from operator_runtime.api.raycluster import SUSPENDING
 from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers import batchscheduler
 from operator_runtime.controllers.clusterstatus import only_counts_changed, status_changed
@@ -63,6 +65,7 @@ from operator_runtime.controllers.raycluster.status import (
     StatusInputs,
     compute_status,
     provisioned_now,
+    suspend_status,
 )
 from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.render import Permission
@@ -193,6 +196,8 @@ class KeyQueue(Protocol):
     def add(self, key: ObjectKey, source: str = ...) -> None: ...
 
     def add_after(self, key: ObjectKey, delay: float, source: str = ...) -> None: ...
+
+    def cancel_after(self, key: ObjectKey, source: str) -> None: ...
 
 
 COUNTS_ONLY_SOURCE: Final = "Pod/MODIFIED, counts only"
@@ -362,6 +367,11 @@ class RayClusterController:
         self.tools.creates.close()
 
     def reconcile(self, key: ObjectKey) -> Result:
+        if self._queue is not None:
+            # A pass put off by a pod event that could change only the counts is this
+            # one: it reads that pod from the cache, so the timer would start a pass
+            # with nothing left to do (one per cluster in most scale-ups).
+            self._queue.cancel_after(key, COUNTS_ONLY_SOURCE)
         raw = self.tools.caches.clusters.get(key.namespace, key.name)
         if raw is None:
             self.own_writes.forget(key)
@@ -396,16 +406,17 @@ class RayClusterController:
             except Exception as exc:  # recorded in the status, then retried with backoff
                 run.step_error = exc
                 break
-        changed = self._write_status(run)
+        soon = self._write_status(run)
         if isinstance(run.step_error, PermanentError):
             raise run.step_error  # e.g. a name no object can have: retrying cannot help
         if run.step_error is not None:
             raise TemporaryError(f"{step.__name__}: {run.step_error}") from run.step_error
-        return Result(requeue_after=self._next_look(run, changed))
+        return Result(requeue_after=self._next_look(run, soon))
 
-    def _next_look(self, run: ClusterRun, changed: bool) -> float:
-        """Seconds until this cluster's next pass, if nothing else starts one sooner."""
-        if changed or run.more_to_create:
+    def _next_look(self, run: ClusterRun, soon: bool) -> float:
+        """Seconds until this cluster's next pass, if nothing else starts one sooner;
+        ``soon``: the status step asks for one within ``SHORT_REQUEUE_SECONDS``."""
+        if soon or run.more_to_create:
             return SHORT_REQUEUE_SECONDS
         if not run.waiting_on_cache:
             return self.options.requeue_seconds
@@ -419,7 +430,8 @@ class RayClusterController:
 
     def _write_status(self, run: ClusterRun) -> bool:
         """Write the status if a reader would see a difference; whether to look again
-        soon (a write happened, or one was put off)."""
+        soon: a write was put off, or the one made moves a suspension on, whose next
+        step only a pass takes (``suspend_moved``)."""
         if run.step_error is None and run.creates_unseen and self._queue is not None:
             # The pods just created (or still queued) are not in the cache yet, so this
             # status would be out of date before it is written: KubeRay, whose pass makes
@@ -464,7 +476,19 @@ class RayClusterController:
         if provisioned_now(old, new) and run.cluster.metadata.creation_timestamp is not None:
             elapsed = (now - run.cluster.metadata.creation_timestamp).total_seconds()
             self.metrics.observe_provisioned(run.namespace, run.name, run.uid, elapsed)
-        return True
+        return suspend_moved(old, new)
+
+
+def suspend_moved(old: Object, new: Object) -> bool:
+    """Whether a status written as ``new`` over ``old`` moves a suspension on: Suspending
+    set (the next pass deletes the pods) or a suspend condition changed (Suspended
+    cleared on resume: the next pass creates them). Nothing else but that pass would
+    take the step: our own status write starts no pass. KubeRay looks again 2 s after
+    every status write; any other write waits for events (pods turning ready, a spec
+    change) or the resync, which was one more pass per write at scale."""
+    before = suspend_status(old.get("conditions") or ())
+    after = suspend_status(new.get("conditions") or ())
+    return after == SUSPENDING or after != before
 
 
 def clusters_pods(pods: Cache, metadata: Object) -> list[Object]:

@@ -16,7 +16,7 @@ import pytest
 
 from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import NodeType
-from operator_runtime.controllers.raycluster.controller import RayClusterController
+from operator_runtime.controllers.raycluster.controller import RayClusterController, suspend_moved
 from operator_runtime.controllers.raycluster.options import (
     SHORT_REQUEUE_SECONDS,
     RayClusterOptions,
@@ -51,6 +51,9 @@ class Queue:
 
     def add_after(self, key: ObjectKey, delay: float, source: str = "requeue_after") -> None:
         self.added.append((key, delay, source))
+
+    def cancel_after(self, key: ObjectKey, source: str) -> None:
+        self.added = [item for item in self.added if item[0] != key or item[2] != source]
 
 
 def controller() -> RayClusterController:
@@ -125,18 +128,18 @@ def test_how_soon_a_pass_that_waits_looks_again(bound: bool) -> None:
         subject.bind_queue(Queue())
     resync = subject.options.requeue_seconds
     idle = run_of(subject)
-    assert subject._next_look(idle, changed=False) == resync
-    assert subject._next_look(idle, changed=True) == SHORT_REQUEUE_SECONDS
+    assert subject._next_look(idle, soon=False) == resync
+    assert subject._next_look(idle, soon=True) == SHORT_REQUEUE_SECONDS
     queued = run_of(subject)
     queued.waiting_on_cache = True  # only on its queued creates: recheck_in None
     # In a manager the queue wakes it; alone, nothing would, so it polls as before.
-    assert subject._next_look(queued, changed=False) == (resync if bound else 2.0)
+    assert subject._next_look(queued, soon=False) == (resync if bound else 2.0)
     named = run_of(subject)
     named.waiting_on_cache = True
     named.recheck_within(40.0)
     named.recheck_within(90.0)
     # A lost event costs one expectation timeout, not that plus the resync.
-    assert subject._next_look(named, changed=False) == (40.0 if bound else 2.0)
+    assert subject._next_look(named, soon=False) == (40.0 if bound else 2.0)
 
 
 @pytest.mark.parametrize("indexing", [True, False])
@@ -232,3 +235,41 @@ def test_a_pass_that_made_pods_leaves_the_status_to_the_pass_that_sees_them(boun
     # neither writes again nor, against the API server, gets a conflict for it.
     subject.reconcile(key)
     assert len(writes.statuses) == (1 if bound else 2)
+
+
+def _suspend_conditions(suspending: str, suspended: str) -> Object:
+    return {"conditions": [{"type": "RayClusterSuspending", "status": suspending},
+                           {"type": "RayClusterSuspended", "status": suspended}]}  # fmt: skip
+
+
+def test_only_a_status_write_that_moves_a_suspension_on_asks_for_the_next_pass() -> None:
+    """Our own status write starts no pass, so the write that sets Suspending (the next
+    pass deletes the pods) or clears Suspended (it creates them) asks for one; any other
+    write leaves the next pass to events, where KubeRay looked again after 2 s."""
+    running = _suspend_conditions("False", "False")
+    suspending = _suspend_conditions("True", "False")
+    suspended = _suspend_conditions("False", "True")
+    assert not suspend_moved(running, {**running, "state": "ready"})
+    assert not suspend_moved({}, {"state": "ready"}), "without the conditions gate"
+    assert suspend_moved(running, suspending)
+    assert suspend_moved(suspending, suspending), "the pods are not gone yet"
+    assert suspend_moved(suspending, suspended)
+    assert suspend_moved(suspended, running), "resumed: the next pass creates the pods"
+    assert not suspend_moved(suspended, {**suspended, "state": "suspended"})
+
+
+def test_a_pass_ends_the_timer_a_counts_only_update_set_for_it() -> None:
+    """The pass reads that pod from the cache: the timer would start one more pass with
+    nothing left to do. A timer of any other source is the pass's own business."""
+    subject = controller()
+    queue = Queue()
+    subject.bind_queue(queue)
+    key = ObjectKey("ns", "gone")  # not in the cache: the pass ends at once
+    queue.add_after(key, 2.0, "Pod/MODIFIED, counts only")
+    queue.add_after(ObjectKey("ns", "other"), 2.0, "Pod/MODIFIED, counts only")
+    queue.add_after(key, 40.0, "requeue_after")
+    subject.reconcile(key)
+    assert queue.added == [
+        (ObjectKey("ns", "other"), 2.0, "Pod/MODIFIED, counts only"),
+        (key, 40.0, "requeue_after"),
+    ]
