@@ -196,6 +196,13 @@ class Expectations:
             ]
         return max(0.0, min(recorded) + self.timeout - now) if recorded else None
 
+    def awaits_creates(self, group: str) -> bool:
+        """Whether ``group`` waits for a create (made, queued or unknown), not only for
+        deletes to show."""
+        with self._lock:
+            items = self._groups.get(group, {}).values()
+            return any(item.action is not Action.DELETE for item in items)
+
     def pending(self, group: str) -> int:
         with self._lock:
             return len(self._groups.get(group, {}))

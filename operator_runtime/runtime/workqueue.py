@@ -136,6 +136,15 @@ class WorkQueue(Generic[K]):
             heapq.heappush(self._waiting, (due, next(self._seq), key))
             self._cond.notify()
 
+    def cancel_after(self, key: K, source: str) -> None:
+        """Drop ``key``'s delayed add if ``source`` set it (the earliest due time is the
+        one kept, so it is the only one pending): a pass that has just started reads
+        what that timer was to make it look at."""
+        with self._cond:
+            if key in self._due and self._due_source.get(key) == source:
+                del self._due[key]  # its heap entry is skipped as superseded
+                del self._due_source[key]
+
     def add_rate_limited(self, key: K, source: str = "retry") -> float:
         """Re-add after the longer of the key's next backoff delay and the queue's next
         retry slot; return that delay. Both are always taken (client-go's MaxOf asks

@@ -10,11 +10,12 @@ One pass over a cluster (``reconcile``):
 3. the status, computed from the cache and written only when it changed.
 
 Outcomes: a failed step is retried with per-key backoff (after the status recorded
-it); a status change looks again after 2 s (suspend moves in several writes);
-otherwise the cluster is resynced every ``requeue_seconds`` (300). A pass that waits for
-its own pod creates is started again by the create queue when they are done, and one
-waiting for the cache by the pods' events, with the expectations' timeout as the
-fallback: no timer polls them (KubeRay's pass does not either).
+it); a status write that moves a suspension on looks again after 2 s (suspend moves
+in several writes, and our own status write starts no pass); otherwise the cluster is
+resynced every ``requeue_seconds`` (300), and events start the passes between. A pass
+that waits for its own pod creates is started again by the create queue when they are
+done, and one waiting for the cache by the pods' events, with the expectations'
+timeout as the fallback: no timer polls them (KubeRay's pass does not either).
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from prometheus_client import CollectorRegistry
 
 from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import CREATED_BY_SELECTOR, POD_SELECTOR, LabelKey, NodeType
+from operator_runtime.api.raycluster import SUSPENDING
 from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers import batchscheduler
 from operator_runtime.controllers.clusterstatus import only_counts_changed, status_changed
+from operator_runtime.controllers.ownwrites import OwnWrites
 from operator_runtime.controllers.parse_errors import describe_parse_error
 from operator_runtime.controllers.raycluster import children, gates, gcsft, pods, storage
 from operator_runtime.controllers.raycluster.creates import CreateQueue
@@ -62,6 +65,7 @@ from operator_runtime.controllers.raycluster.status import (
     StatusInputs,
     compute_status,
     provisioned_now,
+    suspend_status,
 )
 from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.render import Permission
@@ -193,6 +197,8 @@ class KeyQueue(Protocol):
 
     def add_after(self, key: ObjectKey, delay: float, source: str = ...) -> None: ...
 
+    def cancel_after(self, key: ObjectKey, source: str) -> None: ...
+
 
 COUNTS_ONLY_SOURCE: Final = "Pod/MODIFIED, counts only"
 """The trigger of a pass put off because its pod event could change only the counts."""
@@ -215,6 +221,8 @@ class RayClusterController:
         self._queue: KeyQueue | None = None
         """The manager's queue of this controller (``bind_queue``)."""
         self._count_writes = CountWrites(context.clock)
+        self.own_writes = OwnWrites()
+        """Our last status write per cluster, while the cache has not seen it."""
         self._projection = self.options.pod_projection
         informers = {
             field: self._informer(context, kind, selector)
@@ -294,10 +302,33 @@ class RayClusterController:
                     )
                 )
             else:
-                result.append(owned(kind, ray, label_selector=selector))
+                result.append(
+                    owned(kind, ray, label_selector=selector, predicate=self._child_event_matters)
+                )
         if self._pod_group_kind is not None:  # a gang deleted by hand is made again at once
             result.append(owned(self._pod_group_kind, ray))
         return result
+
+    def _creates_pending(self, namespace: str, owners: Sequence[str]) -> bool:
+        """Whether a cluster of ``owners`` has pod creates queued or running: the queue
+        starts its pass once they are done (``_creates_done``), and that pass reads every
+        event that came meanwhile from the cache."""
+        if self._queue is None:  # no wake-up from the queue
+            return False
+        creates = self.tools.creates
+        return any(creates.busy_under(group_key(namespace, owner, "")) for owner in owners)
+
+    def _child_event_matters(self, event: EventType, obj: Object, _old: Object | None) -> bool:
+        """Whether an event of a Service (or another child but pods) may start a pass:
+        not while its cluster's pod creates run, which start one when they are done. A
+        new cluster's head Service, made by the pass that queued the workers, otherwise
+        started a pass of its own between that pass and the one the creates start."""
+        if event == "DELETED":
+            return True
+        metadata = obj.get("metadata") or {}
+        namespace = str(metadata.get("namespace") or "")
+        owners = [str(ref.get("name") or "") for ref in _cluster_owner_refs(metadata)]
+        return not (owners and self._creates_pending(namespace, owners))
 
     def _pod_event_matters(self, event: EventType, pod: Object, old: Object | None) -> bool:
         """Whether a pod's event may change what a pass does.
@@ -305,13 +336,15 @@ class RayClusterController:
         Not when its cluster is not in the cache: the cluster is gone (a deleted
         cluster's pods going one by one made a pass each, 5,000 for 20 x 100 while the
         garbage collector deleted them), or not seen yet, and then its own event starts
-        the pass. Not for a worker's create or update while its group still has creates
+        the pass. Not for a pod's create or update while its cluster still has creates
         queued or running: the group waits for them anyway (its expectations), and the
-        queue starts its next pass once they are done (``_creates_done``). Without
-        this, a scale-up of N pods made about 2N passes, one per event, where the worker
-        had gathered them before. An update that can change only the counts
-        (``_only_counts``) starts a pass within ``COUNTS_WRITE_INTERVAL`` instead of at
-        once. A deletion of a cached cluster's pod always passes."""
+        queue starts the cluster's next pass once they are done (``_creates_done``).
+        Without this, a scale-up of N pods made about 2N passes, one per event, where the
+        worker had gathered them before; and a new cluster's head pod, created in the
+        pass that queued the workers, started passes of its own meanwhile. An update
+        that can change only the counts (``_only_counts``) starts a pass within
+        ``COUNTS_WRITE_INTERVAL`` instead of at once. A deletion of a cached cluster's pod
+        always passes."""
         metadata = pod.get("metadata") or {}
         namespace = str(metadata.get("namespace") or "")
         owners = [str(ref.get("name") or "") for ref in _cluster_owner_refs(metadata)]
@@ -320,6 +353,8 @@ class RayClusterController:
             return False
         if event == "DELETED":
             return True
+        if self._creates_pending(namespace, owners):
+            return False
         labels = metadata.get("labels") or {}
         group = labels.get(LabelKey.GROUP.value)
         if labels.get(LabelKey.NODE_TYPE.value) != NodeType.WORKER or not group:
@@ -343,12 +378,19 @@ class RayClusterController:
         self.tools.creates.close()
 
     def reconcile(self, key: ObjectKey) -> Result:
+        if self._queue is not None:
+            # A pass put off by a pod event that could change only the counts is this
+            # one: it reads that pod from the cache, so the timer would start a pass
+            # with nothing left to do (one per cluster in most scale-ups).
+            self._queue.cancel_after(key, COUNTS_ONLY_SOURCE)
         raw = self.tools.caches.clusters.get(key.namespace, key.name)
         if raw is None:
+            self.own_writes.forget(key)
             self._count_writes.forget(key)
             self.tools.expectations.forget_prefix(f"{key.namespace}/{key.name}/")
             self.metrics.forget(key.namespace, key.name)
             return Result()
+        raw = self.own_writes.fresh(key, raw)
         if gcsft.holds_deletion(raw):
             # Before parsing and validation: nothing wrong with the object may keep
             # its deletion from ending.
@@ -375,16 +417,17 @@ class RayClusterController:
             except Exception as exc:  # recorded in the status, then retried with backoff
                 run.step_error = exc
                 break
-        changed = self._write_status(run)
+        soon = self._write_status(run)
         if isinstance(run.step_error, PermanentError):
             raise run.step_error  # e.g. a name no object can have: retrying cannot help
         if run.step_error is not None:
             raise TemporaryError(f"{step.__name__}: {run.step_error}") from run.step_error
-        return Result(requeue_after=self._next_look(run, changed))
+        return Result(requeue_after=self._next_look(run, soon))
 
-    def _next_look(self, run: ClusterRun, changed: bool) -> float:
-        """Seconds until this cluster's next pass, if nothing else starts one sooner."""
-        if changed or run.more_to_create:
+    def _next_look(self, run: ClusterRun, soon: bool) -> float:
+        """Seconds until this cluster's next pass, if nothing else starts one sooner;
+        ``soon``: the status step asks for one within ``SHORT_REQUEUE_SECONDS``."""
+        if soon or run.more_to_create:
             return SHORT_REQUEUE_SECONDS
         if not run.waiting_on_cache:
             return self.options.requeue_seconds
@@ -398,7 +441,16 @@ class RayClusterController:
 
     def _write_status(self, run: ClusterRun) -> bool:
         """Write the status if a reader would see a difference; whether to look again
-        soon (a write happened, or one was put off)."""
+        soon: a write was put off, or the one made moves a suspension on, whose next
+        step only a pass takes (``suspend_moved``)."""
+        if run.step_error is None and run.creates_unseen and self._queue is not None:
+            # The pods just created (or still queued) are not in the cache yet, so this
+            # status would be out of date before it is written: KubeRay, whose pass makes
+            # its creates first, writes once after them, and so do we, from the pass that
+            # sees them (their events or the queue's wake-up start it). Writing here made
+            # a new cluster's first status say "Head Pod not found": one more write per
+            # cluster, and a pass of its RayJob or RayService for it.
+            return False
         tools, raw = self.tools, run.raw
         old: Object = raw.get("status") or {}
         now = tools.clock.now()
@@ -429,12 +481,25 @@ class RayClusterController:
                 return False
             if not self._count_writes.may_write(run.key):
                 return True  # look again soon; a later pass writes them
-        tools.client.update_status({**raw, "status": new})
+        written = tools.client.update_status({**raw, "status": new})
+        self.own_writes.wrote(run.key, raw, written)
         self._count_writes.written(run.key)
         if provisioned_now(old, new) and run.cluster.metadata.creation_timestamp is not None:
             elapsed = (now - run.cluster.metadata.creation_timestamp).total_seconds()
             self.metrics.observe_provisioned(run.namespace, run.name, run.uid, elapsed)
-        return True
+        return suspend_moved(old, new)
+
+
+def suspend_moved(old: Object, new: Object) -> bool:
+    """Whether a status written as ``new`` over ``old`` moves a suspension on: Suspending
+    set (the next pass deletes the pods) or a suspend condition changed (Suspended
+    cleared on resume: the next pass creates them). Nothing else but that pass would
+    take the step: our own status write starts no pass. KubeRay looks again 2 s after
+    every status write; any other write waits for events (pods turning ready, a spec
+    change) or the resync, which was one more pass per write at scale."""
+    before = suspend_status(old.get("conditions") or ())
+    after = suspend_status(new.get("conditions") or ())
+    return after == SUSPENDING or after != before
 
 
 def clusters_pods(pods: Cache, metadata: Object) -> list[Object]:

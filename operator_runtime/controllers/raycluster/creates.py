@@ -4,9 +4,12 @@ that takes turns between groups.
 A spec may ask for 2**31 - 1 replicas, so a pass hands at most ``POD_CREATES_PER_PASS``
 creates to the queue (``take_budget``); the next pass hands over more once the cache
 shows those pods. A group without pods has not shown that the API server accepts its
-template, so it queues one create (a probe) and the rest follows it; a group whose last
-create failed makes its next create in the pass itself, so another rejection fails the
-pass and its retries back off.
+template, so its first create is a probe: the queue runs the rest of the group only once
+it succeeded (a rejected template costs one request, as KubeRay's first create in its
+pass does). The rest used to wait for the next pass instead, which made every new
+cluster's workers take two rounds through the queue and a pass between them. A group
+whose last create failed makes its next create in the pass itself, so another rejection
+fails the pass and its retries back off.
 
 The pass does not wait for its creates (``CreateQueue``). KubeRay's pass creates every
 missing pod before it lets go of the worker, so with its default single worker a
@@ -54,16 +57,11 @@ with 16, the bursts of pod events made the API server drop kwok's watch for bein
 (benchmarks/README.md), where KubeRay creates one pod at a time."""
 
 
-def take_budget(
-    run: ClusterRun, wanted: int, *, pods_each: int = 1, at_most: int | None = None
-) -> int:
+def take_budget(run: ClusterRun, wanted: int, *, pods_each: int = 1) -> int:
     """How many of ``wanted`` creations (of ``pods_each`` pods: a multi-host replica is
-    created whole; never more than ``at_most``) this pass may do. A fresh budget always
-    admits one, however large; when some must wait, the pass is marked for a quick
-    requeue."""
+    created whole) this pass may do. A fresh budget always admits one, however large;
+    when some must wait, the pass is marked for a quick requeue."""
     fits = max(1, run.create_budget // pods_each) if run.create_budget > 0 else 0
-    if at_most is not None:
-        fits = min(fits, at_most)
     allowed = max(0, min(wanted, fits))
     run.create_budget -= allowed * pods_each
     if allowed < wanted:
@@ -82,6 +80,8 @@ class _Create:
     call: Callable[[], None]
     wanted: Callable[[], bool]
     ticket: tuple[str, str]
+    probe: bool
+    """The group's other creates wait until this one has succeeded."""
     context: contextvars.Context
     """The submitting pass's context: the create's log lines carry its key and ID."""
 
@@ -112,26 +112,39 @@ class CreateQueue:
         self._failures: dict[str, BaseException] = {}
         self._suspect: set[str] = set()
         """Groups whose last create failed: their next create is a probe in the pass."""
+        self._probing: set[str] = set()
+        """Groups whose probe runs now: nothing else of theirs starts until it succeeded."""
         self._threads = 0
 
     def submit(
-        self, group: str, calls: Iterable[Callable[[], None]], *, wanted: Callable[[], bool]
+        self,
+        group: str,
+        calls: Iterable[Callable[[], None]],
+        *,
+        wanted: Callable[[], bool],
+        probe: bool = False,
     ) -> int:
         """Queue ``calls`` (creates of ``group``), each to run only while ``wanted()``;
-        returns how many were queued. Each holds the group's expectations until it ran."""
+        returns how many were queued. Each holds the group's expectations until it ran.
+        With ``probe``, the first is a probe: the others start once it has succeeded."""
         expect = self._expectations.expect_queued
         creates = [
-            _Create(call, wanted, expect(group), contextvars.copy_context()) for call in calls
+            _Create(call, wanted, expect(group), probe and index == 0, contextvars.copy_context())
+            for index, call in enumerate(calls)
         ]
         if not creates:
             return 0
         with self._cond:
             self._queues.setdefault(group, deque()).extend(creates)
-            queued = sum(len(queue) for queue in self._queues.values())
-            for _ in range(min(self._in_flight, queued) - self._threads):
-                self._threads += 1
-                threading.Thread(target=self._work, name="pod-create", daemon=True).start()
+            self._start_threads()
         return len(creates)
+
+    def _start_threads(self) -> None:
+        """Enough threads for what is queued, up to ``in_flight`` (the lock is held)."""
+        queued = sum(len(queue) for queue in self._queues.values())
+        for _ in range(min(self._in_flight, queued) - self._threads):
+            self._threads += 1
+            threading.Thread(target=self._work, name="pod-create", daemon=True).start()
 
     def take_failure(self, group: str) -> BaseException | None:
         """The error that stopped ``group``'s queue since the last call, if any."""
@@ -166,6 +179,12 @@ class CreateQueue:
         with self._cond:
             return group in self._queues or group in self._running
 
+    def busy_under(self, prefix: str) -> bool:
+        """Whether any group whose key starts with ``prefix`` (``ns/cluster/``: any group
+        of that cluster) is ``busy``."""
+        with self._cond:
+            return any(g.startswith(prefix) for g in (*self._queues, *self._running))
+
     def wait_idle(self, timeout: float) -> bool:
         """Wait until nothing is queued or running; whether that happened in time."""
         with self._cond:
@@ -180,14 +199,19 @@ class CreateQueue:
         self.wait_idle(timeout)
 
     def _next(self) -> tuple[str, _Create] | None:
-        if not self._queues:
+        """The next create to run: the first group's in turn, skipping groups whose
+        probe runs (the thread that runs it takes their next one when it succeeds)."""
+        group = next((g for g in self._queues if g not in self._probing), None)
+        if group is None:
             return None
-        group, queue = next(iter(self._queues.items()))
+        queue = self._queues[group]
         create = queue.popleft()
         if queue:
             self._queues.move_to_end(group)
         else:
             del self._queues[group]
+        if create.probe:
+            self._probing.add(group)
         self._running[group] = self._running.get(group, 0) + 1
         return group, create
 
@@ -221,6 +245,9 @@ class CreateQueue:
                 # unknown one), so the group never looks settled in between.
                 self._expectations.settle_queued(group, create.ticket)
                 with self._cond:
+                    if create.probe:
+                        self._probing.discard(group)
+                        self._start_threads()  # threads that found only it held may be gone
                     left = self._running[group] - 1
                     if left:
                         self._running[group] = left

@@ -97,3 +97,4 @@ def _create_replicas(
             create_worker(
                 run, group, replica_index=index, replica_name=replica_name, host_index=host
             )
+            run.creates_unseen = True

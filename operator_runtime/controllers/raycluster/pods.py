@@ -180,6 +180,7 @@ def _reconcile_head(run: ClusterRun, expected_hash: str) -> bool:
         operator_version=run.tools.options.render.kuberay_version,
     )
     create_pod(run, pod, group=HEAD, head=True)
+    run.creates_unseen = True
     return True
 
 
@@ -274,19 +275,23 @@ def _create_workers(
 ) -> None:
     """Create the missing pods through the create queue (``creates.py``): the pass goes
     on at once, and the group waits for them through its expectations."""
-    # Without pods, the group has not shown that the API server accepts its template:
-    # one create (a probe) first, the rest once the cache shows it.
-    allowed = take_budget(run, count, at_most=None if remaining else 1)
+    allowed = take_budget(run, count)
     indexes = free_replica_indexes(remaining, allowed)
     key, creates = run.group_key(group.group_name), run.tools.creates
+    # Without pods, the group has not shown that the API server accepts its template:
+    # its first create is a probe, the rest runs once it succeeded.
+    probe = not remaining
     if allowed and creates.suspect(key):
         # The group's last create failed: this one runs here, so another rejection
         # fails this pass and the retries back off.
         create_worker(run, group, replica_index=next(indexes))
         creates.accepted(key)
+        run.creates_unseen = True
+        probe = False
     calls = [functools.partial(create_worker, run, group, replica_index=i) for i in indexes]
-    if creates.submit(key, calls, wanted=functools.partial(_still_current, run)):
+    if creates.submit(key, calls, wanted=functools.partial(_still_current, run), probe=probe):
         run.waiting_on_cache = True
+        run.creates_unseen = True
 
 
 def _still_current(run: ClusterRun) -> bool:

@@ -104,6 +104,7 @@ def satisfied(run: ClusterRun, group: str) -> bool:
         run.refresh_pods()  # what the group counts next is at least as new as this check
     else:
         run.waiting_on_cache = True
+        run.creates_unseen |= run.tools.expectations.awaits_creates(key)
         run.recheck_within(run.tools.expectations.lapses_in(key))
         log.info(
             "%s: group %r waits for the cache to reflect %d pod change(s)",

@@ -103,6 +103,10 @@ class ClusterRun:
     waiting_on_cache: bool = False
     """A group waits for its queued creates or for the cache to show its own
     creates/deletes (their events, or the queue's wake-up, start the next pass)."""
+    creates_unseen: bool = False
+    """Pods this pass created or queued, or an earlier pass's creates the cache does not
+    show yet: a status computed now is already out of date, and the pass that sees them
+    comes by itself (their events, or the queue's wake-up)."""
     recheck_in: float | None = None
     """Seconds until the first expectation this pass waited for may lapse: the pass
     looks again then, so a lost event costs one expectation timeout, not that plus the

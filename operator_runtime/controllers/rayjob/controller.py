@@ -38,6 +38,7 @@ from operator_runtime.controllers import batchscheduler, dashboards, finalizers
 from operator_runtime.controllers.clusterstatus import status_changed
 from operator_runtime.controllers.dashboards import Dashboards
 from operator_runtime.controllers.managedby import managed_elsewhere
+from operator_runtime.controllers.ownwrites import OwnWrites
 from operator_runtime.controllers.parse_errors import describe_parse_error
 from operator_runtime.controllers.rayjob import children
 from operator_runtime.controllers.rayjob.metrics import JobMetrics
@@ -153,6 +154,10 @@ class RayJobController:
         self.metrics = JobMetrics(caches.jobs)
         if metrics_registry is not None:
             self.metrics.register(metrics_registry)
+        self.own_writes = OwnWrites()
+        """Our last write of each RayJob (finalizer, status), while the cache has not
+        seen it: its own status write starts the next pass, but a child's event may
+        come first."""
         self.tools = JobTools(
             client=context.client,
             caches=caches,
@@ -181,8 +186,10 @@ class RayJobController:
     def reconcile(self, key: ObjectKey) -> Result:
         raw = self.tools.caches.jobs.get(key.namespace, key.name)
         if raw is None:
+            self.own_writes.forget(key)
             self.metrics.forget(key.namespace, key.name)
             return Result()
+        raw = self.own_writes.fresh(key, raw)
         if managed_elsewhere(key, raw):
             return Result()
         if raw["metadata"].get("deletionTimestamp"):
@@ -208,6 +215,7 @@ class RayJobController:
             run.raw = finalizers.set_finalizer(
                 self.tools.client, kinds.RAY_JOB, raw, FINALIZER, present=True
             )
+            self.own_writes.wrote(key, raw, run.raw)
         handler = STATES.get(state) if state is not None else None
         if handler is None:
             log.info("%s: unknown jobDeploymentStatus %r", key, run.get("jobDeploymentStatus"))
@@ -269,7 +277,8 @@ class RayJobController:
         generation = run.raw["metadata"].get("generation")
         if generation is not None:
             new["observedGeneration"] = generation
-        self.tools.client.update_status({**run.raw, "status": copy.deepcopy(new)})
+        written = self.tools.client.update_status({**run.raw, "status": copy.deepcopy(new)})
+        self.own_writes.wrote(run.key, run.raw, written)
         _observe_execution(run, old)
 
 

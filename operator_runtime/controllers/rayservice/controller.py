@@ -38,6 +38,7 @@ from operator_runtime.api.reasons import Action
 from operator_runtime.controllers import dashboards, finalizers
 from operator_runtime.controllers.dashboards import Dashboards
 from operator_runtime.controllers.managedby import managed_elsewhere
+from operator_runtime.controllers.ownwrites import OwnWrites
 from operator_runtime.controllers.parse_errors import describe_parse_error
 from operator_runtime.controllers.rayservice import (
     clusters,
@@ -59,7 +60,6 @@ from operator_runtime.controllers.rayservice.run import (
     ServiceTools,
     need,
 )
-from operator_runtime.controllers.rayservice.written import OwnWrites
 from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.render import Permission
 from operator_runtime.runtime import kinds

@@ -112,7 +112,7 @@ def test_no_timer_polls_the_queued_creates_and_a_deleted_clusters_pods_start_no_
         ) == "ready"
 
     wait_for("state ready", ready, timeout=90)
-    # The probe's queue and the rest's each wake the cluster once they are done.
+    # The queue wakes the cluster once its creates are done (the probe and the rest).
     assert _total(operator, source, controller="raycluster", source="creates_done") >= 1
 
     pod_events = sum(

@@ -234,3 +234,61 @@ def test_a_group_stopped_by_a_failure_is_idle_too_so_its_next_pass_reports_it() 
     assert queue.wait_idle(10)
     assert idle == ["ns/c/g"]
     assert queue.take_failure("ns/c/g") is not None
+
+
+def test_a_probe_runs_alone_then_the_rest_of_its_group_runs_side_by_side() -> None:
+    """A group without pods sends one create first; the rest is queued with it but
+    starts only once it succeeded (before, the rest waited for the next pass). Other
+    groups are served meanwhile."""
+    expectations = Expectations()
+    queue, recorder = CreateQueue(expectations, in_flight=4), Recorder()
+    gate, lock, running, peak = threading.Event(), threading.Lock(), [0], [0]
+
+    def probe() -> None:
+        gate.wait()
+        with lock:
+            recorder.made.append(("new", -1))
+
+    def rest() -> None:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.1)
+        with lock:
+            running[0] -= 1
+            recorder.made.append(("new", 0))
+
+    queue.submit("ns/new/g", [probe, *[rest] * 8], wanted=always, probe=True)
+    queue.submit("ns/other/g", recorder.calls("other", 3), wanted=always)
+    deadline = time.monotonic() + 10
+    while len(recorder.made) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(recorder.made) == [("other", 0), ("other", 1), ("other", 2)], recorder.made
+    assert queue.queued("ns/new/g") == 8, "nothing of the group starts beside its probe"
+    gate.set()
+    assert queue.wait_idle(10)
+    assert [index for group, index in recorder.made if group == "new"] == [-1, *[0] * 8]
+    assert peak[0] > 1, "once the probe succeeded, the rest is not run one at a time"
+    assert expectations.pending("ns/new/g") == 0
+
+
+def test_a_rejected_probe_costs_one_create_and_drops_the_rest_of_its_group() -> None:
+    expectations = Expectations()
+    idle: list[str] = []
+    queue, recorder = CreateQueue(expectations, on_idle=idle.append), Recorder()
+    calls = recorder.calls("bad", 20, failing=frozenset(range(20)))
+    attempts = [0]
+
+    def counted(call: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            attempts[0] += 1
+            call()
+
+        return run
+
+    queue.submit("ns/bad/g", [counted(call) for call in calls], wanted=always, probe=True)
+    assert queue.wait_idle(10)
+    assert attempts[0] == 1
+    assert isinstance(queue.take_failure("ns/bad/g"), RuntimeError)
+    assert queue.suspect("ns/bad/g") and expectations.pending("ns/bad/g") == 0
+    assert idle == ["ns/bad/g"], "its next pass is started to report it"

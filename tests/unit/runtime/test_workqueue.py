@@ -78,6 +78,21 @@ def test_add_after_keeps_the_earliest_due_time() -> None:
     assert queue.get(block=False) is None, "superseded delays must not fire again"
 
 
+def test_cancel_after_drops_only_a_delay_its_source_set() -> None:
+    clock = FakeClock()
+    queue: WorkQueue[str] = WorkQueue(clock=clock)
+    queue.add_after("a", 2, "counts")
+    queue.add_after("b", 2, "requeue_after")
+    queue.cancel_after("a", "counts")
+    queue.cancel_after("b", "counts")  # another source's timer stays
+    queue.cancel_after("c", "counts")  # nothing pending: nothing happens
+    clock.advance(3)
+    assert drain(queue) == ["b"]
+    queue.add_after("a", 1, "counts")  # a later timer of that source still fires
+    clock.advance(1)
+    assert drain(queue) == ["a"]
+
+
 def test_a_hot_key_cannot_starve_the_others() -> None:
     queue: WorkQueue[str] = WorkQueue(clock=FakeClock())
     for index in range(100):

@@ -3,7 +3,7 @@ written object instead (``OwnWrites``)."""
 
 from __future__ import annotations
 
-from operator_runtime.controllers.rayservice.written import OwnWrites
+from operator_runtime.controllers.ownwrites import OwnWrites
 from operator_runtime.runtime.reconcile import ObjectKey
 
 KEY = ObjectKey("ns", "svc")

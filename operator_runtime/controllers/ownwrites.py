@@ -1,19 +1,22 @@
-"""The RayService status this controller wrote last, for a pass that starts before the
-informer cache has seen that write.
+"""The object a controller wrote last, for a pass that starts before the informer
+cache has seen that write.
 
-A pass reads the RayService from the cache. When the next pass comes soon after a
-status write (an owned cluster's event, a retry after an error), the cache may still
-hold the object as it was before the write; the pass then redoes the previous step from
-the old status: an incremental upgrade's HTTPRoute weight goes back one step
-(25 -> 0 -> 25), a ``target_capacity`` is PUT twice, a promotion is logged twice. The
-status write itself fails on the stale resourceVersion, but the Gateway API and Serve
-calls before it have happened. Measured on the local control plane under load: a pass
-300 ms after a write saw the old status.
+A pass reads its object from the cache. When the next pass comes soon after a write
+(a child's event, a retry after an error), the cache may still hold the object as it
+was before: the pass then redoes the previous step from the old status. For a
+RayService an incremental upgrade's HTTPRoute weight went back one step (25 -> 0 ->
+25), a ``target_capacity`` was PUT twice, a promotion logged twice; the status write
+itself failed on the stale resourceVersion, but the Gateway API and Serve calls before
+it had happened. Measured on the local control plane under load: a pass 300 ms after a
+write saw the old status. For a RayCluster or a RayJob the pass wrote a status from the
+old one, which the API server refused (409) and the retry wrote again: a request and a
+pass each, for nothing.
 
-So the controller remembers, per RayService, the object the API server returned for its
-last write and the resourceVersions that write replaced: while the cache still shows
-one of those, the pass starts from the written object instead. Any other
-resourceVersion (our write seen, or a later change by someone else) ends that.
+So each controller remembers, per object, what the API server returned for its last
+write (a status write, a finalizer patch) and the resourceVersions that write replaced:
+while the cache still shows one of those, the pass starts from the written object
+instead. Any other resourceVersion (our write seen, or a later change by someone else)
+ends that.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ class _Written:
 
 @dataclass
 class OwnWrites:
-    """Thread-safe; one entry per RayService written since the cache last caught up."""
+    """Thread-safe; one entry per object written since the cache last caught up."""
 
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _entries: dict[ObjectKey, _Written] = field(default_factory=dict)

@@ -1,0 +1,102 @@
+"""A RayJob pass that starts before the cache has seen the controller's last writes
+(the finalizer, the status) starts from the written object (``OwnWrites``), as a
+RayService's and a RayCluster's do. Its own status write brings the next pass once the
+cache has it, but a child's event can come first: that pass used to start the RayJob
+over from the cached status (a second finalizer patch, new cluster and job names), and
+the API server refused its status write (409), a request and a retry for nothing.
+
+The API server is faked on purpose: the subject is a pass over a cache that has not
+caught up, which a real server cannot hold still (the real thing is in
+tests/integration/rayjob)."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from typing import Any
+
+from operator_runtime.controllers.rayjob.controller import RayJobController
+from operator_runtime.runtime.clock import FakeClock
+from operator_runtime.runtime.context import ControllerContext, InformerSet
+from operator_runtime.runtime.events import EventRecorder
+from operator_runtime.runtime.kinds import Object
+from operator_runtime.runtime.reconcile import ObjectKey
+
+
+class NoSink:
+    def create(self, event: object) -> None:
+        pass
+
+    def update_count(self, event: object) -> None:
+        pass
+
+
+class Server:
+    """Applies writes to its own copy and bumps the resourceVersion, as the API server
+    would; refuses a write on a stale resourceVersion (409) and counts it."""
+
+    def __init__(self, obj: Object) -> None:
+        self.obj = copy.deepcopy(obj)
+        self.patches: list[Any] = []
+        self.statuses: list[Object] = []
+        self.created: list[Object] = []
+        self.conflicts = 0
+        self._versions = itertools.count(2)
+
+    def _write(self, version: object) -> Object:
+        if str(version) != self.obj["metadata"]["resourceVersion"]:
+            self.conflicts += 1
+            raise AssertionError("409: the write was based on a stale object")
+        self.obj["metadata"]["resourceVersion"] = str(next(self._versions))
+        return copy.deepcopy(self.obj)
+
+    def patch(self, _kind: Any, _name: str, _namespace: str, body: Any, **kw: Any) -> Object:
+        self.patches.append(body)
+        self.obj["metadata"].update(body["metadata"])
+        return self._write(kw.get("resource_version"))
+
+    def update_status(self, obj: Object) -> Object:
+        self.statuses.append(obj["status"])
+        self.obj["status"] = copy.deepcopy(obj["status"])
+        return self._write(obj["metadata"]["resourceVersion"])
+
+    def create(self, obj: Object) -> Object:
+        self.created.append(obj)
+        return {**obj, "metadata": {**obj["metadata"], "uid": "cluster-uid"}}
+
+
+def rayjob() -> Object:
+    cluster_spec = {
+        "headGroupSpec": {"template": {"spec": {"containers": [{"name": "h", "image": "i"}]}}},
+    }
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "j", "namespace": "ns", "uid": "job-uid", "generation": 1,
+                     "resourceVersion": "1"},
+        "spec": {"entrypoint": "python -c 'print(1)'", "rayClusterSpec": cluster_spec},
+    }  # fmt: skip
+
+
+def test_a_pass_on_a_cache_without_our_writes_goes_on_from_them() -> None:
+    cached = rayjob()
+    server = Server(cached)
+    clock = FakeClock()
+    context = ControllerContext(
+        client=server,  # type: ignore[arg-type]
+        informers=InformerSet(None),  # type: ignore[arg-type]
+        clock=clock,
+        events=lambda _: EventRecorder(NoSink(), clock=clock),  # type: ignore[arg-type]
+    )
+    subject = RayJobController(context)
+    subject.tools.caches.jobs.upsert(cached)
+    key = ObjectKey("ns", "j")
+    subject.reconcile(key)  # New: the finalizer, then Initializing with the names
+    assert len(server.patches) == 1 and len(server.statuses) == 1
+    names = {k: server.statuses[0][k] for k in ("rayClusterName", "jobId")}
+    subject.reconcile(key)  # the cache still holds the RayJob as it was created
+    assert len(server.patches) == 1, "the finalizer is not patched again"
+    assert [obj["metadata"]["name"] for obj in server.created] == [names["rayClusterName"]]
+    assert server.conflicts == 0
+    assert all(status.get("jobId") == names["jobId"] for status in server.statuses)
+    subject.close()
