@@ -43,8 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from operator_runtime.api.useryaml import UserYamlError, YamlLimits, load_yaml
 from operator_runtime.runtime.credentials import (
     CredentialError,
     Credentials,
@@ -64,6 +63,7 @@ log = logging.getLogger(__name__)
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 MAX_KUBECONFIG_BYTES = 4 * 1024 * 1024
 """A kubeconfig larger than this is refused (a few hundred contexts fit in far less)."""
+KUBECONFIG_YAML_LIMITS = YamlLimits(max_bytes=MAX_KUBECONFIG_BYTES)
 
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 CLUSTER_KEYS = frozenset({
@@ -190,8 +190,11 @@ def load_kubeconfig(path: str) -> ApiServerConfig:
     except CredentialError as exc:
         raise KubeconfigError(str(exc)) from None
     try:
-        document = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
+        # The one bounded reader of YAML, in client-go's dialect (sigs.k8s.io/yaml).
+        document = load_yaml(raw.decode("utf-8"), limits=KUBECONFIG_YAML_LIMITS)
+    except UnicodeDecodeError as exc:
+        raise KubeconfigError(f"kubeconfig {path}: not UTF-8: {exc}") from None
+    except UserYamlError as exc:
         raise KubeconfigError(f"kubeconfig {path}: not YAML: {exc}") from None
     selected = select_context(document, f"kubeconfig {path}")
     reason = library_reason(selected)
@@ -227,6 +230,15 @@ def _named(document: Mapping[str, Any], section: str, name: str, where: str) -> 
     return None
 
 
+def _required(
+    document: Mapping[str, Any], section: str, name: str, where: str, label: str
+) -> Mapping[str, Any]:
+    found: Mapping[str, Any] | None = _named(document, section, name, where)
+    if found is None:
+        raise KubeconfigError(f"{where}: {label} {name!r} is not among {section}")
+    return found
+
+
 def select_context(document: Any, where: str) -> SelectedContext:
     """The current context of a parsed kubeconfig, checked for shape."""
     if not isinstance(document, dict):
@@ -234,22 +246,16 @@ def select_context(document: Any, where: str) -> SelectedContext:
     name = document.get("current-context")
     if not name or not isinstance(name, str):
         raise KubeconfigError(f"{where}: no current-context")
-    context = _named(document, "contexts", name, where)
-    if context is None:
-        raise KubeconfigError(f"{where}: current-context {name!r} is not among contexts")
+    context = _required(document, "contexts", name, where, "current-context")
     where = f"{where} (context {name!r})"
     cluster_name = context.get("cluster")
     if not cluster_name or not isinstance(cluster_name, str):
         raise KubeconfigError(f"{where}: the context names no cluster")
-    cluster = _named(document, "clusters", cluster_name, where)
-    if cluster is None:
-        raise KubeconfigError(f"{where}: cluster {cluster_name!r} is not among clusters")
+    cluster = _required(document, "clusters", cluster_name, where, "cluster")
     user_name = context.get("user") or ""
     if not isinstance(user_name, str):
         raise KubeconfigError(f"{where}: the context's user is not a name")
-    user = _named(document, "users", user_name, where) if user_name else {}
-    if user is None:
-        raise KubeconfigError(f"{where}: user {user_name!r} is not among users")
+    user = _required(document, "users", user_name, where, "user") if user_name else {}
     return SelectedContext(where, name, cluster_name, cluster, user_name, user)
 
 
