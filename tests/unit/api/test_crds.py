@@ -189,14 +189,14 @@ def generated() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def bundle(generated: dict[str, str]) -> str:
-    return crds.bundle_text(generated)
+def bundle() -> str:
+    return crds.bundle_text(crds.generate_manifests())
 
 
 @pytest.fixture(scope="module")
 def manifests(bundle: str) -> dict[str, dict[str, Any]]:
-    """The generated CRDs by kind, as parsed for the bundle: the YAML is megabytes, and
-    the bundle test holds the bundle to it."""
+    """The generated CRDs by kind, read from the bundle: the YAML is megabytes, and
+    ``test_the_yaml_files_say_what_the_bundle_says`` holds the two to each other."""
     return {manifest["spec"]["names"]["kind"]: manifest for manifest in json.loads(bundle)}
 
 
@@ -260,6 +260,14 @@ def test_check_passes_in_a_fresh_interpreter_with_another_hash_seed() -> None:
         timeout=300,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def test_the_yaml_files_say_what_the_bundle_says(generated: dict[str, str], bundle: str) -> None:
+    # The bundle is written from the manifests, not parsed from the YAML: what kubectl
+    # applies from the files must be what programs load from the bundle.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    read_back = [yaml.load(generated[name], Loader=loader) for name in sorted(generated)]
+    assert read_back == json.loads(bundle)
 
 
 def test_libyaml_writes_the_bytes_pure_python_yaml_writes(
