@@ -66,22 +66,29 @@ def test_groups_take_turns_so_a_small_group_is_not_queued_behind_a_big_one() -> 
     assert [index for group, index in recorder.made if group == "big"] == list(range(50))
 
 
+class Concurrency:
+    """Counts calls running at once, and the most that ever did."""
+
+    def __init__(self) -> None:
+        self.lock, self.running, self.peak = threading.Lock(), 0, 0
+
+    def run(self, seconds: float, then: Callable[[], None] = lambda: None) -> None:
+        with self.lock:
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+        time.sleep(seconds)
+        with self.lock:
+            self.running -= 1
+            then()
+
+
 def test_at_most_in_flight_creates_run_at_once() -> None:
-    lock, running, peak = threading.Lock(), [0], [0]
-
-    def call() -> None:
-        with lock:
-            running[0] += 1
-            peak[0] = max(peak[0], running[0])
-        time.sleep(0.01)
-        with lock:
-            running[0] -= 1
-
+    counted = Concurrency()
     queue = CreateQueue(Expectations())
     for group in range(10):
-        queue.submit(f"ns/c{group}/g", [call] * 10, wanted=always)
+        queue.submit(f"ns/c{group}/g", [lambda: counted.run(0.01)] * 10, wanted=always)
     assert queue.wait_idle(10)
-    assert peak[0] == MAX_IN_FLIGHT
+    assert counted.peak == MAX_IN_FLIGHT
 
 
 def test_a_group_waits_for_its_queued_creates_however_long_they_take() -> None:
@@ -242,21 +249,15 @@ def test_a_probe_runs_alone_then_the_rest_of_its_group_runs_side_by_side() -> No
     groups are served meanwhile."""
     expectations = Expectations()
     queue, recorder = CreateQueue(expectations, in_flight=4), Recorder()
-    gate, lock, running, peak = threading.Event(), threading.Lock(), [0], [0]
+    gate, counted = threading.Event(), Concurrency()
 
     def probe() -> None:
         gate.wait()
-        with lock:
+        with counted.lock:
             recorder.made.append(("new", -1))
 
     def rest() -> None:
-        with lock:
-            running[0] += 1
-            peak[0] = max(peak[0], running[0])
-        time.sleep(0.1)
-        with lock:
-            running[0] -= 1
-            recorder.made.append(("new", 0))
+        counted.run(0.1, then=lambda: recorder.made.append(("new", 0)))
 
     queue.submit("ns/new/g", [probe, *[rest] * 8], wanted=always, probe=True)
     queue.submit("ns/other/g", recorder.calls("other", 3), wanted=always)
@@ -268,7 +269,7 @@ def test_a_probe_runs_alone_then_the_rest_of_its_group_runs_side_by_side() -> No
     gate.set()
     assert queue.wait_idle(10)
     assert [index for group, index in recorder.made if group == "new"] == [-1, *[0] * 8]
-    assert peak[0] > 1, "once the probe succeeded, the rest is not run one at a time"
+    assert counted.peak > 1, "once the probe succeeded, the rest is not run one at a time"
     assert expectations.pending("ns/new/g") == 0
 
 
