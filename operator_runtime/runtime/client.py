@@ -44,7 +44,7 @@ from operator_runtime.runtime.errors import (
 )
 from operator_runtime.runtime.kinds import KindRegistry, Object, ResourceKind
 from operator_runtime.runtime.ratelimit import TokenBucket
-from operator_runtime.runtime.transport import Stream, Transport
+from operator_runtime.runtime.transport import Stream, Transport, decode_json
 
 Objects = list[Object]
 PatchType = Literal["merge", "json", "strategic", "apply"]
@@ -417,7 +417,7 @@ class WatchStream:
 
     def __iter__(self) -> Iterator[Object]:
         for line in self._stream.lines():
-            event: Object = json.loads(line)
+            event: Object = decode_json(line)
             yield event
 
     def close(self) -> None:
