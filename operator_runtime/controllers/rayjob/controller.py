@@ -224,6 +224,21 @@ class RayJobController:
         if outcome is not None:
             return outcome
         _count_attempt(run)
+        written = self._write_status(run)
+        if state == "" and run.state == "Initializing" and written is not None:
+            # The new RayJob's cluster name and job id are stored now, so a retry cannot
+            # pick others: go on to create the cluster in this pass. KubeRay's next pass
+            # does it, from the back of the queue: in a burst of 100 RayJobs no cluster
+            # was created before every RayJob had its first pass (benchmarks/README.md).
+            return self._step(JobRun.start(self.tools, key, written, job))
+        return Result(requeue_after=self.options.requeue_seconds)
+
+    def _step(self, run: JobRun) -> Result:
+        """One more state of this pass, from the status just written."""
+        outcome = STATES[run.state or ""](run)
+        if outcome is not None:
+            return outcome
+        _count_attempt(run)
         self._write_status(run)
         return Result(requeue_after=self.options.requeue_seconds)
 
@@ -261,9 +276,10 @@ class RayJobController:
         finalizers.set_finalizer(self.tools.client, kinds.RAY_JOB, raw, FINALIZER, present=False)
         return Result()
 
-    def _write_status(self, run: JobRun) -> None:
+    def _write_status(self, run: JobRun) -> Object | None:
         """KubeRay's rule: write when jobStatus, jobDeploymentStatus, the cluster's status
-        or the check-failure timer changed; a terminal RayJob gets its endTime then."""
+        or the check-failure timer changed; a terminal RayJob gets its endTime then.
+        Returns the RayJob as written, or None when nothing was."""
         old: dict[str, Any] = run.raw.get("status") or {}
         new = run.status
         compared = ("jobStatus", "jobDeploymentStatus", "jobStatusCheckFailureStartTime")
@@ -271,7 +287,7 @@ class RayJobController:
             old.get("rayClusterStatus") or {}, new.get("rayClusterStatus") or {}
         )
         if not changed:
-            return
+            return None
         if new.get("jobDeploymentStatus") in TERMINAL_JOB_DEPLOYMENT_STATUSES:
             run.set_time("endTime", run.now())
         generation = run.raw["metadata"].get("generation")
@@ -280,6 +296,7 @@ class RayJobController:
         written = self.tools.client.update_status({**run.raw, "status": copy.deepcopy(new)})
         self.own_writes.wrote(run.key, run.raw, written)
         _observe_execution(run, old)
+        return written
 
 
 def _count_attempt(run: JobRun) -> None:

@@ -91,12 +91,15 @@ def test_a_pass_on_a_cache_without_our_writes_goes_on_from_them() -> None:
     subject = RayJobController(context)
     subject.tools.caches.jobs.upsert(cached)
     key = ObjectKey("ns", "j")
-    subject.reconcile(key)  # New: the finalizer, then Initializing with the names
+    # New: the finalizer, Initializing with the names, then (the names stored) the cluster
+    subject.reconcile(key)
     assert len(server.patches) == 1 and len(server.statuses) == 1
     names = {k: server.statuses[0][k] for k in ("rayClusterName", "jobId")}
-    subject.reconcile(key)  # the cache still holds the RayJob as it was created
-    assert len(server.patches) == 1, "the finalizer is not patched again"
     assert [obj["metadata"]["name"] for obj in server.created] == [names["rayClusterName"]]
+    subject.tools.caches.clusters.upsert(server.created[0])  # the cluster's cache caught up
+    subject.reconcile(key)  # the RayJob's cache still holds it as it was created
+    assert len(server.patches) == 1, "the finalizer is not patched again"
+    assert len(server.created) == 1, "no second cluster"
     assert server.conflicts == 0
     assert all(status.get("jobId") == names["jobId"] for status in server.statuses)
     subject.close()
