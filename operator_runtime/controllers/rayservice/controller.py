@@ -190,12 +190,22 @@ class RayServiceController:
                 Action.VALIDATE.value,
             )
             return Result()
+        deleting = bool(raw["metadata"].get("deletionTimestamp"))
+        if not deleting and FINALIZER not in finalizers.finalizers(raw):
+            # The pass goes on from the patched object. KubeRay's pass ends here and its
+            # next one comes from the back of the queue: in a burst of 100 RayServices no
+            # cluster was created before every RayService had its finalizer.
+            patched = finalizers.set_finalizer(
+                tools.client, kinds.RAY_SERVICE, raw, FINALIZER, present=True
+            )
+            self.own_writes.wrote(key, raw, patched)
+            raw = patched
         run = ServiceRun.start(tools, key, raw, service)
         tools.serve_configs.keep_only(
             run.cache_key, {run.cluster_name(ACTIVE), run.cluster_name(PENDING)}
         )
         dangling = clusters.clean_up_dangling(run)
-        if raw["metadata"].get("deletionTimestamp"):
+        if deleting:
             if dangling:
                 return again
             if FINALIZER in finalizers.finalizers(raw):
@@ -203,9 +213,6 @@ class RayServiceController:
                     tools.client, kinds.RAY_SERVICE, raw, FINALIZER, present=False
                 )
             return Result()
-        if FINALIZER not in finalizers.finalizers(raw):
-            finalizers.set_finalizer(tools.client, kinds.RAY_SERVICE, raw, FINALIZER, present=True)
-            return again
         if not self._valid(run):
             self._write(run)
             return Result()
@@ -218,8 +225,15 @@ class RayServiceController:
             return Result() if was_suspended else again
         if status.timed_out(run):
             return again if dangling else Result()
+        named = run.cluster_name(PENDING)
         self._serve_pass(run)
         self._write(run)
+        if run.cluster_name(PENDING) not in ("", named):
+            # The pass named a new pending cluster, and the name is stored now: create
+            # it in this pass rather than the next, which KubeRay's does from the back
+            # of the queue.
+            self._serve_pass(run)
+            self._write(run)
         return again
 
     def _serve_pass(self, run: ServiceRun) -> None:
