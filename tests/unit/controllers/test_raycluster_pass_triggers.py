@@ -30,14 +30,7 @@ from operator_runtime.runtime.events import EventRecorder
 from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import ObjectKey
 from tests.unit.controllers.test_raycluster_pod_expectations import FakeClient, raw_cluster
-
-
-class NoSink:
-    def create(self, event: object) -> None:
-        pass
-
-    def update_count(self, event: object) -> None:
-        pass
+from tests.unit.controllers.versioned import NoSink
 
 
 class Queue:

@@ -11,58 +11,10 @@ tests/integration/rayjob)."""
 
 from __future__ import annotations
 
-import copy
-import itertools
-from typing import Any
-
 from operator_runtime.controllers.rayjob.controller import RayJobController
-from operator_runtime.runtime.clock import FakeClock
-from operator_runtime.runtime.context import ControllerContext, InformerSet
-from operator_runtime.runtime.events import EventRecorder
 from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import ObjectKey
-
-
-class NoSink:
-    def create(self, event: object) -> None:
-        pass
-
-    def update_count(self, event: object) -> None:
-        pass
-
-
-class Server:
-    """Applies writes to its own copy and bumps the resourceVersion, as the API server
-    would; refuses a write on a stale resourceVersion (409) and counts it."""
-
-    def __init__(self, obj: Object) -> None:
-        self.obj = copy.deepcopy(obj)
-        self.patches: list[Any] = []
-        self.statuses: list[Object] = []
-        self.created: list[Object] = []
-        self.conflicts = 0
-        self._versions = itertools.count(2)
-
-    def _write(self, version: object) -> Object:
-        if str(version) != self.obj["metadata"]["resourceVersion"]:
-            self.conflicts += 1
-            raise AssertionError("409: the write was based on a stale object")
-        self.obj["metadata"]["resourceVersion"] = str(next(self._versions))
-        return copy.deepcopy(self.obj)
-
-    def patch(self, _kind: Any, _name: str, _namespace: str, body: Any, **kw: Any) -> Object:
-        self.patches.append(body)
-        self.obj["metadata"].update(body["metadata"])
-        return self._write(kw.get("resource_version"))
-
-    def update_status(self, obj: Object) -> Object:
-        self.statuses.append(obj["status"])
-        self.obj["status"] = copy.deepcopy(obj["status"])
-        return self._write(obj["metadata"]["resourceVersion"])
-
-    def create(self, obj: Object) -> Object:
-        self.created.append(obj)
-        return {**obj, "metadata": {**obj["metadata"], "uid": "cluster-uid"}}
+from tests.unit.controllers.versioned import VersionedServer, context_on
 
 
 def rayjob() -> Object:
@@ -80,14 +32,8 @@ def rayjob() -> Object:
 
 def test_a_pass_on_a_cache_without_our_writes_goes_on_from_them() -> None:
     cached = rayjob()
-    server = Server(cached)
-    clock = FakeClock()
-    context = ControllerContext(
-        client=server,  # type: ignore[arg-type]
-        informers=InformerSet(None),  # type: ignore[arg-type]
-        clock=clock,
-        events=lambda _: EventRecorder(NoSink(), clock=clock),  # type: ignore[arg-type]
-    )
+    server = VersionedServer(cached)
+    context = context_on(server)
     subject = RayJobController(context)
     subject.tools.caches.jobs.upsert(cached)
     key = ObjectKey("ns", "j")

@@ -9,59 +9,14 @@ tests/integration/rayservice)."""
 
 from __future__ import annotations
 
-import copy
-import itertools
-from typing import Any
-
 import pytest
 
 from operator_runtime.api.finalizers import Finalizer
 from operator_runtime.controllers.rayservice.controller import RayServiceController
-from operator_runtime.runtime.clock import FakeClock
-from operator_runtime.runtime.context import ControllerContext, InformerSet
 from operator_runtime.runtime.errors import TemporaryError
-from operator_runtime.runtime.events import EventRecorder
 from operator_runtime.runtime.kinds import Object
 from operator_runtime.runtime.reconcile import ObjectKey
-
-
-class NoSink:
-    def create(self, event: object) -> None:
-        pass
-
-    def update_count(self, event: object) -> None:
-        pass
-
-
-class Server:
-    """Applies the RayService's writes to its own copy, bumping the resourceVersion and
-    refusing a write on a stale one, as the API server would; records creates."""
-
-    def __init__(self, obj: Object) -> None:
-        self.obj = copy.deepcopy(obj)
-        self.patches: list[Any] = []
-        self.statuses: list[Object] = []
-        self.created: list[Object] = []
-        self._versions = itertools.count(2)
-
-    def _write(self, version: object) -> Object:
-        assert str(version) == self.obj["metadata"]["resourceVersion"], "409: stale write"
-        self.obj["metadata"]["resourceVersion"] = str(next(self._versions))
-        return copy.deepcopy(self.obj)
-
-    def patch(self, _kind: Any, _name: str, _namespace: str, body: Any, **kw: Any) -> Object:
-        self.patches.append(body)
-        self.obj["metadata"].update(body["metadata"])
-        return self._write(kw.get("resource_version"))
-
-    def update_status(self, obj: Object) -> Object:
-        self.statuses.append(obj["status"])
-        self.obj["status"] = copy.deepcopy(obj["status"])
-        return self._write(obj["metadata"]["resourceVersion"])
-
-    def create(self, obj: Object) -> Object:
-        self.created.append(obj)
-        return {**obj, "metadata": {**obj["metadata"], "uid": f"uid-{len(self.created)}"}}
+from tests.unit.controllers.versioned import VersionedServer, context_on
 
 
 def rayservice() -> Object:
@@ -78,14 +33,8 @@ def rayservice() -> Object:
 
 
 def test_the_first_pass_of_a_new_rayservice_creates_its_cluster() -> None:
-    server = Server(rayservice())
-    clock = FakeClock()
-    context = ControllerContext(
-        client=server,  # type: ignore[arg-type]
-        informers=InformerSet(None),  # type: ignore[arg-type]
-        clock=clock,
-        events=lambda _: EventRecorder(NoSink(), clock=clock),  # type: ignore[arg-type]
-    )
+    server = VersionedServer(rayservice())
+    context = context_on(server)
     subject = RayServiceController(context)
     subject.tools.caches.rayservices.upsert(rayservice())
     # As in the pass that creates a cluster in any case: its head pod does not exist yet,
