@@ -188,7 +188,7 @@ class UrllibTransport:
         timeout: tuple[float, float],
     ) -> Response:
         raw = self._send(method, path, query, body, headers, timeout, preload=True)
-        return Response(raw.status, raw.data, dict(raw.headers))
+        return Response(raw.status, raw.data, raw.headers)
 
     def stream(
         self,
