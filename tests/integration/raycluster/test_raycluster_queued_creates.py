@@ -76,6 +76,42 @@ def test_a_worker_template_the_api_server_rejects_is_reported_and_tried_once_per
     wait_for("ReplicaFailure cleared", cleared, timeout=30)
 
 
+def test_a_head_template_the_api_server_rejects_is_reported_and_no_worker_is_made(
+    operator: RunningOperator, client: KubeClient, namespace: str
+) -> None:
+    """The head is made in the pass, before any worker is queued: a head the API server
+    refuses leaves no worker behind (as in KubeRay), and the cluster says why."""
+    manifest = raycluster("headless", namespace, workers=3)
+    head = manifest["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["resources"]["requests"]["cpu"] = "2"  # more than its limit of 1: a 422
+    client.create(manifest)
+
+    def reported() -> bool:
+        found = condition(get_cluster(client, namespace, "headless"), "ReplicaFailure")
+        return found is not None and found["status"] == "True"
+
+    wait_for("ReplicaFailure=True", reported, timeout=30)
+    found = condition(get_cluster(client, namespace, "headless"), "ReplicaFailure")
+    assert found is not None and found["reason"] == "FailedCreateHeadPod"
+    assert events(client, namespace, "FailedToCreateHeadPod", "headless")
+    settle(2)
+    assert pods(client, namespace, "ray.io/cluster=headless") == [], "no worker without its head"
+
+    cluster = get_cluster(client, namespace, "headless")
+    cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["resources"]["requests"][
+        "cpu"
+    ] = "1"
+    client.update(cluster)
+    wait_for(
+        "the head and 3 workers once the template is fixed",
+        lambda: (
+            len(live_pods(client, namespace, "headless", "head")) == 1
+            and len(live_pods(client, namespace, "headless", "worker")) == 3
+        ),
+        timeout=60,
+    )
+
+
 def test_a_scale_down_while_creates_are_queued_ends_at_the_new_count(
     operator: RunningOperator, client: KubeClient, namespace: str
 ) -> None:
