@@ -32,6 +32,7 @@ import pydantic
 from operator_runtime.api import InvalidObjectError, RayCronJob, validate_raycronjob
 from operator_runtime.api.features import FeatureGates
 from operator_runtime.api.reasons import Action
+from operator_runtime.controllers.ownwrites import OwnWrites
 from operator_runtime.controllers.parse_errors import describe_parse_error
 from operator_runtime.controllers.permissions import declarer
 from operator_runtime.controllers.raycronjob import schedule as sched
@@ -118,6 +119,10 @@ class RayCronJobController:
         tz = context.settings.tz
         self.zone = zone or sched.local_zone({} if tz is None else {"TZ": tz})
         """The zone of a schedule without ``spec.timeZone`` (Go's ``time.Local``)."""
+        self.own_writes = OwnWrites()
+        """Our last status write of each RayCronJob, while the cache has not shown it:
+        a pass before then (a retry, an event) would create the tick's RayJob again
+        (AlreadyExists) and write the status on the old resourceVersion (409)."""
 
     def watches(self) -> Sequence[Watch]:
         # No predicate, as KubeRay: its own status write brings one more (idle) pass.
@@ -125,7 +130,11 @@ class RayCronJobController:
 
     def reconcile(self, key: ObjectKey) -> Result:
         raw = self.caches.cronjobs.get(key.namespace, key.name)
-        if raw is None or raw["metadata"].get("deletionTimestamp"):
+        if raw is None:
+            self.own_writes.forget(key)
+            return Result()
+        raw = self.own_writes.fresh(key, raw)
+        if raw["metadata"].get("deletionTimestamp"):
             return Result()
         cron = self._valid(key, raw)
         if cron is None:
@@ -147,7 +156,8 @@ class RayCronJobController:
         stamp = sched.format_tick(plan.run)
         if status.get("lastScheduleTime") != stamp:
             status = {**status, "lastScheduleTime": stamp}
-            self.client.update_status({**raw, "status": status})
+            written = self.client.update_status({**raw, "status": status})
+            self.own_writes.wrote(key, raw, written)
         if plan.skipped:
             # After the status write: a pass that fails before it is repeated whole,
             # and must not report the same gap twice.
