@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -94,8 +95,27 @@ def cron_operator(
     assert exit_codes == [0], "the operator must drain and exit 0"
 
 
+class RunningClock(FakeClock):
+    """The test's clock: its wall time (``now``, which the schedule reads) moves only
+    when the test advances it, and its monotonic time also runs on its own.
+
+    The operator's work queue keeps every delay on the monotonic clock: a requeue for
+    the next tick, which the test's ``advance`` brings due, and the retry after a failed
+    pass, a backoff of milliseconds. On a clock that stood still between advances, one
+    pass failing under load (a timeout, a 429) was never retried, and the test waited
+    out its 30 s (one way the first tick can go missing, as it did once in a loaded CI
+    run)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._started = time.monotonic()
+
+    def monotonic(self) -> float:
+        return super().monotonic() + (time.monotonic() - self._started)
+
+
 def fake_clock_at(moment: datetime.datetime) -> FakeClock:
-    clock = FakeClock()
+    clock = RunningClock()
     clock.advance((moment - clock.now()).total_seconds())
     return clock
 
