@@ -7,7 +7,7 @@ following."""
 from __future__ import annotations
 
 from operator_runtime.runtime.client import KubeClient
-from operator_runtime.runtime.kinds import RAY_CLUSTER
+from operator_runtime.runtime.kinds import RAY_CLUSTER, Object
 from tests.integration.raycluster.conftest import (
     RunningOperator,
     condition,
@@ -32,6 +32,17 @@ def _total(operator: RunningOperator, name: str, **labels: str) -> float:
     )
 
 
+def _replica_failure(client: KubeClient, namespace: str, name: str) -> Object:
+    """The cluster's ``ReplicaFailure`` condition, once it is True (30 s at most)."""
+
+    def reported() -> Object | None:
+        found = condition(get_cluster(client, namespace, name), "ReplicaFailure")
+        return found if found is not None and found["status"] == "True" else None
+
+    found: Object = wait_for("ReplicaFailure=True", reported, timeout=30)
+    return found
+
+
 def test_a_worker_template_the_api_server_rejects_is_reported_and_tried_once_per_pass(
     operator: RunningOperator, client: KubeClient, namespace: str
 ) -> None:
@@ -40,13 +51,8 @@ def test_a_worker_template_the_api_server_rejects_is_reported_and_tried_once_per
     worker["resources"]["requests"]["cpu"] = "2"  # more than its limit of 1: a 422
     client.create(manifest)
 
-    def reported() -> bool:
-        found = condition(get_cluster(client, namespace, "rejected"), "ReplicaFailure")
-        return found is not None and found["status"] == "True"
-
-    wait_for("ReplicaFailure=True", reported, timeout=30)
-    found = condition(get_cluster(client, namespace, "rejected"), "ReplicaFailure")
-    assert found is not None and found["reason"] == "FailedCreateWorkerPod"
+    found = _replica_failure(client, namespace, "rejected")
+    assert found["reason"] == "FailedCreateWorkerPod"
     assert "must be less than or equal to cpu limit" in found["message"]
     assert events(client, namespace, "FailedToCreateWorkerPod", "rejected")
     assert len(live_pods(client, namespace, "rejected", "head")) == 1
@@ -86,13 +92,8 @@ def test_a_head_template_the_api_server_rejects_is_reported_and_no_worker_is_mad
     head["resources"]["requests"]["cpu"] = "2"  # more than its limit of 1: a 422
     client.create(manifest)
 
-    def reported() -> bool:
-        found = condition(get_cluster(client, namespace, "headless"), "ReplicaFailure")
-        return found is not None and found["status"] == "True"
-
-    wait_for("ReplicaFailure=True", reported, timeout=30)
-    found = condition(get_cluster(client, namespace, "headless"), "ReplicaFailure")
-    assert found is not None and found["reason"] == "FailedCreateHeadPod"
+    found = _replica_failure(client, namespace, "headless")
+    assert found["reason"] == "FailedCreateHeadPod"
     assert events(client, namespace, "FailedToCreateHeadPod", "headless")
     settle(2)
     assert pods(client, namespace, "ray.io/cluster=headless") == [], "no worker without its head"
