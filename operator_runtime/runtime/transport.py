@@ -172,10 +172,10 @@ class UrllibTransport:
         """This transport's URL, TLS and credentials, for a client of another library."""
         return ApiServerAccess(self.base_url, self._configuration.ssl_context(), self._credentials)
 
-    def _url(self, path: str, query: list[tuple[str, str]]) -> str:
-        if not query:
-            return f"{self.base_url}{path}"
-        return self.base_url + path + "?" + urllib.parse.urlencode(query)
+    @staticmethod
+    def _target(path: str, query: list[tuple[str, str]]) -> str:
+        """``path`` with its query string, below the server's URL."""
+        return f"{path}?{urllib.parse.urlencode(query)}" if query else path
 
     def request(
         self,
@@ -220,13 +220,11 @@ class UrllibTransport:
             "preload_content": preload,
         }
         try:
+            target = self._target(path, query)
             if self._server_pool is None:
-                response = self._pool.request(method, self._url(path, query), **options)
+                response = self._pool.request(method, self.base_url + target, **options)
             else:
-                target = self._path_prefix + path
-                if query:
-                    target += "?" + urllib.parse.urlencode(query)
-                response = self._server_pool.urlopen(method, target, **options)
+                response = self._server_pool.urlopen(method, self._path_prefix + target, **options)
         except urllib3.exceptions.ConnectTimeoutError as exc:  # also refused, unresolved
             # No connection, so no request: safe to send again, even a create.
             raise TransportError(f"{method} {path}: {exc}", maybe_sent=False) from exc
