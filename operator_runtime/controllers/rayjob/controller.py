@@ -50,7 +50,7 @@ from operator_runtime.controllers.rayjob.run import (
     JobTools,
     need,
 )
-from operator_runtime.controllers.rayjob.states import STATES
+from operator_runtime.controllers.rayjob.states import STATES, Handler, on_initializing
 from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.render import Permission
 from operator_runtime.render.batchscheduler import VOLCANO
@@ -220,27 +220,24 @@ class RayJobController:
         if handler is None:
             log.info("%s: unknown jobDeploymentStatus %r", key, run.get("jobDeploymentStatus"))
             return Result(requeue_after=self.options.requeue_seconds)
-        outcome = handler(run)
-        if outcome is not None:
-            return outcome
-        _count_attempt(run)
-        written = self._write_status(run)
+        result, written = self._step(run, handler)
         if state == "" and run.state == "Initializing" and written is not None:
             # The new RayJob's cluster name and job id are stored now, so a retry cannot
             # pick others: go on to create the cluster in this pass. KubeRay's next pass
             # does it, from the back of the queue: in a burst of 100 RayJobs no cluster
             # was created before every RayJob had its first pass (benchmarks/README.md).
-            return self._step(JobRun.start(self.tools, key, written, job))
-        return Result(requeue_after=self.options.requeue_seconds)
+            result, _ = self._step(JobRun.start(self.tools, key, written, job), on_initializing)
+        return result
 
-    def _step(self, run: JobRun) -> Result:
-        """One more state of this pass, from the status just written."""
-        outcome = STATES[run.state or ""](run)
+    def _step(self, run: JobRun, handler: Handler) -> tuple[Result, Object | None]:
+        """One state's step, then the status written if it changed: the pass's result,
+        and the RayJob as written (None when nothing was)."""
+        outcome = handler(run)
         if outcome is not None:
-            return outcome
+            return outcome, None
         _count_attempt(run)
-        self._write_status(run)
-        return Result(requeue_after=self.options.requeue_seconds)
+        written = self._write_status(run)
+        return Result(requeue_after=self.options.requeue_seconds), written
 
     def _valid(self, run: JobRun) -> bool:
         try:
