@@ -20,6 +20,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -41,20 +42,33 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 _PR_SET_PDEATHSIG = 1
 
 
+_HANDED_OUT: set[int] = set()
+"""Every port ``free_ports`` gave this process: whoever asked may not have bound it yet."""
+_HANDED_OUT_LOCK = threading.Lock()
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now (the OS picks it)."""
     return free_ports(1)[0]
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct free ports: every probe stays bound until all are picked, so
-    the OS cannot hand the same port out twice (separate ``free_port`` calls can)."""
-    with contextlib.ExitStack() as stack:
-        ports = []
-        for _ in range(count):
+    """``count`` distinct free ports, none handed out by an earlier call in this process.
+
+    The OS may give a port it just gave again once the probe is closed, and the process
+    it was meant for often binds it only later: two operators started one after the
+    other were handed one metrics port, and the second exited with "Address already in
+    use" (seen in a fresh-clone run). A port seen before is skipped, its probe kept
+    bound so the OS offers another."""
+    with _HANDED_OUT_LOCK, contextlib.ExitStack() as stack:
+        ports: list[int] = []
+        while len(ports) < count:
             probe = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
             probe.bind(("127.0.0.1", 0))
-            ports.append(int(probe.getsockname()[1]))
+            port = int(probe.getsockname()[1])
+            if port not in _HANDED_OUT:
+                ports.append(port)
+        _HANDED_OUT.update(ports)
         return ports
 
 
