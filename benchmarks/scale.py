@@ -579,11 +579,17 @@ def scale_up_and_delete(
     }
 
 
-def time_to_ready(bench: Bench, manifest: dict[str, Any], timeout: float) -> tuple[float, float]:
+def time_to_ready(
+    bench: Bench,
+    manifest: dict[str, Any],
+    timeout: float,
+    create: Callable[[dict[str, Any]], object] | None = None,
+) -> tuple[float, float]:
     """Seconds until the cluster is ready, and until its head and worker pods existed
     (the operator's part; the rest is kwok making them Running). Both are taken from
     watches opened before the create: polling every 50 ms was too coarse for times of
-    about 0.1 s, and added load of its own."""
+    about 0.1 s, and added load of its own. ``create`` makes the cluster (default: the
+    benchmark's client creates the RayCluster for an operator to act on)."""
     name = manifest["metadata"]["name"]
     seen: dict[str, float] = {}
     done = threading.Event()
@@ -625,7 +631,7 @@ def time_to_ready(bench: Bench, manifest: dict[str, Any], timeout: float) -> tup
     for thread in threads:
         thread.start()
     try:
-        bench.client.create(manifest)
+        (create or bench.client.create)(manifest)
         if not done.wait(timeout):
             raise TimeoutError(f"{name} not ready after {timeout:.0f}s")
     finally:

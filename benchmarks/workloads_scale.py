@@ -8,8 +8,9 @@ controller too). Each kind is a phase of its own with a freshly started operator
 
 1. a 1-worker RayCluster's time to ``ready`` on the idle operator (median of 3);
 2. N workloads created at once, each with its own cluster of 1 head + 2 workers (pod
-   templates naming a kwok node), and, right after, one more 1-worker RayCluster, timed
-   to ``ready`` during the burst;
+   templates naming a kwok node), and two more 1-worker RayClusters timed to ``ready``
+   during the burst: one right after the workloads' creates, one once half of their
+   clusters exist;
 3. the time until every workload's cluster is ``ready`` and until the last thing the
    operator controls on kwok exists (below); then deleting every workload until no
    RayCluster and no pod is left.
@@ -64,6 +65,7 @@ from operator_runtime.render import (
     owner_reference,
     render_cluster,
 )
+from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import ApiError, NotFound, TransportError
 from operator_runtime.runtime.kinds import (
     JOB,
@@ -253,14 +255,22 @@ def delete_all(bench: Bench, resource: ResourceKind, what: str, timeout: float) 
     return time.monotonic() - started
 
 
-def small_idle(bench: Bench, settings: Settings, node: str, tag: str) -> float:
+def small_idle(
+    bench: Bench,
+    settings: Settings,
+    node: str,
+    tag: str,
+    create: Callable[[dict[str, Any]], object] | None = None,
+) -> tuple[float, float]:
+    """The 1-worker cluster on its own: the medians of its seconds to ready and to both
+    pods created."""
     runs = [
         scale.time_to_ready(bench, scale.raycluster(f"small-{tag}-idle-{n}", 1, node),
-                            settings.timeout)[0]
+                            settings.timeout, create)
         for n in range(settings.idle_runs)
     ]  # fmt: skip
     delete_all(bench, RAY_CLUSTER, "idle clusters gone", settings.timeout)
-    return statistics.median(runs)
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
 def run_phase(
@@ -284,7 +294,7 @@ def run_phase(
             profiler = scale.start_profiler(operator.process.pid, output)
         small_node = f"kwok-node-{base.node_count - 1}"
         idle = small_idle(bench, settings, small_node, kind.key[:4])
-        progress.show(f"1-worker cluster on the idle operator: ready in {idle:.2f}s", final=True)
+        progress.show(f"1-worker cluster on the idle operator: ready in {idle[0]:.2f}s", final=True)
 
         names = [f"{kind.key[:4]}-{index:03}" for index in range(count)]
         before, cpu_before = bench.snapshot(), sampler.cpu()
@@ -299,18 +309,12 @@ def run_phase(
                 range(count),
             ))  # fmt: skip
         small_name = f"small-{kind.key[:4]}-busy"
-        small_busy: Future[tuple[float, float]]
-        with ThreadPoolExecutor(1) as small_pool:
-            small_busy = small_pool.submit(
-                scale.time_to_ready, bench, scale.raycluster(small_name, 1, small_node),
-                settings.timeout,
-            )  # fmt: skip
-            times, last = wait_for_workloads(
-                bench, kind, count, started, settings.timeout, progress
-            )
-            busy = small_busy.result()[0]
+        times, last, busy, mid = small_during_burst(
+            bench, kind, settings, started, progress, small_name, small_node
+        )
         progress.show(f"all {count} clusters ready in {times['ready']:.1f}s, all reached in "
-                      f"{times['reached']:.1f}s; 1-worker cluster during the burst: {busy:.2f}s",
+                      f"{times['reached']:.1f}s; 1-worker cluster during the burst: {busy[0]:.2f}s "
+                      f"(halfway: {mid[0]:.2f}s)",
                       final=True)  # fmt: skip
         requests = bench.requests_since(before)
         own: dict[str, int | None] = {}
@@ -331,9 +335,7 @@ def run_phase(
             "cpu_seconds_delete": round(sampler.cpu() - cpu_reached, 1),
             "peak_rss_bytes": peak,
             "delete_seconds": round(deleted, 1),
-            "small_idle_seconds": round(idle, 2),
-            "small_busy_seconds": round(busy, 2),
-            "small_busy_over_idle": round(busy / idle, 2) if idle else None,
+            **small_figures(idle, busy, mid),
             "statuses": dict(sorted(last.statuses.items())),
             "own_services": last.own_services,
         }
@@ -342,6 +344,23 @@ def run_phase(
         if profiler is not None:
             scale.stop_profiler(profiler)
         operator.stop()
+
+
+def small_figures(
+    idle: tuple[float, float], busy: tuple[float, float], mid: tuple[float, float]
+) -> dict[str, Any]:
+    """The 1-worker cluster's figures, each (to ready, to its pods created): on its own,
+    right after the burst's creates, halfway through them, and the ratios of the times
+    to ready."""
+    figures: dict[str, Any] = {
+        "small_idle_seconds": round(idle[0], 2),
+        "small_idle_pods_seconds": round(idle[1], 2),
+    }
+    for key, (ready, pods) in (("busy", busy), ("mid", mid)):
+        figures[f"small_{key}_seconds"] = round(ready, 2)
+        figures[f"small_{key}_over_idle"] = round(ready / idle[0], 2) if idle[0] else None
+        figures[f"small_{key}_pods_seconds"] = round(pods, 2)
+    return figures
 
 
 def timed_figures(count: int, times: dict[str, float], requests: dict[str, int]) -> dict[str, Any]:
@@ -356,20 +375,58 @@ def timed_figures(count: int, times: dict[str, float], requests: dict[str, int])
     }
 
 
-def delete_small(bench: Bench, name: str, timeout: float) -> None:
-    """Delete the burst's 1-worker cluster (before the workloads' timed delete) and wait
-    until it and its pods are gone."""
-    bench.client.delete(RAY_CLUSTER, name, NAMESPACE)
+def small_during_burst(
+    bench: Bench,
+    kind: Kind,
+    settings: Settings,
+    started: float,
+    progress: Progress,
+    name: str,
+    node: str,
+    create: Callable[[dict[str, Any]], object] | None = None,
+    errors: list[BaseException] | None = None,
+) -> tuple[dict[str, float], Observation, tuple[float, float], tuple[float, float]]:
+    """While the burst started at ``started`` is waited for, two 1-worker RayClusters are
+    timed to ready: ``name`` right after the burst's workloads were created, and
+    ``name``-mid once half of their clusters exist (the operator is then in the middle
+    of the burst's work, whoever's passes came first). Returns the burst's times, its
+    last observation and each small cluster's seconds to ready and to its pods created."""
+    count = settings.count(kind)
 
-    def gone() -> bool:
-        pods = bench.client.list(POD, NAMESPACE, label_selector=f"ray.io/cluster={name}")
+    def timed(cluster: str) -> tuple[float, float]:
+        manifest = scale.raycluster(cluster, 1, node)
+        return scale.time_to_ready(bench, manifest, settings.timeout, create)
+
+    with ThreadPoolExecutor(2) as small_pool:
+        first = small_pool.submit(timed, name)
+        mid: list[Future[tuple[float, float]]] = []
+
+        def halfway(seen: Observation) -> None:
+            if not mid and 2 * len(seen.created) >= count:
+                mid.append(small_pool.submit(timed, f"{name}-mid"))
+
+        times, last = wait_for_workloads(
+            bench, kind, count, started, settings.timeout, progress, errors, halfway
+        )
+        return times, last, first.result(), mid[0].result()
+
+
+def delete_small(bench: Bench, name: str, timeout: float) -> None:
+    """Delete the burst's two 1-worker clusters (``small_during_burst``) before the
+    workloads' timed delete, and wait until they and their pods are gone."""
+    names = (name, f"{name}-mid")
+    for cluster in names:
+        bench.client.delete(RAY_CLUSTER, cluster, NAMESPACE)
+
+    def gone(cluster: str) -> bool:
+        pods = bench.client.list(POD, NAMESPACE, label_selector=f"ray.io/cluster={cluster}")
         try:
-            bench.client.get(RAY_CLUSTER, name, NAMESPACE)
+            bench.client.get(RAY_CLUSTER, cluster, NAMESPACE)
         except NotFound:
             return not pods["items"]
         return False
 
-    scale.wait_until(f"{name} gone", gone, timeout)
+    scale.wait_until(f"{' and '.join(names)} gone", lambda: all(map(gone, names)), timeout)
 
 
 def wait_for_workloads(
@@ -380,14 +437,17 @@ def wait_for_workloads(
     timeout: float,
     progress: Progress,
     errors: list[BaseException] | None = None,
+    on_seen: Callable[[Observation], object] = lambda _: None,
 ) -> tuple[dict[str, float], Observation]:
     """Poll every 0.5 s until every workload's cluster is ready and its last step is
     done: the seconds until all clusters existed (``created``), all were ready
-    (``ready``) and all reached (``reached``); and the last observation."""
+    (``ready``) and all reached (``reached``); and the last observation. ``on_seen``
+    hears every observation."""
     times: dict[str, float] = {}
     while True:
         elapsed = time.monotonic() - started
         seen = observe(bench, kind)
+        on_seen(seen)
         for what, done in (("created", len(seen.created) >= count),
                            ("ready", len(seen.ready) >= count)):  # fmt: skip
             if done:
@@ -424,6 +484,8 @@ class CeilingWriter:
     workloads: dict[str, Object] = field(default_factory=dict)
     """Cluster name -> the workload it was made for."""
     clusters: dict[str, RayCluster] = field(default_factory=dict)
+    pods: dict[str, int] = field(default_factory=dict)
+    """Cluster name -> how many pods it has (head and workers)."""
     errors: list[BaseException] = field(default_factory=list)
 
     def materialize(self, index: int, name: str) -> None:
@@ -445,21 +507,48 @@ class CeilingWriter:
                 "spec": spec,
             }
             self.workloads[cluster_name] = made
-            cluster = RayCluster.model_validate(self.bench.limited.create(manifest))
-            self.clusters[cluster_name] = cluster
-            for child in render_cluster(params=ClusterRenderParams(cluster=cluster)):
-                self.bench.limited.create(child)
+            self._cluster(manifest, self.bench.limited)
         except BaseException as exc:
             self.errors.append(exc)
             raise
 
+    def small_cluster(self, manifest: dict[str, Any]) -> None:
+        """The 1-worker cluster timed beside the burst, written by a client of its own
+        with no rate limit: what the control plane itself allows it while the burst
+        loads it. Through the burst's limiter it waited behind every write queued
+        before it (3.5 s for 100 RayJobs), a figure of that client, not of the API
+        server or kwok."""
+        self._cluster(manifest, self.bench.client)
+
+    def _cluster(self, manifest: dict[str, Any], client: KubeClient) -> None:
+        """Create a RayCluster and what an operator makes for it: its head Service and
+        pods."""
+        cluster = RayCluster.model_validate(client.create(manifest))
+        name = cluster.metadata.name
+        self.clusters[name] = cluster
+        children = list(render_cluster(params=ClusterRenderParams(cluster=cluster)))
+        self.pods[name] = sum(child["kind"] == "Pod" for child in children)
+        for child in children:
+            client.create(child)
+
+    def on_pods_ready(self, cluster_name: str, pool: ThreadPoolExecutor) -> None:
+        """All of a cluster's pods are Running and Ready: a workload's cluster's writes
+        take their turn in the burst's pool, the 1-worker cluster's status is written at
+        once by its own client."""
+        if cluster_name in self.workloads:
+            pool.submit(self.ready, cluster_name)
+        else:
+            self.ready(cluster_name)
+
     def ready(self, cluster_name: str) -> None:
         try:
-            limited = self.bench.limited
-            status = {"state": "ready", "readyWorkerReplicas": WORKERS}
-            limited.patch(RAY_CLUSTER, cluster_name, NAMESPACE, {"status": status},
-                          subresource="status")  # fmt: skip
-            if self.kind is not RAYJOBS:
+            small = cluster_name not in self.workloads
+            client = self.bench.client if small else self.bench.limited
+            workers = self.pods[cluster_name] - 1
+            status = {"state": "ready", "readyWorkerReplicas": workers}
+            client.patch(RAY_CLUSTER, cluster_name, NAMESPACE, {"status": status},
+                         subresource="status")  # fmt: skip
+            if self.kind is not RAYJOBS or small:
                 return
             made = self.workloads[cluster_name]
             name = str(made["metadata"]["name"])
@@ -468,9 +557,9 @@ class CeilingWriter:
                 dashboard_url=f"{cluster_name}-head-svc.{NAMESPACE}.svc.cluster.local:8265",
                 cluster=self.clusters[cluster_name],
             ))  # fmt: skip
-            limited.create(submitter)
+            client.create(submitter)
             state = {"jobDeploymentStatus": "Running", "rayClusterName": cluster_name}
-            limited.patch(RAY_JOB, name, NAMESPACE, {"status": state}, subresource="status")
+            client.patch(RAY_JOB, name, NAMESPACE, {"status": state}, subresource="status")
         except BaseException as exc:
             self.errors.append(exc)
             raise
@@ -478,11 +567,13 @@ class CeilingWriter:
 
 class ClustersReady:
     """A watch of the namespace's head and worker pods that calls ``on_ready(cluster)``
-    once per cluster, when ``per_cluster`` of its pods are Running and Ready: how an
-    operator learns it from its informer, without polling the API server."""
+    once per cluster, when all ``pods[cluster]`` of its pods are Running and Ready: how
+    an operator learns it from its informer, without polling the API server."""
 
-    def __init__(self, bench: Bench, per_cluster: int, on_ready: Callable[[str], object]) -> None:
-        self.bench, self.per_cluster, self.on_ready = bench, per_cluster, on_ready
+    def __init__(
+        self, bench: Bench, pods: dict[str, int], on_ready: Callable[[str], object]
+    ) -> None:
+        self.bench, self.pods, self.on_ready = bench, pods, on_ready
         self._ready: dict[str, set[str]] = {}
         self._fired: set[str] = set()
         self._stop = threading.Event()
@@ -532,7 +623,8 @@ class ClustersReady:
             return
         pods = self._ready.setdefault(cluster, set())
         pods.add(str(metadata.get("uid")))
-        if len(pods) >= self.per_cluster and cluster not in self._fired:
+        wanted = self.pods.get(cluster)
+        if wanted is not None and len(pods) >= wanted and cluster not in self._fired:
             self._fired.add(cluster)
             self.on_ready(cluster)
 
@@ -545,23 +637,32 @@ def run_ceiling_phase(kind: Kind, bench: Bench, settings: Settings) -> dict[str,
     progress = Progress(f"ceiling {kind.key}")
     names = [f"{kind.key[:4]}-{index:03}" for index in range(count)]
     writer = CeilingWriter(bench, kind, base)
-    before = bench.snapshot()
-    started = time.monotonic()
+    small_node = f"kwok-node-{base.node_count - 1}"
+    small_name = f"small-{kind.key[:4]}-busy"
     with (
         ThreadPoolExecutor(scale.CEILING_CLIENTS) as pool,
-        ClustersReady(bench, 1 + WORKERS, lambda cluster: pool.submit(writer.ready, cluster)),
+        ClustersReady(bench, writer.pods, lambda cluster: writer.on_pods_ready(cluster, pool)),
     ):
+        idle = small_idle(bench, settings, small_node, kind.key[:4], writer.small_cluster)
+        progress.show(f"1-worker cluster, plain client: ready in {idle[0]:.2f}s", final=True)
+        before = bench.snapshot()
+        started = time.monotonic()
         for index, name in enumerate(names):
             pool.submit(writer.materialize, index, name)
-        times, last = wait_for_workloads(
-            bench, kind, count, started, settings.timeout, progress, writer.errors
-        )
+        times, last, busy, mid = small_during_burst(
+            bench, kind, settings, started, progress, small_name, small_node, writer.small_cluster,
+            writer.errors,
+        )  # fmt: skip
     progress.show(f"all {count} clusters ready in {times['ready']:.1f}s, all reached in "
-                  f"{times['reached']:.1f}s", final=True)  # fmt: skip
+                  f"{times['reached']:.1f}s; 1-worker cluster during the burst: {busy[0]:.2f}s "
+                      f"(halfway: {mid[0]:.2f}s)",
+                  final=True)  # fmt: skip
     requests = bench.requests_since(before)
+    delete_small(bench, small_name, settings.timeout)
     deleted = delete_all(bench, kind.resource, f"ceiling {kind.key} delete", settings.timeout)
     return {
         **timed_figures(count, times, requests),
+        **small_figures(idle, busy, mid),
         "delete_seconds": round(deleted, 1),
         "statuses": dict(sorted(last.statuses.items())),
         "own_services": last.own_services,
@@ -633,9 +734,14 @@ def table(results: dict[str, dict[str, Any]], kind: Kind) -> str:
     key_row("operator CPU s, delete", "cpu_seconds_delete")
     key_row("operator peak RSS, MiB", "peak_rss_bytes", scale_by=scale.MIB)
     key_row("time to delete all, s", "delete_seconds")
-    key_row("1-worker cluster, idle operator, s", "small_idle_seconds", digits=2)
+    key_row("1-worker cluster, idle, s", "small_idle_seconds", digits=2)
     key_row("1-worker cluster during the burst, s", "small_busy_seconds", digits=2)
     key_row("  during / idle", "small_busy_over_idle", digits=2)
+    key_row("  its 2 pods created, idle, s", "small_idle_pods_seconds", digits=2)
+    key_row("  its 2 pods created, during the burst, s", "small_busy_pods_seconds", digits=2)
+    key_row("1-worker cluster, halfway through, s", "small_mid_seconds", digits=2)
+    key_row("  halfway / idle", "small_mid_over_idle", digits=2)
+    key_row("  its 2 pods created, halfway, s", "small_mid_pods_seconds", digits=2)
     if kind is RAYSERVICES:
         key_row("RayService head/serve Services made", "own_services")
     text = scale.format_rows(rows)

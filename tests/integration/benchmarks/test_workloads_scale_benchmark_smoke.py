@@ -20,10 +20,11 @@ COUNT = 2
 FIGURES = (
     "clusters_ready_seconds", "reached_seconds", "api_requests_total", "operator_requests",
     "operator_reconciles", "cpu_seconds_to_reached", "peak_rss_bytes", "delete_seconds",
-    "small_idle_seconds", "small_busy_seconds",
+    "small_idle_seconds", "small_busy_seconds", "small_mid_seconds",
 )  # fmt: skip
 CEILING_FIGURES = ("clusters_ready_seconds", "reached_seconds", "api_requests_total",
-                   "delete_seconds")  # fmt: skip
+                   "delete_seconds", "small_idle_seconds", "small_busy_seconds",
+                   "small_mid_seconds")  # fmt: skip
 
 
 @pytest.mark.timeout(600)
@@ -45,7 +46,8 @@ def test_workloads_benchmark_reaches_every_figure_for_both_operators(tmp_path: P
     assert all("ours/KubeRay" in h and "ours/ceiling" in h for h in headers), result.stdout
     for row in ("time to all clusters ready, s", "time to all submissions attempted, s",
                 "time to all head Services, s", "operator peak RSS, MiB",
-                "time to delete all, s", "1-worker cluster during the burst, s"):  # fmt: skip
+                "time to delete all, s", "1-worker cluster during the burst, s",
+                "1-worker cluster, halfway through, s"):  # fmt: skip
         assert any(line.startswith(row) for line in lines), f"no {row!r} row:\n{result.stdout}"
 
     results = json.loads(report.read_text())["results"]
