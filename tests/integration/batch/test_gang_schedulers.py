@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -168,15 +168,21 @@ def nodes_of(cluster: LocalCluster, namespace: str) -> dict[str, str]:
 
 
 def gang_of_three(
-    cluster: LocalCluster, namespace: str, scheduler_name: str, group: dict[str, str]
+    cluster: LocalCluster,
+    namespace: str,
+    scheduler_name: str,
+    group: dict[str, str],
+    tried: Callable[[], bool],
 ) -> tuple[dict[str, str], dict[str, str], float]:
-    """Two members, a pause, the third: (nodes after two, nodes after three, seconds from
-    the third's creation to all bound)."""
+    """Two members; once the scheduler says it tried both and held them (``tried``), the
+    third: (nodes after two, nodes after three, seconds from the third's creation to all
+    bound). A fixed pause here once let the third come before a scheduler that started
+    late under load had looked at the first two: nothing was held, nothing was shown."""
     for index in range(2):
         cluster.kubectl(
             "apply", "-f", "-", input=member(f"p{index}", namespace, scheduler_name, group)
         )
-    time.sleep(5)  # both have been tried by now (each scheduler's log says so)
+    wait_for("the scheduler to try the first two members and hold them", tried, 60, 0.2)
     two = nodes_of(cluster, namespace)
     last = time.monotonic()
     cluster.kubectl("apply", "-f", "-", input=member("p2", namespace, scheduler_name, group))
@@ -199,12 +205,21 @@ def test_coscheduling_binds_a_gang_only_once_all_its_members_exist(
     }
     local_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(group))
     label = {"labels": {"scheduling.x-k8s.io/pod-group": "gang"}}
+
+    def both_held() -> bool:
+        """The scheduler's log has refused p0 and p1 for want of siblings."""
+        refusals = [
+            line
+            for line in coscheduler.read_text().splitlines()
+            if "cannot find enough sibling pods" in line
+        ]
+        return all(any(f'pod="{namespace}/p{i}"' in line for line in refusals) for i in (0, 1))
+
     two, three, seconds = gang_of_three(
-        local_cluster, namespace, SCHEDULER_PLUGINS_SCHEDULER_NAME, label
+        local_cluster, namespace, SCHEDULER_PLUGINS_SCHEDULER_NAME, label, both_held
     )
     print(f"\nscheduler-plugins: third member created -> all bound in {seconds:.2f} s")
     assert two == {"p0": "", "p1": ""}, two
-    assert "cannot find enough sibling pods" in coscheduler.read_text()
     assert sorted(three) == ["p0", "p1", "p2"]
 
 
@@ -219,7 +234,20 @@ def test_volcano_binds_a_gang_only_once_all_its_members_exist(
     }
     local_cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(group))
     annotation = {"annotations": {"scheduling.k8s.io/group-name": "gang"}}
-    two, three, seconds = gang_of_three(local_cluster, namespace, "volcano", annotation)
+
+    def both_held() -> bool:
+        """The PodGroup says its two pending members are unschedulable as a gang
+        ("... 2 Pending, 3 minAvailable; ...")."""
+        found = local_cluster.get_json(
+            "-n", namespace, "podgroups.scheduling.volcano.sh", "gang"
+        )  # fmt: skip
+        return any(
+            c.get("type") == "Unschedulable" and c.get("status") == "True"
+            and "2 Pending" in str(c.get("message"))
+            for c in (found.get("status") or {}).get("conditions") or ()
+        )  # fmt: skip
+
+    two, three, seconds = gang_of_three(local_cluster, namespace, "volcano", annotation, both_held)
     status = local_cluster.get_json("-n", namespace, "podgroups.scheduling.volcano.sh", "gang")
     print(f"\nvolcano: third member created -> all bound in {seconds:.2f} s")
     assert two == {"p0": "", "p1": ""}, two
