@@ -286,8 +286,11 @@ def load_with_library(path: str | None, reason: str) -> ApiServerConfig:
     from kubernetes import config as k8s_config
 
     configuration = k8s_client.Configuration()
+    # The package takes its default from $KUBECONFIG once, when it is first imported
+    # (a test that set it later got "~/.kube/config"): hand it today's value.
+    source = path or os.environ.get("KUBECONFIG") or None
     k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-        config_file=path, client_configuration=configuration, persist_config=False
+        config_file=source, client_configuration=configuration, persist_config=False
     )
     where = f"kubeconfig {path or '$KUBECONFIG'}"
 
