@@ -308,14 +308,10 @@ def run_phase(
                 lambda i: bench.client.create(workload(kind, names[i], scale.node_of(i, base))),
                 range(count),
             ))  # fmt: skip
-        small_name = f"small-{kind.key[:4]}-busy"
         times, last, busy, mid = small_during_burst(
-            bench, kind, settings, started, progress, small_name, small_node
+            bench, kind, settings, started, progress, small_node
         )
-        progress.show(f"all {count} clusters ready in {times['ready']:.1f}s, all reached in "
-                      f"{times['reached']:.1f}s; 1-worker cluster during the burst: {busy[0]:.2f}s "
-                      f"(halfway: {mid[0]:.2f}s)",
-                      final=True)  # fmt: skip
+        progress.show(burst_summary(count, times, busy, mid), final=True)
         requests = bench.requests_since(before)
         own: dict[str, int | None] = {}
         for k, n in scale.OWN_COUNTERS.items():
@@ -324,7 +320,7 @@ def run_phase(
         by_controller = reconciles_by_controller(operator.metrics_port) - by_controller_before
         cpu_reached, peak = sampler.cpu(), sampler.peak_rss
 
-        delete_small(bench, small_name, settings.timeout)
+        delete_small(bench, kind, settings.timeout)
         deleted = delete_all(bench, kind.resource, f"{key} {kind.key} delete", settings.timeout)
         progress.show(f"deleted in {deleted:.1f}s", final=True)
         return {
@@ -381,29 +377,29 @@ def small_during_burst(
     settings: Settings,
     started: float,
     progress: Progress,
-    name: str,
     node: str,
     create: Callable[[dict[str, Any]], object] | None = None,
     errors: list[BaseException] | None = None,
 ) -> tuple[dict[str, float], Observation, tuple[float, float], tuple[float, float]]:
     """While the burst started at ``started`` is waited for, two 1-worker RayClusters are
-    timed to ready: ``name`` right after the burst's workloads were created, and
-    ``name``-mid once half of their clusters exist (the operator is then in the middle
+    timed to ready (``small_names``): one right after the burst's workloads were created,
+    one once half of their clusters exist (the operator is then in the middle
     of the burst's work, whoever's passes came first). Returns the burst's times, its
     last observation and each small cluster's seconds to ready and to its pods created."""
     count = settings.count(kind)
+    right_after, halfway_name = small_names(kind)
 
     def timed(cluster: str) -> tuple[float, float]:
         manifest = scale.raycluster(cluster, 1, node)
         return scale.time_to_ready(bench, manifest, settings.timeout, create)
 
     with ThreadPoolExecutor(2) as small_pool:
-        first = small_pool.submit(timed, name)
+        first = small_pool.submit(timed, right_after)
         mid: list[Future[tuple[float, float]]] = []
 
         def halfway(seen: Observation) -> None:
             if not mid and 2 * len(seen.created) >= count:
-                mid.append(small_pool.submit(timed, f"{name}-mid"))
+                mid.append(small_pool.submit(timed, halfway_name))
 
         times, last = wait_for_workloads(
             bench, kind, count, started, settings.timeout, progress, errors, halfway
@@ -411,10 +407,27 @@ def small_during_burst(
         return times, last, first.result(), mid[0].result()
 
 
-def delete_small(bench: Bench, name: str, timeout: float) -> None:
-    """Delete the burst's two 1-worker clusters (``small_during_burst``) before the
-    workloads' timed delete, and wait until they and their pods are gone."""
-    names = (name, f"{name}-mid")
+def small_names(kind: Kind) -> tuple[str, str]:
+    """The 1-worker clusters timed during a burst of ``kind``: right after its creates,
+    and halfway through."""
+    name = f"small-{kind.key[:4]}-busy"
+    return name, f"{name}-mid"
+
+
+def burst_summary(
+    count: int, times: dict[str, float], busy: tuple[float, float], mid: tuple[float, float]
+) -> str:
+    return (
+        f"all {count} clusters ready in {times['ready']:.1f}s, all reached in "
+        f"{times['reached']:.1f}s; 1-worker cluster during the burst: {busy[0]:.2f}s "
+        f"(halfway: {mid[0]:.2f}s)"
+    )
+
+
+def delete_small(bench: Bench, kind: Kind, timeout: float) -> None:
+    """Delete the burst's two 1-worker clusters (``small_names``) before the workloads'
+    timed delete, and wait until they and their pods are gone."""
+    names = small_names(kind)
     for cluster in names:
         bench.client.delete(RAY_CLUSTER, cluster, NAMESPACE)
 
@@ -638,7 +651,6 @@ def run_ceiling_phase(kind: Kind, bench: Bench, settings: Settings) -> dict[str,
     names = [f"{kind.key[:4]}-{index:03}" for index in range(count)]
     writer = CeilingWriter(bench, kind, base)
     small_node = f"kwok-node-{base.node_count - 1}"
-    small_name = f"small-{kind.key[:4]}-busy"
     with (
         ThreadPoolExecutor(scale.CEILING_CLIENTS) as pool,
         ClustersReady(bench, writer.pods, lambda cluster: writer.on_pods_ready(cluster, pool)),
@@ -650,15 +662,12 @@ def run_ceiling_phase(kind: Kind, bench: Bench, settings: Settings) -> dict[str,
         for index, name in enumerate(names):
             pool.submit(writer.materialize, index, name)
         times, last, busy, mid = small_during_burst(
-            bench, kind, settings, started, progress, small_name, small_node, writer.small_cluster,
+            bench, kind, settings, started, progress, small_node, writer.small_cluster,
             writer.errors,
         )  # fmt: skip
-    progress.show(f"all {count} clusters ready in {times['ready']:.1f}s, all reached in "
-                  f"{times['reached']:.1f}s; 1-worker cluster during the burst: {busy[0]:.2f}s "
-                      f"(halfway: {mid[0]:.2f}s)",
-                  final=True)  # fmt: skip
+    progress.show(burst_summary(count, times, busy, mid), final=True)
     requests = bench.requests_since(before)
-    delete_small(bench, small_name, settings.timeout)
+    delete_small(bench, kind, settings.timeout)
     deleted = delete_all(bench, kind.resource, f"ceiling {kind.key} delete", settings.timeout)
     return {
         **timed_figures(count, times, requests),

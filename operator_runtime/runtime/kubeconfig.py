@@ -280,15 +280,15 @@ def library_reason(selected: SelectedContext) -> str | None:
 def load_with_library(path: str | None, reason: str) -> ApiServerConfig:
     """The ``kubernetes`` package's reading of ``path`` (None: its default lookup),
     adapted into an ``ApiServerConfig``. The package is imported here and only here."""
+    # The package takes its default from $KUBECONFIG once, when it is first imported
+    # (a test that set it later got "~/.kube/config"): hand it today's value.
+    source = path or os.environ.get("KUBECONFIG") or None
     log.info("kubeconfig %s: read by the kubernetes package (%s)",
-             path or os.environ.get("KUBECONFIG", "~/.kube/config"), reason)  # fmt: skip
+             source or "~/.kube/config", reason)  # fmt: skip
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
 
     configuration = k8s_client.Configuration()
-    # The package takes its default from $KUBECONFIG once, when it is first imported
-    # (a test that set it later got "~/.kube/config"): hand it today's value.
-    source = path or os.environ.get("KUBECONFIG") or None
     k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
         config_file=source, client_configuration=configuration, persist_config=False
     )
