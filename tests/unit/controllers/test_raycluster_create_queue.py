@@ -148,14 +148,23 @@ def test_a_stale_create_found_by_the_queue_drops_the_rest_of_its_group() -> None
 
 
 def test_an_idle_queue_holds_no_threads() -> None:
-    before = threading.active_count()
+    # The queue's own threads, not the process's count: a thread an earlier test left
+    # behind may end meanwhile (a fresh-clone run saw 6 == 7 that way).
+    before = set(threading.enumerate())
+
+    def started_here() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t not in before and t.name == "pod-create"]
+
+    release = threading.Event()
     queue = CreateQueue(Expectations())
-    queue.submit("ns/c/g", Recorder().calls("c", 20, hold=0.001), wanted=always)
+    queue.submit("ns/c/g", [lambda: release.wait(10), *Recorder().calls("c", 20)], wanted=always)
+    assert started_here(), "the queue started no thread for its work"
+    release.set()
     assert queue.wait_idle(10)
     deadline = time.monotonic() + 5
-    while threading.active_count() > before and time.monotonic() < deadline:
+    while started_here() and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert threading.active_count() == before
+    assert started_here() == []
 
 
 def test_closing_drops_what_is_queued_and_waits_for_what_runs() -> None:
