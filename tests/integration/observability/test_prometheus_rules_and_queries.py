@@ -10,7 +10,8 @@ operator sets); each is scraped every second by a Prometheus of its own (Debian'
 rendered ServiceMonitor. The same objects go to both
 namespaces: a RayCluster that becomes ready and one that cannot (its head asks for a
 node that does not exist), a RayJob that completes, one that fails after one retry and
-one left running, and a RayService that becomes ready and is then upgraded. Every Ray
+one left running, and a RayService that becomes ready and is then upgraded to a
+cluster that cannot provision, so the upgrade stays in progress. Every Ray
 head is the module's one real head (with Serve), as in the RayJob and RayService tiers.
 
 Then each query runs over the test's whole window as Grafana would run a panel (a range
@@ -64,7 +65,6 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
 from tests.integration.rayjob.conftest import operator, rayjob
 from tests.integration.rayservice.conftest import (  # noqa: F401 (fixtures)
     ServeHead,
-    add_head_env,
     condition,
     rayservice,
     serve_head,
@@ -81,6 +81,7 @@ KUBERAY_GRACE = 30.0
 """How much longer KubeRay's objects are waited for once ours are done (reported only)."""
 SEEN_TIMEOUT = 30.0
 """From a state on the API server to Prometheus having scraped and evaluated it."""
+NO_SUCH_NODE = {"pulumi-ray.test/no-such-node": "true"}
 SLEEP_600 = 'python -c "import time; time.sleep(600)"'
 EXIT_1 = 'python -c "import sys; sys.exit(1)"'
 THRESHOLD = re.compile(r"\s*(==|!=|>=|<=|>|<)\s*[0-9.e+-]+\s*$")
@@ -193,9 +194,7 @@ GOALS = ("cluster ready", "job Complete", "job Failed", "job Running", "service 
 
 def _objects(namespace: str, head: ServeHead) -> list[dict[str, Any]]:
     stuck = raycluster("stuck", namespace, workers=0)
-    stuck["spec"]["headGroupSpec"]["template"]["spec"]["nodeSelector"] = {
-        "pulumi-ray.test/no-such-node": "true"
-    }
+    stuck["spec"]["headGroupSpec"]["template"]["spec"]["nodeSelector"] = NO_SUCH_NODE
 
     def job(name: str, entrypoint: str, **spec: Any) -> dict[str, Any]:
         return rayjob(
@@ -210,6 +209,18 @@ def _objects(namespace: str, head: ServeHead) -> list[dict[str, Any]]:
         job("runs", SLEEP_600),
         rayservice("serves", namespace, head),
     ]
+
+
+def _upgrade_to_a_cluster_that_cannot_provision(kube: KubeClient, namespace: str) -> None:
+    """A blue/green upgrade whose new cluster's head asks for a node that does not exist,
+    so the upgrade stays in progress (what ``RayServiceUpgradeStuck`` watches for) and a
+    1 s scrape sees it. A new cluster on the module's one real head is ready at once: such
+    an upgrade was over in under half a second, and Prometheus missed it about every other
+    run."""
+    found = kube.get(RAY_SERVICE, "serves", namespace)
+    head = found["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]
+    head["nodeSelector"] = NO_SUCH_NODE
+    kube.update(found)
 
 
 def _goals(kube: KubeClient, side: Side) -> set[str]:
@@ -235,7 +246,7 @@ def _goals(kube: KubeClient, side: Side) -> set[str]:
                 # A new cluster: a blue/green upgrade. A write racing the operator's is
                 # refused (409) and tried again on the next round.
                 with suppress(Conflict):
-                    add_head_env(kube, ns, "serves", "1")
+                    _upgrade_to_a_cluster_that_cannot_provision(kube, ns)
                     side.upgraded_from = active
         if side.upgraded_from is not None and (
             condition(status, "UpgradeInProgress").get("status") == "True"
