@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 
 from hack import sandbox
-from hack.localcluster.cluster import free_port, free_ports
+from hack.localcluster.cluster import free_port_block, free_ports
 
 RAY = Path(sys.executable).with_name("ray")
 WORKER_PORTS = 64
@@ -82,7 +82,7 @@ def start_ray_head(
     spare = picked.pop()
     dashboard_port = dashboard_port or spare
     ports = {**dict(zip(flags, picked, strict=True)), "--dashboard-port": dashboard_port}
-    worker_base = _worker_range_base({*picked, dashboard_port})
+    worker_base = free_port_block(WORKER_PORTS + 1)
     command = [
         str(RAY),
         "start",
@@ -155,14 +155,6 @@ def revive(head: RayHead) -> bool:
     again = start_ray_head(dashboard_port=head.dashboard_port)
     head.process, head.temp_dir, head.started_in = again.process, again.temp_dir, again.started_in
     return True
-
-
-def _worker_range_base(taken: set[int], width: int = WORKER_PORTS) -> int:
-    """The first port of a free range for Ray's workers that holds none of ``taken``."""
-    while True:
-        base = free_port()
-        if base + width < 65536 and not any(base <= port <= base + width for port in taken):
-            return base
 
 
 def _wait_until_ready(head: RayHead, started: float) -> None:

@@ -11,7 +11,6 @@ dies with its parent (``die_with_parent``), so a killed pytest leaves nothing be
 from __future__ import annotations
 
 import base64
-import contextlib
 import ctypes
 import json
 import os
@@ -42,34 +41,87 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 _PR_SET_PDEATHSIG = 1
 
 
-_HANDED_OUT: set[int] = set()
-"""Every port ``free_ports`` gave this process: whoever asked may not have bound it yet."""
-_HANDED_OUT_LOCK = threading.Lock()
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST_PORT = 10000
+_SHARES = 8
+"""The ports below the kernel's ephemeral range are split in this many shares, one per
+pytest-xdist worker (``gw0``, ``gw1``...); a process outside pytest takes one by its pid."""
+_next_port: int | None = None
+_NEXT_PORT_LOCK = threading.Lock()
+
+
+def own_ports() -> range:
+    """The ports ``free_ports`` hands out in this process.
+
+    Never from the kernel's ephemeral range: the kernel takes the local port of every
+    outgoing connection, and of every bind to port 0, from there, so a port found free
+    there can be taken by any process's next connection before its server binds it (a
+    Ray head's GCS failed with "Address already in use" so in a fresh-clone run). Below
+    it only processes that ask for a port by number get one, and each test worker asks
+    only in a share of its own."""
+    try:
+        first_ephemeral = int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        first_ephemeral = 32768
+    size = max(16, (first_ephemeral - _LOWEST_PORT) // _SHARES)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    number = worker[2:]
+    share = int(number) if worker.startswith("gw") and number.isdigit() else os.getpid()
+    start = _LOWEST_PORT + (share % _SHARES) * size
+    return range(start, start + size)
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now (the OS picks it)."""
+    """A TCP port on 127.0.0.1 that nothing listens on right now (see ``free_ports``)."""
     return free_ports(1)[0]
 
 
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct free ports, none handed out by an earlier call in this process.
+    """``count`` distinct ports on 127.0.0.1 that nothing listens on right now.
 
-    The OS may give a port it just gave again once the probe is closed, and the process
-    it was meant for often binds it only later: two operators started one after the
-    other were handed one metrics port, and the second exited with "Address already in
-    use" (seen in a fresh-clone run). A port seen before is skipped, its probe kept
-    bound so the OS offers another."""
-    with _HANDED_OUT_LOCK, contextlib.ExitStack() as stack:
-        ports: list[int] = []
-        while len(ports) < count:
-            probe = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            probe.bind(("127.0.0.1", 0))
-            port = int(probe.getsockname()[1])
-            if port not in _HANDED_OUT:
-                ports.append(port)
-        _HANDED_OUT.update(ports)
-        return ports
+    They come in turn from this process's share (``own_ports``), a port in use skipped,
+    so a port handed out comes round again only after the whole share (thousands): the
+    process it was meant for may bind it only later (two operators started one after
+    the other were once handed one metrics port by the OS)."""
+    with _NEXT_PORT_LOCK:
+        return [_claim(1) for _ in range(count)]
+
+
+def free_port_block(width: int) -> int:
+    """The first of ``width`` consecutive ports that nothing listens on, handed out
+    together (a range Ray's workers pick from)."""
+    with _NEXT_PORT_LOCK:
+        return _claim(width)
+
+
+def _claim(width: int) -> int:
+    """Under the lock: the next ``width`` consecutive free ports of the share, the turn
+    moved past them."""
+    global _next_port
+    share = own_ports()
+    if _next_port is None:
+        _next_port = os.getpid() % len(share)  # a worker's child starts elsewhere in it
+    for _ in range(len(share)):
+        offset = _next_port % len(share)
+        _next_port = offset + 1
+        first = share.start + offset
+        if first + width <= share.stop and all(
+            _nothing_listens(port) for port in range(first, first + width)
+        ):
+            _next_port = offset + width
+            return first
+    raise RuntimeError(
+        f"no {width} free ports in a row on 127.0.0.1 in {share.start}-{share.stop - 1}"
+    )
+
+
+def _nothing_listens(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def _die_with_parent() -> None:

@@ -1,56 +1,61 @@
-"""``free_ports`` never hands a port out twice in one process: the process a port was
-meant for may not have bound it yet when the next one is asked for. The OS is stood in
-for where it would have to misbehave on cue: it offers the port it just offered again."""
+"""``free_ports`` hands out ports below the kernel's ephemeral range, in turn, from a
+share of its own for each pytest-xdist worker: a port found free in the ephemeral range
+could be taken by any process's next outgoing connection before its server bound it (a
+Ray head's GCS once failed so), and a port handed out must not come round again while
+the process it was meant for may still be about to bind it."""
 
 from __future__ import annotations
 
-import itertools
-from typing import Any, ClassVar
+import socket
 
 import pytest
 
 from hack.localcluster import cluster
 
 
-class EagerOS:
-    """A socket whose bind(0) gets the last port offered again until that port is held
-    by a socket still bound (as Linux may do once a probe is closed)."""
-
-    held: ClassVar[set[int]] = set()
-    fresh = itertools.count(41000)
-    last = 0
-
-    def __init__(self, *_args: Any) -> None:
-        self.port = 0
-
-    def __enter__(self) -> EagerOS:
-        return self
-
-    def __exit__(self, *_args: Any) -> None:
-        EagerOS.held.discard(self.port)
-
-    def bind(self, _address: tuple[str, int]) -> None:
-        port = EagerOS.last if EagerOS.last and EagerOS.last not in EagerOS.held else 0
-        self.port = port or next(EagerOS.fresh)
-        EagerOS.last = self.port
-        EagerOS.held.add(self.port)
-
-    def getsockname(self) -> tuple[str, int]:
-        return ("127.0.0.1", self.port)
+def ephemeral_start() -> int:
+    return int(cluster._EPHEMERAL_RANGE.read_text().split()[0])
 
 
-def test_a_port_once_handed_out_is_never_handed_out_again(
+def test_ports_come_from_below_the_ephemeral_range_distinct_and_free() -> None:
+    ports = [cluster.free_port() for _ in range(50)] + cluster.free_ports(10)
+    assert len(set(ports)) == len(ports), ports
+    assert all(cluster.own_ports().start <= p < ephemeral_start() for p in ports), ports
+    for port in ports[:5]:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", port))  # nothing holds it
+
+
+def test_each_test_worker_has_a_share_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    shares = []
+    for worker in ("gw0", "gw1", "gw2", "gw7"):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        shares.append(set(cluster.own_ports()))
+    for index, share in enumerate(shares):
+        assert len(share) >= 1000
+        for other in shares[index + 1 :]:
+            assert not share & other
+
+
+def test_a_port_in_use_is_skipped_and_a_block_is_free_throughout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(cluster.socket, "socket", EagerOS)
-    monkeypatch.setattr(cluster, "_HANDED_OUT", set(), raising=False)
-    ports = [cluster.free_port() for _ in range(5)] + cluster.free_ports(3)
-    assert len(set(ports)) == len(ports), ports
+    share = cluster.own_ports()
+    monkeypatch.setattr(cluster, "_next_port", 0)
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", share.start + 1))
+        held.listen()
+        first, third = cluster.free_ports(2)
+        assert (first, third) == (share.start, share.start + 2)
+        # A block may not contain the held port: it starts after it, and the next port
+        # handed out comes after the block.
+        monkeypatch.setattr(cluster, "_next_port", 0)
+        base = cluster.free_port_block(8)
+        assert base == share.start + 2
+        assert cluster.free_port() == share.start + 10
 
 
-def test_real_ports_are_distinct_and_free() -> None:
-    ports = [cluster.free_port() for _ in range(50)] + cluster.free_ports(10)
-    assert len(set(ports)) == len(ports)
-    for port in ports[:5]:
-        with cluster.socket.socket() as probe:
-            probe.bind(("127.0.0.1", port))  # nothing holds it
+def test_no_free_port_left_says_where_it_looked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cluster, "_nothing_listens", lambda _port: False)
+    with pytest.raises(RuntimeError, match=r"no 1 free ports in a row on 127\.0\.0\.1 in \d+-\d+"):
+        cluster.free_port()
