@@ -59,7 +59,7 @@ from operator_runtime.render import PodParams, build_pod
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import NotFound
 from operator_runtime.runtime.kinds import POD, RAY_CLUSTER, ResourceKind
-from operator_runtime.runtime.ratelimit import TokenBucket
+from operator_runtime.runtime.ratelimit import BucketPerKind, TokenBucket
 from operator_runtime.runtime.transport import UrllibTransport, load_configuration
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -317,8 +317,9 @@ class Bench:
         self._lock = threading.Lock()
         transport = UrllibTransport(load_configuration(str(cluster.kubeconfig)), pool_size=64)
         self.client = KubeClient(transport, limiter=TokenBucket(0, 1), observe=self._count)
-        # The ceiling's own client: its requests are the measurement, not overhead.
-        self.limited = KubeClient(transport, limiter=TokenBucket(settings.qps, settings.burst))
+        # The ceiling's own client: its requests are the measurement, not overhead. Its
+        # qps and burst hold per kind, as both operators' do.
+        self.limited = KubeClient(transport, limiter=BucketPerKind(settings.qps, settings.burst))
 
     def _count(self, verb: str, _code: str, _seconds: float) -> None:
         with self._lock:

@@ -1,6 +1,8 @@
 """A typed-enough client for any kind: plain dicts in, plain dicts out.
 
-Every request passes the token bucket (``--qps``/``--burst``), carries a timeout, and is
+Every request passes a token bucket (``--qps``/``--burst``; with ``BucketPerKind``, as
+the operator runs, each kind of object has its own, as KubeRay's have), carries a
+timeout, and is
 retried with exponential backoff on 429 and 5xx (honouring ``Retry-After``); a GET is
 also retried when the connection fails. Writes that fail to connect are not retried
 here: the reconcile is requeued instead, and being level-triggered it re-reads the
@@ -43,7 +45,7 @@ from operator_runtime.runtime.errors import (
     error_for_status,
 )
 from operator_runtime.runtime.kinds import KindRegistry, Object, ResourceKind
-from operator_runtime.runtime.ratelimit import TokenBucket
+from operator_runtime.runtime.ratelimit import BucketPerKind, TokenBucket
 from operator_runtime.runtime.transport import Stream, Transport, decode_json
 
 Objects = list[Object]
@@ -83,7 +85,7 @@ class KubeClient:
         transport: Transport,
         *,
         kinds: KindRegistry | None = None,
-        limiter: TokenBucket | None = None,
+        limiter: TokenBucket | BucketPerKind | None = None,
         retry: RetryPolicy | None = None,
         timeout: float = 30.0,
         connect_timeout: float = 5.0,
@@ -96,7 +98,7 @@ class KubeClient:
         self.kinds = kinds or KindRegistry()
         if not self.kinds.has_discovery:
             self.kinds.set_discovery(self._discover)
-        self._limiter = limiter or TokenBucket(100, 200, clock=clock)
+        self._limiter: TokenBucket | BucketPerKind = limiter or TokenBucket(100, 200, clock=clock)
         self._retry = retry or RetryPolicy()
         self._timeout = (connect_timeout, timeout)
         self.field_manager = field_manager
@@ -153,6 +155,7 @@ class KubeClient:
         method: str,
         path: str,
         *,
+        kind: ResourceKind | None,
         query: list[tuple[str, str]] | None = None,
         body: Any = None,
         content_type: str = "application/json",
@@ -164,7 +167,7 @@ class KubeClient:
             gate = self._hooks._write_gate
             if method != "GET" and gate is not None and not gate():
                 raise NotLeading(f"{verb} {path}: not the leader (Lease not renewed in time)")
-            self._limiter.wait()
+            self._bucket(kind).wait()
             started = self._clock.monotonic()
             try:
                 response = self._transport.request(
@@ -192,6 +195,12 @@ class KubeClient:
             self._sleep(self._retry.delay(attempt, error.retry_after))
             attempt += 1
 
+    def _bucket(self, kind: ResourceKind | None) -> TokenBucket:
+        """The token bucket a request on ``kind`` (None: discovery) waits for."""
+        if isinstance(self._limiter, BucketPerKind):
+            return self._limiter.bucket(f"{kind.api_version}/{kind.kind}" if kind else "")
+        return self._limiter
+
     def _record(self, verb: str, code: str, started: float) -> None:
         observe = self._hooks._observe
         if observe is not None:
@@ -199,7 +208,9 @@ class KubeClient:
 
     def _discover(self, api_version: str) -> list[Object]:
         path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
-        resources: list[Object] = self._call("discovery", "GET", path).get("resources", [])
+        resources: list[Object] = self._call("discovery", "GET", path, kind=None).get(
+            "resources", []
+        )
         return resources
 
     def serves(self, api_version: str, plural: str) -> bool:
@@ -213,7 +224,7 @@ class KubeClient:
 
     def get(self, kind: ResourceKind, name: str, namespace: str | None = None) -> Object:
         """The object; ``ForeignObject`` if the answer is another one (see ``_same``)."""
-        result: Object = self._call("get", "GET", kind.path(namespace, name))
+        result: Object = self._call("get", "GET", kind.path(namespace, name), kind=kind)
         _same(kind, namespace, name, result)
         return result
 
@@ -243,7 +254,7 @@ class KubeClient:
             query.append(("continue", continue_token))
         if resource_version is not None:
             query.append(("resourceVersion", resource_version))
-        result: Object = self._call("list", "GET", kind.path(namespace), query=query)
+        result: Object = self._call("list", "GET", kind.path(namespace), kind=kind, query=query)
         # Items of a List carry no apiVersion/kind; fill them in so every cached object
         # can be written back as is (update() resolves the kind from the object).
         for item in result.get("items") or ():
@@ -302,7 +313,7 @@ class KubeClient:
             ("resourceVersion", resource_version),
             ("timeoutSeconds", str(timeout_seconds)),
         ]
-        self._limiter.wait()
+        self._bucket(kind).wait()
         started = self._clock.monotonic()
         try:
             stream = self._transport.stream(
@@ -325,7 +336,9 @@ class KubeClient:
         kind = self.kinds.for_object(obj)
         namespace = obj.get("metadata", {}).get("namespace")
         query = [("fieldManager", self.field_manager)] + ([("dryRun", "All")] if dry_run else [])
-        result: Object = self._call("create", "POST", kind.path(namespace), query=query, body=obj)
+        result: Object = self._call(
+            "create", "POST", kind.path(namespace), kind=kind, query=query, body=obj
+        )
         return result
 
     def update(self, obj: Object, *, subresource: str | None = None) -> Object:
@@ -334,7 +347,7 @@ class KubeClient:
         metadata = obj["metadata"]
         path = kind.path(metadata.get("namespace"), metadata["name"], subresource)
         query = [("fieldManager", self.field_manager)]
-        result: Object = self._call("update", "PUT", path, query=query, body=obj)
+        result: Object = self._call("update", "PUT", path, kind=kind, query=query, body=obj)
         return result
 
     def update_status(self, obj: Object) -> Object:
@@ -365,7 +378,7 @@ class KubeClient:
             query.append(("force", "true"))
         path = kind.path(namespace, name, subresource)
         result: Object = self._call(
-            "patch", "PATCH", path, query=query, body=patch,
+            "patch", "PATCH", path, kind=kind, query=query, body=patch,
             content_type=_PATCH_CONTENT_TYPES[patch_type],
         )  # fmt: skip
         return result
@@ -404,7 +417,7 @@ class KubeClient:
         if grace_period_seconds is not None:
             options["gracePeriodSeconds"] = grace_period_seconds
         result: Object | None = self._call(
-            "delete", "DELETE", kind.path(namespace, name), body=options
+            "delete", "DELETE", kind.path(namespace, name), kind=kind, body=options
         )
         return result
 

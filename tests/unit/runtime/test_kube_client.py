@@ -11,7 +11,7 @@ from operator_runtime.runtime import errors
 from operator_runtime.runtime.client import KubeClient, RetryPolicy
 from operator_runtime.runtime.clock import FakeClock
 from operator_runtime.runtime.kinds import CONFIG_MAP, LEASE, POD, RAY_CLUSTER, KindRegistry
-from operator_runtime.runtime.ratelimit import TokenBucket
+from operator_runtime.runtime.ratelimit import BucketPerKind, TokenBucket
 from operator_runtime.runtime.transport import Response, _UrllibStream
 
 
@@ -207,6 +207,23 @@ def test_every_request_carries_a_timeout_and_the_limiter_is_consulted() -> None:
     client.get(POD, "b", "ns")
     assert [r["timeout"] for r in transport.requests] == [(2, 7), (2, 7)]
     assert slept == [1.0], "the second request waited for a token"
+
+
+def test_each_kind_has_a_bucket_of_its_own_and_a_status_write_shares_its_kinds() -> None:
+    """``BucketPerKind``, as the operator runs (KubeRay's client-go buckets are per kind)."""
+    clock = FakeClock()
+    slept: list[float] = []
+    transport = ScriptedTransport(*[ok(named(n)) for n in ("a", "b", "c", "d")], ok({}))
+    client = KubeClient(transport, clock=clock, sleep=slept.append,
+                        limiter=BucketPerKind(1, 1, clock=clock, sleep=slept.append))  # fmt: skip
+    client.get(POD, "a", "ns")
+    client.get(RAY_CLUSTER, "b", "ns")
+    client.get(CONFIG_MAP, "c", "ns")
+    assert slept == [], "a pod's token is not a RayCluster's or a ConfigMap's"
+    client.get(POD, "d", "ns")
+    assert slept == [1.0], "the second pod request waited for its kind's next token"
+    client.patch(RAY_CLUSTER, "b", "ns", {"status": {}}, subresource="status")
+    assert slept == [1.0, 1.0], "a status write spends its kind's tokens"
 
 
 def test_paths_and_patch_types() -> None:
