@@ -319,7 +319,9 @@ class Bench:
         self.client = KubeClient(transport, limiter=TokenBucket(0, 1), observe=self._count)
         # The ceiling's own client: its requests are the measurement, not overhead. Its
         # qps and burst hold per kind, as both operators' do.
-        self.limited = KubeClient(transport, limiter=BucketPerKind(settings.qps, settings.burst))
+        self.limited = KubeClient(
+            transport, limiter=BucketPerKind(TokenBucket(settings.qps, settings.burst))
+        )
 
     def _count(self, verb: str, _code: str, _seconds: float) -> None:
         with self._lock:

@@ -49,7 +49,7 @@ from operator_runtime.runtime.configuration import ConfigurationError
 from operator_runtime.runtime.leader import LeaderElectionConfig
 from operator_runtime.runtime.logs import configure_logging
 from operator_runtime.runtime.manager import Manager, ManagerOptions
-from operator_runtime.runtime.ratelimit import BucketPerKind
+from operator_runtime.runtime.ratelimit import BucketPerKind, TokenBucket
 from operator_runtime.runtime.registry import ControllerRegistry
 from operator_runtime.runtime.settings import OperatorEnvironment
 from operator_runtime.runtime.transport import UrllibTransport, load_configuration
@@ -154,8 +154,8 @@ def _run(args: argparse.Namespace) -> int:
     clock = SystemClock()
     transport = _transport(args.kubeconfig, pool_size=32 + 2 * workers)
     check_api_server(transport, transport.base_url)
-    client = KubeClient(transport, limiter=BucketPerKind(config.qps, config.burst, clock=clock),
-                        clock=clock)  # fmt: skip
+    limits = BucketPerKind(TokenBucket(config.qps, config.burst, clock=clock))
+    client = KubeClient(transport, limiter=limits, clock=clock)
     options = ManagerOptions(
         namespaces=_namespaces([config.watch_namespace]), concurrency=workers,
         leader_election=leader_election, metrics_address=config.metrics_addr,

@@ -39,6 +39,10 @@ class TokenBucket:
         self._tokens = float(burst)
         self._last = self._clock.monotonic()
 
+    def fresh(self) -> TokenBucket:
+        """A full bucket of this one's qps and burst, on its clock."""
+        return TokenBucket(self.qps, self.burst, clock=self._clock, sleep=self._sleep)
+
     def reserve(self) -> float:
         """Take one token; return the seconds to wait before acting on it."""
         if self.qps <= 0:
@@ -83,19 +87,10 @@ class BucketPerKind:
     with one bucket for every kind our operator made its 100 RayServices' clusters in
     12.3 s where KubeRay took 5.2 s, both held to 100 requests a second."""
 
-    def __init__(
-        self,
-        qps: float,
-        burst: int,
-        *,
-        clock: Clock | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        TokenBucket(qps, burst)  # the same checks, before any kind asks
-        self.qps = qps
-        self.burst = burst
-        self._clock = clock or SystemClock()
-        self._sleep = sleep
+    def __init__(self, like: TokenBucket) -> None:
+        """Every kind's bucket is a ``fresh`` one of ``like`` (whose tokens go unused)."""
+        self._like = like
+        self.qps, self.burst = like.qps, like.burst
         self._buckets: dict[str, TokenBucket] = {}
         self._lock = threading.Lock()
 
@@ -104,6 +99,6 @@ class BucketPerKind:
         with self._lock:
             found = self._buckets.get(kind)
             if found is None:
-                found = TokenBucket(self.qps, self.burst, clock=self._clock, sleep=self._sleep)
+                found = self._like.fresh()
                 self._buckets[kind] = found
             return found

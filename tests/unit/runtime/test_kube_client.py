@@ -214,8 +214,8 @@ def test_each_kind_has_a_bucket_of_its_own_and_a_status_write_shares_its_kinds()
     clock = FakeClock()
     slept: list[float] = []
     transport = ScriptedTransport(*[ok(named(n)) for n in ("a", "b", "c", "d")], ok({}))
-    client = KubeClient(transport, clock=clock, sleep=slept.append,
-                        limiter=BucketPerKind(1, 1, clock=clock, sleep=slept.append))  # fmt: skip
+    per_kind = BucketPerKind(TokenBucket(1, 1, clock=clock, sleep=slept.append))
+    client = KubeClient(transport, clock=clock, sleep=slept.append, limiter=per_kind)
     client.get(POD, "a", "ns")
     client.get(RAY_CLUSTER, "b", "ns")
     client.get(CONFIG_MAP, "c", "ns")
