@@ -2,11 +2,11 @@
 
 Every request passes a token bucket (``--qps``/``--burst``; with ``BucketPerKind``, as
 the operator runs, each kind of object has its own, as KubeRay's have), carries a
-timeout, and is
-retried with exponential backoff on 429 and 5xx (honouring ``Retry-After``); a GET is
-also retried when the connection fails. Writes that fail to connect are not retried
-here: the reconcile is requeued instead, and being level-triggered it re-reads the
-state before acting again. Failures raise the errors of ``errors.py``.
+timeout, and is retried with exponential backoff on 429 and 5xx (honouring
+``Retry-After``); a GET is also retried when the connection fails. Writes that fail to
+connect are not retried here: the reconcile is requeued instead, and being
+level-triggered it re-reads the state before acting again. Failures raise the errors of
+``errors.py``.
 
 A create (POST) is not idempotent: a 504 or a timeout after sending may mean the object
 was made, and a ``generateName`` create sent again makes a second one. So a POST is
