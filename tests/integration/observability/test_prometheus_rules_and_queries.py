@@ -65,6 +65,7 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
 from tests.integration.rayjob.conftest import operator, rayjob
 from tests.integration.rayservice.conftest import (  # noqa: F401 (fixtures)
     ServeHead,
+    change_head,
     condition,
     rayservice,
     serve_head,
@@ -211,18 +212,6 @@ def _objects(namespace: str, head: ServeHead) -> list[dict[str, Any]]:
     ]
 
 
-def _upgrade_to_a_cluster_that_cannot_provision(kube: KubeClient, namespace: str) -> None:
-    """A blue/green upgrade whose new cluster's head asks for a node that does not exist,
-    so the upgrade stays in progress (what ``RayServiceUpgradeStuck`` watches for) and a
-    1 s scrape sees it. A new cluster on the module's one real head is ready at once: such
-    an upgrade was over in under half a second, and Prometheus missed it about every other
-    run."""
-    found = kube.get(RAY_SERVICE, "serves", namespace)
-    head = found["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]
-    head["nodeSelector"] = NO_SUCH_NODE
-    kube.update(found)
-
-
 def _goals(kube: KubeClient, side: Side) -> set[str]:
     """The goals this side has reached by now (and the upgrade started once Ready)."""
     ns = side.namespace
@@ -243,10 +232,14 @@ def _goals(kube: KubeClient, side: Side) -> set[str]:
         if condition(status, "Ready").get("status") == "True":
             reached.add("service Ready")
             if side.upgraded_from is None and active:
-                # A new cluster: a blue/green upgrade. A write racing the operator's is
-                # refused (409) and tried again on the next round.
+                # A new cluster: a blue/green upgrade. A write racing the operator's is refused
+                # (409) and tried again on the next round. Its new cluster's head asks for a node
+                # that does not exist, so the upgrade stays in progress (what RayServiceUpgradeStuck
+                # watches for) and a 1 s scrape sees it: a new cluster on the module's one real head
+                # is ready at once, and such an upgrade, over in under 0.5 s, was missed about every
+                # other run.
                 with suppress(Conflict):
-                    _upgrade_to_a_cluster_that_cannot_provision(kube, ns)
+                    change_head(kube, ns, "serves", lambda h: h.update(nodeSelector=NO_SUCH_NODE))
                     side.upgraded_from = active
         if side.upgraded_from is not None and (
             condition(status, "UpgradeInProgress").get("status") == "True"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,9 +195,21 @@ def start_ready(kube: KubeClient, namespace: str, manifest: dict[str, Any]) -> s
     return str(create_ready(kube, namespace, manifest)["activeServiceStatus"]["rayClusterName"])
 
 
-def add_head_env(kube: KubeClient, namespace: str, name: str, value: str) -> None:
-    """A cluster spec change no in-place update can apply (the head changes)."""
+def change_head(
+    kube: KubeClient, namespace: str, name: str, change: Callable[[dict[str, Any]], object]
+) -> None:
+    """``change`` the RayService's head pod spec and write it back: a cluster spec change
+    no in-place update can apply, so a blue/green upgrade."""
     found = kube.get(RAY_SERVICE, name, namespace)
-    head = found["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]
-    head["containers"][0].setdefault("env", []).append({"name": "UPGRADE", "value": value})
+    change(found["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"])
     kube.update(found)
+
+
+def add_head_env(kube: KubeClient, namespace: str, name: str, value: str) -> None:
+    """An upgrade whose new head gets one more environment variable."""
+    change_head(
+        kube, namespace, name,
+        lambda head: head["containers"][0].setdefault("env", []).append(
+            {"name": "UPGRADE", "value": value}
+        ),
+    )  # fmt: skip
