@@ -19,15 +19,13 @@ from typing import Any
 from hack.localcluster import LocalCluster
 from hack.rayhead import RayHead
 from operator_runtime.runtime.client import KubeClient
-from operator_runtime.runtime.errors import NotFound
+from operator_runtime.runtime.errors import NotFound, TransportError
 from operator_runtime.runtime.kinds import RAY_CLUSTER, RAY_JOB, Object
 from tests.integration.raycluster.conftest import events
 from tests.integration.rayjob.conftest import (
     ClusterHosts,
     operator,
     rayjob,
-    reaches,
-    wait_for,
 )
 
 SLACK = 8.0
@@ -49,12 +47,38 @@ def end_time(status: dict[str, Any]) -> float:
     return moment.replace(tzinfo=datetime.UTC).timestamp()
 
 
-def finished(kube: KubeClient, namespace: str, name: str, state: str) -> dict[str, Any]:
-    status: dict[str, Any] = wait_for(
-        state, reaches(kube, namespace, name, "Complete", "Failed"), timeout=90
-    )
-    assert status["jobDeploymentStatus"] == state, status
-    return status
+def finished(kube: KubeClient, created: Object, state: str) -> dict[str, Any]:
+    """The RayJob's status when it first reached Complete or Failed, read from a watch
+    that starts at its creation: a rule at ttl 1 s may delete the RayJob before a poll on
+    a busy machine would see that status."""
+    meta = created["metadata"]
+    version, deadline = str(meta["resourceVersion"]), time.monotonic() + 90
+    last: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        try:
+            stream = kube.watch(
+                RAY_JOB, meta["namespace"], resource_version=version,
+                field_selector=f"metadata.name={meta['name']}", inactivity_timeout=5.0,
+            )  # fmt: skip
+        except TransportError:
+            continue
+        try:
+            for event in stream:
+                obj = event["object"]
+                version = str(obj["metadata"].get("resourceVersion") or version)
+                if event["type"] == "BOOKMARK":
+                    continue
+                last = obj.get("status") or {}
+                if last.get("jobDeploymentStatus") in ("Complete", "Failed"):
+                    assert last["jobDeploymentStatus"] == state, last
+                    return last
+                if time.monotonic() > deadline:
+                    break
+        except TransportError:
+            continue  # no event for a while: open the watch again
+        finally:
+            stream.close()
+    raise AssertionError(f"RayJob {meta['name']} not {state} in 90 s; last status {last}")
 
 
 def _get(kube: KubeClient, kind: Any, namespace: str, name: str) -> Object | None:
@@ -115,8 +139,7 @@ def test_shutdown_after_finish_deletes_the_cluster_after_its_ttl(
         ttlSecondsAfterFinished=3,
     )  # fmt: skip
     with ClusterHosts(kube, namespace), operator(ray_crds, namespace):
-        kube.create(manifest)
-        status = finished(kube, namespace, name, "Complete")
+        status = finished(kube, kube.create(manifest), "Complete")
         cluster = status["rayClusterName"]
         timeline = Timeline({"cluster deleted": cluster_deleted(kube, namespace, cluster)})
         deleted = timeline.until("cluster deleted", timeout=30)["cluster deleted"]
@@ -145,8 +168,7 @@ def test_delete_rayjob_cr_after_finish_deletes_the_rayjob_and_gc_its_cluster(
     )  # fmt: skip
     env = {"DELETE_RAYJOB_CR_AFTER_JOB_FINISHES": "true"}
     with ClusterHosts(kube, namespace), operator(ray_crds, namespace, env=env):
-        kube.create(manifest)
-        status = finished(kube, namespace, name, "Complete")
+        status = finished(kube, kube.create(manifest), "Complete")
         cluster = status["rayClusterName"]
         timeline = Timeline(
             {
@@ -179,8 +201,7 @@ def test_deletion_rules_run_one_per_pass_in_ttl_order(
     ]
     manifest = job(name, namespace, ray_head, SUCCEED, deletionStrategy={"deletionRules": rules})
     with ClusterHosts(kube, namespace), operator(ray_crds, namespace):
-        kube.create(manifest)
-        status = finished(kube, namespace, name, "Complete")
+        status = finished(kube, kube.create(manifest), "Complete")
         cluster = status["rayClusterName"]
         seen: list[Object] = []
 
@@ -223,10 +244,12 @@ def test_a_deployment_status_rule_fires_on_failure_only(
                                                        "ttlSeconds": 1}}]  # fmt: skip
     strategy = {"deletionRules": rules}
     with ClusterHosts(kube, namespace), operator(ray_crds, namespace):
-        kube.create(job("fails", namespace, ray_head, FAIL, deletionStrategy=strategy))
-        kube.create(job("succeeds", namespace, ray_head, SUCCEED, deletionStrategy=strategy))
-        failed = finished(kube, namespace, "fails", "Failed")
-        ok = finished(kube, namespace, "succeeds", "Complete")
+        fails = kube.create(job("fails", namespace, ray_head, FAIL, deletionStrategy=strategy))
+        succeeds = kube.create(
+            job("succeeds", namespace, ray_head, SUCCEED, deletionStrategy=strategy)
+        )
+        failed = finished(kube, fails, "Failed")
+        ok = finished(kube, succeeds, "Complete")
         timeline = Timeline(
             {"cluster deleted": cluster_deleted(kube, namespace, failed["rayClusterName"])}
         )
@@ -251,13 +274,15 @@ def test_legacy_on_success_and_on_failure(
     keeping = {"onSuccess": {"policy": "DeleteCluster"}, "onFailure": {"policy": "DeleteNone"}}
     env = {"DELETE_RAYJOB_CR_AFTER_JOB_FINISHES": "true"}
     with ClusterHosts(kube, namespace), operator(ray_crds, namespace, env=env):
-        kube.create(
+        on_success = kube.create(
             job("on-success", namespace, ray_head, SUCCEED, deletionStrategy=deleting,
                 shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=2)
         )  # fmt: skip
-        kube.create(job("on-failure", namespace, ray_head, FAIL, deletionStrategy=keeping))
-        ok = finished(kube, namespace, "on-success", "Complete")
-        failed = finished(kube, namespace, "on-failure", "Failed")
+        on_failure = kube.create(
+            job("on-failure", namespace, ray_head, FAIL, deletionStrategy=keeping)
+        )
+        ok = finished(kube, on_success, "Complete")
+        failed = finished(kube, on_failure, "Failed")
         timeline = Timeline(
             {"cluster deleted": cluster_deleted(kube, namespace, ok["rayClusterName"])}
         )

@@ -5,7 +5,8 @@ For every ConfigMap labelled ``runtime-test/role=source`` it keeps a child Confi
 equals the source's, deletes the child when the source is gone, and records on the
 source which data it copied and which process did it. Annotations on the source steer
 failure modes: ``runtime-test/fail-times`` (raise that many times), ``runtime-test/sleep``
-(seconds per reconcile), ``runtime-test/conflict-once`` (cause one 409 on purpose).
+(seconds per reconcile), ``runtime-test/hold`` (wait until ``release()``, at most that
+many seconds), ``runtime-test/conflict-once`` (cause one 409 on purpose).
 
 ``register`` is the ``--controller-plugin`` entry point for operator subprocesses.
 """
@@ -53,6 +54,11 @@ class Copier:
         self.finished: dict[ObjectKey, float] = {}
         self.failures: Counter[ObjectKey] = Counter()
         self.conflicted: set[ObjectKey] = set()
+        self.released = threading.Event()
+
+    def release(self) -> None:
+        """Let every reconcile held by ``runtime-test/hold`` go on."""
+        self.released.set()
 
     def watches(self) -> Sequence[Watch]:
         return (
@@ -87,6 +93,8 @@ class Copier:
     def _misbehave(self, key: ObjectKey, source: Object, annotations: dict[str, str]) -> None:
         if "runtime-test/sleep" in annotations:
             time.sleep(float(annotations["runtime-test/sleep"]))
+        if "runtime-test/hold" in annotations:
+            self.released.wait(float(annotations["runtime-test/hold"]))
         with self.lock:
             fail = self.failures[key] < int(annotations.get("runtime-test/fail-times", "0"))
             if fail:

@@ -94,23 +94,22 @@ def test_a_thousand_rapid_updates_cause_a_bounded_number_of_reconciles(
 def test_one_slow_key_does_not_hold_up_two_hundred_others(
     local_cluster: LocalCluster, namespace: str, client: KubeClient
 ) -> None:
+    """The slow key's reconcile is held until the other 200 are done, however long they
+    take on this machine: they finish while it is in flight, or the wait times out."""
+    slow = ObjectKey(namespace, "slow")
     with running_manager(make_client(local_cluster), namespace, concurrency=4) as running:
         client.create(source_manifest(namespace, "slow", {"k": "v"},
-                                      {"runtime-test/sleep": "8"}))  # fmt: skip
-        wait_for(
-            "slow key picked up",
-            lambda: running.copier.reconciles[ObjectKey(namespace, "slow")] >= 1,
-        )
+                                      {"runtime-test/hold": "300"}))  # fmt: skip
+        wait_for("slow key picked up", lambda: running.copier.reconciles[slow] >= 1)
         started = time.monotonic()
         for index in range(200):
             client.create(source_manifest(namespace, f"k{index:03}", {"i": str(index)}))
         keys = [ObjectKey(namespace, f"k{index:03}") for index in range(200)]
-        wait_for("all 200 reconciled",
-                 lambda: all(k in running.copier.finished for k in keys), 60)  # fmt: skip
+        wait_for("all 200 reconciled beside the held key",
+                 lambda: all(k in running.copier.finished for k in keys), 120)  # fmt: skip
         elapsed = max(running.copier.finished[k] for k in keys) - started
-        slow_done = ObjectKey(namespace, "slow") in running.copier.finished
-    print(
-        f"\n[report] 200 keys done {elapsed:.1f}s after creation began, "
-        f"with one 8 s key in flight (slow finished meanwhile: {slow_done})"
-    )
-    assert elapsed < 8, "the others must not wait for the slow key"
+        held_throughout = slow not in running.copier.finished
+        running.copier.release()
+        wait_for("the held key done once released", lambda: slow in running.copier.finished)
+    print(f"\n[report] 200 keys done {elapsed:.1f}s after creation began, one key held")
+    assert held_throughout, "the slow key finished before the others: it held nothing up"
