@@ -163,11 +163,21 @@ def _stacks(
         template_manifests: list[str] | None = None,
         template_config: dict[str, Any] | None = None,
         example: Path | None = None,
+        crds_apart: bool = False,
     ) -> ProgramStack:
         """A stack of the e2e program or, given ``template_manifests`` or
         ``template_config`` (keys of ``pulumi-ray:``, objects as in a stack file), of the
         root stack template, or of the program in ``example`` with only the kubeconfig
-        set (the rest of its config is the caller's)."""
+        set (the rest of its config is the caller's).
+
+        ``crds_apart``: the CRDs are applied to the cluster first and left out of the
+        stack (the template's ``operator.installCrds: false``, the e2e program's empty
+        ``crdFiles``), as a platform team that applies them apart does. For tests that
+        are not about the CRDs: with them in the stack, they are some 80% of every
+        preview's and up's time (a preview of the template's operator and two clusters:
+        11.7 s with them, 2.4 s without, on an idle machine)."""
+        if crds_apart:
+            _apply_missing_crds(local_cluster)
         suffix = uuid.uuid4().hex[:8]
         template = template_manifests is not None or template_config is not None
         work_dir = program_copy(work_root / suffix, template=template, source=example, sdks=sdks)
@@ -188,7 +198,7 @@ def _stacks(
         config = {
             "kubeconfig": str(local_cluster.kubeconfig),
             "namespace": program.namespace,
-            "crdFiles": json.dumps([str(path) for path in crd_files()]),
+            "crdFiles": json.dumps([] if crds_apart else [str(path) for path in crd_files()]),
             "greeting": "hello",
             "rayClusterName": program.ray_cluster_name,
         }
@@ -204,7 +214,8 @@ def _stacks(
         if template:
             # The operator's pods never run (kwok): an image that can never be pulled.
             given = template_config or {}
-            operator = {"image": NEVER_PULLED_IMAGE, **given.get("operator", {})}
+            apart = {"installCrds": False} if crds_apart else {}
+            operator = {"image": NEVER_PULLED_IMAGE, **apart, **given.get("operator", {})}
             program.write_config({**given, "operator": operator})
         return program
 
@@ -227,11 +238,23 @@ def _destroy(
             if program.operator is not None:
                 program.operator.stop()
     present = _present_crds(local_cluster)
-    gone = [path for path in pre_existing_crds if path not in present]
-    if gone:
+    _apply_crds(local_cluster, [path for path in pre_existing_crds if path not in present])
+
+
+def _apply_missing_crds(cluster: LocalCluster) -> None:
+    """Our CRDs in the cluster, established, for a stack that leaves them out."""
+    present = _present_crds(cluster)
+    missing = [path for path in crd_files() if path not in present]
+    if missing:
+        _apply_crds(cluster, missing)
+        cluster.wait_for_crds(*crd_names())
+
+
+def _apply_crds(cluster: LocalCluster, files: list[Path]) -> None:
+    if files:
         # One kubectl for all of them: each run costs a discovery and a process start.
-        files = [arg for path in gone for arg in ("-f", str(path))]
-        local_cluster.kubectl("apply", "--server-side", "--force-conflicts", *files)
+        arguments = [arg for path in files for arg in ("-f", str(path))]
+        cluster.kubectl("apply", "--server-side", "--force-conflicts", *arguments)
 
 
 def _present_crds(cluster: LocalCluster) -> list[Path]:

@@ -124,7 +124,7 @@ def _set_head_pod_ready(cluster: LocalCluster, namespace: str, name: str) -> Non
 
 
 def test_up_waits_for_raycluster_condition(program_stack: Callable[..., ProgramStack]) -> None:
-    program = program_stack(ray_cluster_wait_for="condition=HeadPodReady")
+    program = program_stack(ray_cluster_wait_for="condition=HeadPodReady", crds_apart=True)
     cluster, namespace, name = program.cluster, program.namespace, program.ray_cluster_name
     held_seconds = 5.0
     up_finished = threading.Event()

@@ -65,7 +65,8 @@ def _template_stack(
     suffix = uuid.uuid4().hex[:6]
     operator_name, operator_namespace = f"ray-op-{suffix}", f"ray-op-{suffix}"
     program = program_stack(
-        template_config={"operator": {"name": operator_name, "namespace": operator_namespace}}
+        template_config={"operator": {"name": operator_name, "namespace": operator_namespace}},
+        crds_apart=True,
     )
     program.write_config({"workloads": _workloads(program.namespace, cluster)})
     if secret_path is not None:
@@ -169,7 +170,8 @@ def shared_stack(
     suffix = uuid.uuid4().hex[:6]
     operator_name = f"ray-op-{suffix}"
     program = class_program_stack(
-        template_config={"operator": {"name": operator_name, "namespace": operator_name}}
+        template_config={"operator": {"name": operator_name, "namespace": operator_name}},
+        crds_apart=True,
     )
     shared = SharedStack(program=program, clusters={}, states_after_up={})
     shared.configure(FIXED, {"spec": _spec(replicas=1)})
@@ -298,7 +300,9 @@ def test_an_invalid_workload_fails_up_before_anything_is_created(
 ) -> None:
     bad = _spec(replicas=1)
     bad["workerGroupSpecs"][0]["minReplicas"] = 9
-    program = program_stack(template_config={"operator": {"name": "never", "namespace": "never"}})
+    program = program_stack(
+        template_config={"operator": {"name": "never", "namespace": "never"}}, crds_apart=True
+    )
     program.write_config({"workloads": _workloads(program.namespace, {"spec": bad})})
     with pytest.raises(auto.CommandError) as failed:
         program.up()
