@@ -80,14 +80,16 @@ def test_a_port_in_use(local_cluster: LocalCluster) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        for flag, name in (
-            ("--metrics-addr", "metrics"),
-            ("--health-probe-bind-address", "health"),
-        ):
+        flags = {"metrics": "--metrics-addr", "health": "--health-probe-bind-address"}
+        for name, flag in flags.items():
+            # The other address is a free port, not its default: a test of the chart's
+            # arguments binds the defaults (:8080, :8082) meanwhile on another worker.
+            (other,) = (f for f in flags.values() if f != flag)
             line = one_line(
                 run(
                     f"--kubeconfig={local_cluster.kubeconfig}",
                     f"{flag}=127.0.0.1:{port}",
+                    f"{other}=127.0.0.1:{free_port()}",
                     "--enable-leader-election=false",
                 )
             )
@@ -97,7 +99,10 @@ def test_a_port_in_use(local_cluster: LocalCluster) -> None:
 
 
 def test_a_bad_address(local_cluster: LocalCluster) -> None:
-    line = one_line(run(f"--kubeconfig={local_cluster.kubeconfig}", "--metrics-addr=localhost"))
+    health = f"--health-probe-bind-address=127.0.0.1:{free_port()}"  # not the default :8082
+    line = one_line(
+        run(f"--kubeconfig={local_cluster.kubeconfig}", "--metrics-addr=localhost", health)
+    )
     assert line == "ray-operator: metrics address 'localhost' is not [host]:port"
 
 
