@@ -12,8 +12,6 @@ the first test, with one line saying how to run it.
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ import pytest
 
 from hack import sandbox
 from hack.localcluster import LocalCluster, start_for_tests
+from tests.kubeclient import fresh_namespace
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SANDBOXED_TIERS = ("integration", "contract", "e2e")
@@ -102,12 +101,5 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
 @pytest.fixture
 def namespace(local_cluster: LocalCluster) -> Iterator[str]:
     """A fresh namespace whose ``default`` ServiceAccount exists (pods need it)."""
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    local_cluster.kubectl("create", "namespace", name)
-    deadline = time.monotonic() + 60
-    while local_cluster.kubectl("-n", name, "get", "sa", "default", check=False).returncode:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"ServiceAccount {name}/default was never created")
-        time.sleep(0.1)
-    yield name
-    local_cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+    with fresh_namespace(local_cluster) as name:
+        yield name

@@ -27,6 +27,7 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     ray_crds,
     wait_for,
 )
+from tests.kubeclient import fresh_namespace
 from tests.rayhead import module_ray_head, ray_head  # noqa: F401 (fixtures)
 
 
@@ -96,16 +97,9 @@ def kube(ray_crds: LocalCluster) -> KubeClient:  # noqa: F811
 @pytest.fixture
 def queued_namespace(ray_crds: LocalCluster, kueue: Path) -> Iterator[str]:  # noqa: F811
     """A fresh namespace Kueue manages, its ``default`` ServiceAccount created."""
-    name = f"q-{uuid.uuid4().hex[:10]}"
-    ray_crds.kubectl("create", "namespace", name)
-    ray_crds.kubectl("label", "namespace", name, f"{kueue_run.NAMESPACE_LABEL}=enabled")
-    wait_for(
-        f"ServiceAccount {name}/default",
-        lambda: ray_crds.kubectl("-n", name, "get", "sa", "default", check=False).returncode == 0,
-        timeout=60,
-    )
-    yield name
-    ray_crds.kubectl("delete", "namespace", name, "--wait=false", check=False)
+    labels = {kueue_run.NAMESPACE_LABEL: "enabled"}
+    with fresh_namespace(ray_crds, "q", labels) as name:
+        yield name
 
 
 def apply_quota(cluster: LocalCluster, namespace: str, *, cpu: str, memory: str) -> None:

@@ -29,16 +29,10 @@ from operator_runtime.runtime.errors import NotFound
 from operator_runtime.runtime.kinds import CONFIG_MAP, EVENT, POD, RAY_CLUSTER, Object
 from operator_runtime.runtime.manager import Manager, ManagerOptions
 from operator_runtime.runtime.metrics import RuntimeMetrics
-from operator_runtime.runtime.ratelimit import TokenBucket
-from operator_runtime.runtime.transport import UrllibTransport, load_configuration
+from tests.kubeclient import make_client
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CRD_DIR = REPO_ROOT / "operator_runtime" / "api" / "crds"
-
-
-def make_client(cluster: LocalCluster) -> KubeClient:
-    transport = UrllibTransport(load_configuration(str(cluster.kubeconfig)))
-    return KubeClient(transport, limiter=TokenBucket(1000, 2000))
 
 
 @dataclass

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -27,6 +26,7 @@ from tests.integration.raycluster.conftest import (
     raycluster,
     wait_for,
 )
+from tests.kubeclient import fresh_namespace
 
 HUGE = 5_000_000
 RSS_GROWTH_LIMIT_MB = 60.0
@@ -67,21 +67,6 @@ class RssSampler:
 
 
 @contextmanager
-def _namespace(cluster: LocalCluster) -> Iterator[str]:
-    name = f"t-{uuid.uuid4().hex[:10]}"
-    cluster.kubectl("create", "namespace", name)
-    wait_for(
-        "default ServiceAccount",
-        lambda: cluster.kubectl("-n", name, "get", "sa", "default", check=False).returncode == 0,
-        timeout=60,
-    )
-    try:
-        yield name
-    finally:
-        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
-
-
-@contextmanager
 def _one_worker_operator(cluster: LocalCluster, namespaces: tuple[str, ...]) -> Iterator[None]:
     manager = Manager(
         make_client(cluster),
@@ -107,7 +92,7 @@ def test_a_huge_cluster_neither_grows_memory_nor_starves_a_small_one(
     group = huge["spec"]["workerGroupSpecs"][0]
     group["maxReplicas"] = HUGE
     group["template"]["spec"]["nodeSelector"] = {"test.pulumi-ray/nowhere": "true"}
-    with _namespace(ray_crds) as other, _one_worker_operator(ray_crds, (namespace, other)):
+    with fresh_namespace(ray_crds) as other, _one_worker_operator(ray_crds, (namespace, other)):
         baseline = _rss_mb()
         with RssSampler() as rss:
             client.create(huge)

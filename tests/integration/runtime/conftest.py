@@ -22,16 +22,10 @@ from hack.localcluster.cluster import free_port
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.manager import Manager, ManagerOptions
 from operator_runtime.runtime.metrics import RuntimeMetrics
-from operator_runtime.runtime.ratelimit import TokenBucket
-from operator_runtime.runtime.transport import UrllibTransport, load_configuration
 from tests.integration.runtime.copier import Copier
+from tests.kubeclient import make_client
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-def make_client(cluster: LocalCluster, **kwargs: Any) -> KubeClient:
-    transport = UrllibTransport(load_configuration(str(cluster.kubeconfig)))
-    return KubeClient(transport, limiter=TokenBucket(1000, 2000), **kwargs)
 
 
 @pytest.fixture

@@ -1,0 +1,61 @@
+"""The tests' own client of a local control plane: the operator's ``KubeClient``, with
+limits no test reaches. A call is a request on a kept-alive connection, where a
+``kubectl`` is a process start (0.08 CPU-s), a TLS handshake and a discovery: a run of
+the suite started some 2,700 of them, a few hundred of those for its namespaces."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from hack.localcluster import LocalCluster
+from operator_runtime.runtime.client import KubeClient
+from operator_runtime.runtime.errors import ApiError, NotFound
+from operator_runtime.runtime.kinds import NAMESPACE, SERVICE_ACCOUNT
+from operator_runtime.runtime.ratelimit import TokenBucket
+from operator_runtime.runtime.transport import UrllibTransport, load_configuration
+
+
+def make_client(cluster: LocalCluster, **kwargs: Any) -> KubeClient:
+    transport = UrllibTransport(load_configuration(str(cluster.kubeconfig)))
+    return KubeClient(transport, limiter=TokenBucket(1000, 2000), **kwargs)
+
+
+_SHARED: dict[str, KubeClient] = {}
+
+
+def shared_client(cluster: LocalCluster) -> KubeClient:
+    """One client per control plane for the whole process, for the fixtures' own calls."""
+    key = str(cluster.kubeconfig)
+    if key not in _SHARED:
+        _SHARED[key] = make_client(cluster)
+    return _SHARED[key]
+
+
+@contextlib.contextmanager
+def fresh_namespace(
+    cluster: LocalCluster, prefix: str = "t", labels: dict[str, str] | None = None
+) -> Iterator[str]:
+    """A new namespace whose ``default`` ServiceAccount exists (pods need it), deleted
+    afterwards without waiting."""
+    client = shared_client(cluster)
+    name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    metadata: dict[str, Any] = {"name": name, **({"labels": labels} if labels else {})}
+    client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": metadata})
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            client.get(SERVICE_ACCOUNT, "default", name)
+            break
+        except NotFound:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"ServiceAccount {name}/default was never created") from None
+            time.sleep(0.1)
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(ApiError):
+            client.delete(NAMESPACE, name)
