@@ -56,12 +56,18 @@ class RayHead:
         tails = [f"== {p.name}\n" + "\n".join(p.read_text().splitlines()[-lines:]) for p in logs]
         return "\n".join(tails)
 
-    def stop(self) -> None:
+    def stop(self, grace: float = 30.0) -> None:
+        """SIGTERM, ``grace`` seconds for `ray start` to stop what it started, then SIGKILL
+        to its session and to stragglers."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=30)
+                self.process.wait(timeout=grace)
         _kill_session(self.process.pid)
+        # Reaped even when SIGTERM was not enough (a loaded machine): a `ray start` left
+        # unwaited is a zombie, and its Popen warns when collected, failing a later test.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=30)
         _kill_stragglers(str(self.temp_dir))
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
