@@ -282,6 +282,18 @@ def events(
     return found
 
 
+def recorded(
+    client: KubeClient, namespace: str, reason: str, name: str, timeout: float = 30.0
+) -> list[Object]:
+    """The ``reason`` Events about ``name``, once there is one: the operator writes Events
+    from a background queue (``runtime/events.py``), after the status that led to them."""
+    found: list[Object] = wait_for(
+        f"a {reason} Event about {name}", lambda: events(client, namespace, reason, name),
+        timeout=timeout, interval=0.5,
+    )  # fmt: skip
+    return found
+
+
 def set_replicas(client: KubeClient, namespace: str, name: str, replicas: int) -> None:
     cluster = get_cluster(client, namespace, name)
     cluster["spec"]["workerGroupSpecs"][0]["replicas"] = replicas

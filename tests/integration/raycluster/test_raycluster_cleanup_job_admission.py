@@ -29,6 +29,7 @@ from tests.integration.raycluster.conftest import (
     get_cluster,
     live_pods,
     raycluster,
+    recorded,
     running_operator,
     wait_for,
 )
@@ -239,6 +240,6 @@ def test_the_configured_size_is_admitted_and_the_cleanup_job_carries_exactly_it(
     ]
     containers = added[0]["spec"]["template"]["spec"]["containers"]
     assert [c["resources"] for c in containers] == [resources]
-    assert events(client, namespace, "CreatedRedisCleanupJob", "sized")
+    recorded(client, namespace, "CreatedRedisCleanupJob", "sized")
     assert not events(client, namespace, "FailedToCreateRedisCleanupJob", "sized")
     assert not events(client, namespace, "ForceDeletedStuckCluster", "sized")

@@ -14,6 +14,7 @@ from tests.integration.raycluster.conftest import (
     get_cluster,
     live_pods,
     raycluster,
+    recorded,
     running_ready,
     settle,
     wait_for,
@@ -119,7 +120,7 @@ def test_a_failed_head_pod_is_deleted_and_recreated(
         lambda head: _set_status(client, namespace, head, {"phase": "Failed"}),
         quiet=2.0,
     )
-    assert events(client, namespace, "DeletedHeadPod", "failhead")
+    recorded(client, namespace, "DeletedHeadPod", "failhead")
 
 
 def test_should_delete_pod_rows_on_real_pods(
@@ -203,4 +204,6 @@ def test_should_delete_pod_rows_on_real_pods(
         healthy["metadata"]["uid"],
         stuck["metadata"]["uid"],
     } <= kept
-    assert len(events(client, namespace, "DeletedWorkerPod", "rows")) >= 3
+    wait_for("a DeletedWorkerPod Event for each of the 3 pods",
+             lambda: len(events(client, namespace, "DeletedWorkerPod", "rows")) >= 3,
+             timeout=30, interval=0.5)  # fmt: skip

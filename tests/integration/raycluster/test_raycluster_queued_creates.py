@@ -11,11 +11,11 @@ from operator_runtime.runtime.kinds import RAY_CLUSTER, Object
 from tests.integration.raycluster.conftest import (
     RunningOperator,
     condition,
-    events,
     get_cluster,
     live_pods,
     pods,
     raycluster,
+    recorded,
     set_replicas,
     settle,
     wait_for,
@@ -54,7 +54,7 @@ def test_a_worker_template_the_api_server_rejects_is_reported_and_tried_once_per
     found = _replica_failure(client, namespace, "rejected")
     assert found["reason"] == "FailedCreateWorkerPod"
     assert "must be less than or equal to cpu limit" in found["message"]
-    assert events(client, namespace, "FailedToCreateWorkerPod", "rejected")
+    recorded(client, namespace, "FailedToCreateWorkerPod", "rejected")
     assert len(live_pods(client, namespace, "rejected", "head")) == 1
     assert live_pods(client, namespace, "rejected", "worker") == []
     settle(2)
@@ -94,7 +94,7 @@ def test_a_head_template_the_api_server_rejects_is_reported_and_no_worker_is_mad
 
     found = _replica_failure(client, namespace, "headless")
     assert found["reason"] == "FailedCreateHeadPod"
-    assert events(client, namespace, "FailedToCreateHeadPod", "headless")
+    recorded(client, namespace, "FailedToCreateHeadPod", "headless")
     settle(2)
     assert pods(client, namespace, "ray.io/cluster=headless") == [], "no worker without its head"
 
