@@ -22,6 +22,7 @@ from hack.kueue import run as kueue_run
 from hack.localcluster import LocalCluster
 from tests.e2e.stacks import REPO_ROOT, ProgramStack, crd_files
 from tests.integration.batch.conftest import apply_quota, delete_quota, workload_owners
+from tests.kubeclient import delete_namespace
 from tests.operatorprocess import OperatorProcess
 
 # The first test's setup may build the engine (about 15 minutes on a cold 2-core machine).
@@ -57,7 +58,7 @@ def queued_namespace(local_cluster: LocalCluster, kueue: None) -> Iterator[str]:
         yield name
     finally:
         delete_quota(local_cluster, name)
-        local_cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+        delete_namespace(local_cluster, name)
 
 
 def _checkout_first(program: ProgramStack, tmp_path: Path) -> None:

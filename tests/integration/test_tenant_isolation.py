@@ -59,6 +59,7 @@ from tests.integration.tenancy import (
     render_operator,
     touches,
 )
+from tests.kubeclient import delete_namespace
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -147,7 +148,7 @@ def stage(ray_crds: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> I
         refused = [line for line in operator.log().splitlines() if RBAC_REFUSAL.search(line)]
         assert not refused, f"the rendered RBAC refused the operator: {refused[:5]}"
     for name in (a, b, rendered.namespace):
-        cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+        delete_namespace(cluster, name)
     cluster.kubectl("delete", "clusterrolebinding,clusterrole", rendered.namespace, check=False)
 
 

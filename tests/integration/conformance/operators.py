@@ -14,6 +14,7 @@ from pathlib import Path
 from hack import kuberay
 from hack.localcluster import LocalCluster
 from hack.localcluster.cluster import free_port
+from tests.kubeclient import delete_namespace
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -65,4 +66,4 @@ def running(cluster: LocalCluster, logs: Path, *flags: str) -> Iterator[Pair]:
             process.terminate()
             process.wait(timeout=30)
         for namespace in (ours, theirs):
-            cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+            delete_namespace(cluster, namespace)

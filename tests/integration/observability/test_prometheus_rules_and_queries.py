@@ -71,6 +71,7 @@ from tests.integration.rayservice.conftest import (  # noqa: F401 (fixtures)
     serve_head,
     service_status,
 )
+from tests.kubeclient import delete_namespace
 
 SIDES = ("ours", "kuberay")
 SCRAPE = "1s"
@@ -322,12 +323,7 @@ def observed(
         ray_crds.kubectl("create", "namespace", namespace)
     ports = {name: free_port() for name in SIDES}
     with ExitStack() as stack:
-        stack.callback(
-            lambda: [
-                ray_crds.kubectl("delete", "namespace", ns, "--wait=false", check=False)
-                for ns in namespaces.values()
-            ]
-        )
+        stack.callback(lambda: [delete_namespace(ray_crds, ns) for ns in namespaces.values()])
         stack.enter_context(
             operator(
                 ray_crds, namespaces["ours"], f"--metrics-addr=127.0.0.1:{ports['ours']}",
