@@ -21,6 +21,7 @@ import pytest
 from hack import sandbox
 from hack.localcluster import LocalCluster, start_for_tests
 from tests.kubeclient import fresh_namespace
+from tests.rayhead import stop_unwanted
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SANDBOXED_TIERS = ("integration", "contract", "e2e")
@@ -87,6 +88,29 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     config.option.loadscopereorder = False  # keep the tier order above
     return WorkGroups(config, log)
+
+
+_module_wants: dict[str, set[str]] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before a module's first test, stop the Ray heads kept from the module before that
+    none of its tests asks for (``tests/rayhead.py``)."""
+    module = item.nodeid.split("::", 1)[0]
+    if module not in _module_wants:
+        _module_wants.clear()
+        _module_wants[module] = {
+            name
+            for other in item.session.items
+            if other.nodeid.split("::", 1)[0] == module
+            for name in getattr(other, "fixturenames", ())
+        }
+        stop_unwanted(_module_wants[module])
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    stop_unwanted(())
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,5 @@
-"""One real Ray head for the jobs tests (starting one costs 5-60 s on this machine).
-
-Module-scoped, not session-scoped: a session runs the e2e and integration tiers after
-this one, and an idle head's processes would take CPU from them on a 2-core machine.
+"""One real Ray head for the jobs tests (starting one costs 5-60 s on this machine):
+module-scoped, handed on to the worker's next module that wants one (``tests/rayhead.py``).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ one set of applications, which is what both clusters would run.
 from __future__ import annotations
 
 import copy
+import socket
 import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     wait_for,
 )
 from tests.integration.rayjob.conftest import ClusterHosts, operator  # noqa: F401
+from tests.rayhead import forget_jobs, kept_head
 
 APP = """
 from ray import serve
@@ -94,14 +96,36 @@ def kube(ray_crds: Any) -> KubeClient:  # noqa: F811
 
 @pytest.fixture(scope="module")
 def serve_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeHead]:
-    code = tmp_path_factory.mktemp("rayservice-app")
+    """A head with the greeter app on its path, and the port its Serve proxy listens on;
+    handed from module to module as ``tests/rayhead.py`` says, Serve shut down between."""
+    code = tmp_path_factory.getbasetemp() / "rayservice-app"  # one per worker: kept heads
+    code.mkdir(exist_ok=True)
     (code / "rs_greeter.py").write_text(APP)
-    head = start_ray_head({"PYTHONPATH": str(code)})
-    print(f"\nRay head: dashboard answered {head.started_in:.1f} s after `ray start`")
-    try:
-        yield ServeHead(head, free_port())
-    finally:
-        head.stop()
+
+    def start() -> ServeHead:
+        head = start_ray_head({"PYTHONPATH": str(code)})
+        print(f"\nRay head: dashboard answered {head.started_in:.1f} s after `ray start`")
+        return ServeHead(head, free_port())
+
+    yield from kept_head("serve_head", start, stop=lambda serve: serve.head.stop(),
+                         reset=forget_serve)  # fmt: skip
+
+
+def forget_serve(serve: ServeHead) -> bool:
+    """Shut Serve down and forget the jobs, as on a new head: the next module deploys its
+    own applications from nothing, and its proxy binds ``serve_port`` again."""
+    if not forget_jobs(serve.head):
+        return False
+    with httpx.Client(base_url=serve.head.dashboard_url, timeout=60.0) as client:
+        client.delete("/api/serve/applications/").raise_for_status()  # serve.shutdown()
+    wait_for(f"Serve's proxy to let go of :{serve.serve_port}",
+             lambda: not _listens(serve.serve_port), timeout=60, interval=0.5)  # fmt: skip
+    return True
+
+
+def _listens(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def serve_config(head: ServeHead, message: str = "hello") -> str:
