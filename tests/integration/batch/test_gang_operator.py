@@ -64,10 +64,12 @@ GROUP_AGAIN_TIMEOUT = 30.0
 inside the 300 s resync of a settled cluster (which would otherwise have been the
 bound)."""
 REQUEUE_TIMEOUT = 360.0
-"""The bound once capacity arrives for a gang that was refused: kube-scheduler retries a
-pod that sat in its unschedulable pool after at most 5 minutes even when no event it
-watches says it might fit now (a pod last refused by Coscheduling's PreFilter may not be
-moved by a node's arrival); a fresh-clone run on a loaded machine saw 120 s pass."""
+"""The bound once capacity arrives for a gang that was refused: a scheduler retries a pod
+that sat in its unschedulable pool at its next flush even when no event it watches says
+it might fit now (a pod last refused by Coscheduling's PreFilter may not be moved by a
+node's arrival). Volcano's sessions retry every 200 ms; the Coscheduling scheduler here
+flushes every 20 s (``coscheduler``), kube-scheduler's default is 5 minutes, which this
+bound still covers."""
 
 
 @pytest.fixture

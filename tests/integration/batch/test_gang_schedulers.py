@@ -106,7 +106,12 @@ def coscheduler(
     with scheduler(
         local_cluster, "scheduler-plugins", state,
         [f"--config={config}", "--secure-port=0", f"--authentication-kubeconfig={kubeconfig}",
-         f"--authorization-kubeconfig={kubeconfig}", "--v=2"],
+         f"--authorization-kubeconfig={kubeconfig}", "--v=2",
+         # A pod last refused by Coscheduling's PreFilter is retried on a PodGroup or pod
+         # event, or when the scheduler flushes its unschedulable pool: every 5 minutes by
+         # default, which one gang test then waited out (331 s in a whole run). Honoured
+         # with --config (kube-scheduler applies it apart from the component config).
+         "--pod-max-in-unschedulable-pods-duration=20s"],
     ) as log:  # fmt: skip
         yield log
 
