@@ -90,23 +90,22 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return WorkGroups(config, log)
 
 
-_module_wants: dict[str, set[str]] = {}
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before a module's first test, stop the Ray heads kept from the module before that
     none of its tests asks for (``tests/rayhead.py``)."""
-    module = item.nodeid.split("::", 1)[0]
-    if module not in _module_wants:
-        _module_wants.clear()
-        _module_wants[module] = {
-            name
-            for other in item.session.items
-            if other.nodeid.split("::", 1)[0] == module
-            for name in getattr(other, "fixturenames", ())
-        }
-        stop_unwanted(_module_wants[module])
+    if item.session.stash.get(_CURRENT_MODULE, None) == item.path:
+        return
+    item.session.stash[_CURRENT_MODULE] = item.path
+    stop_unwanted(
+        name
+        for other in item.session.items
+        if other.path == item.path
+        for name in getattr(other, "fixturenames", ())
+    )
+
+
+_CURRENT_MODULE = pytest.StashKey[Path]()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -19,10 +19,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-import httpx
 import pytest
 
 from hack.rayhead import RayHead, revive, start_ray_head
+from operator_runtime.clients.dashboard import DashboardPool, Endpoint
 
 __all__ = ["RayHead", "forget_jobs", "kept_head", "ray_head", "start_ray_head", "stop_unwanted"]
 
@@ -30,7 +30,6 @@ Head = TypeVar("Head")
 _kept: dict[str, tuple[Any, Callable[[Any], None]]] = {}
 """This worker's heads between modules, by the fixture that hands them out: the head and
 how to stop it."""
-FINISHED = {"SUCCEEDED", "FAILED", "STOPPED"}
 FORGET_TIMEOUT = 60.0
 """How long stopped jobs may take to finish before the head is stopped instead."""
 
@@ -77,21 +76,17 @@ def forget_jobs(head: RayHead) -> bool:
     False when they did not all finish within ``FORGET_TIMEOUT``."""
     if head.process.poll() is not None:
         return False
-    with httpx.Client(base_url=head.dashboard_url, timeout=10.0) as client:
-
-        def submitted() -> list[dict[str, Any]]:
-            # A driver that connected by itself has no submission id and cannot be deleted.
-            return [job for job in client.get("/api/jobs/").raise_for_status().json()
-                    if job.get("submission_id")]  # fmt: skip
-
-        deadline = time.monotonic() + FORGET_TIMEOUT
-        while jobs := submitted():
-            for job in jobs:
-                path = f"/api/jobs/{job['submission_id']}"
-                if job["status"] in FINISHED:
-                    client.delete(path)
+    deadline = time.monotonic() + FORGET_TIMEOUT
+    with DashboardPool() as pool:
+        dashboard = pool.dashboard(Endpoint(head.dashboard_url, deadline=10.0))
+        # A driver that connected by itself has no submission id and cannot be deleted.
+        while jobs := {job.submission_id: job.status for job in dashboard.list_jobs()
+                       if job.submission_id}:  # fmt: skip
+            for job_id, status in jobs.items():
+                if status.is_terminal:
+                    dashboard.delete_job(job_id)
                 else:
-                    client.post(f"{path}/stop")
+                    dashboard.stop_job(job_id)
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.5)
