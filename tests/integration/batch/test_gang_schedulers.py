@@ -121,7 +121,11 @@ def volcano(
     local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Path]:
     state = tmp_path_factory.mktemp("volcano")
-    conf = state / "scheduler.conf"
+    # A directory of its own: the scheduler reloads its conf on any write in the conf's
+    # directory, and each reload writes a log line; with its log beside the conf that was
+    # a reload loop (a core's worth of CPU, 86 MB of log in a minute).
+    conf = state / "conf" / "scheduler.conf"
+    conf.parent.mkdir()
     conf.write_text(yaml.safe_dump(VOLCANO_CONF))
     listen, health = free_ports(2)
     with scheduler(
@@ -133,6 +137,12 @@ def volcano(
     ) as log:  # fmt: skip
         open_default_queue(local_cluster)
         yield log
+    loads = log.read_text(errors="replace").count(CONF_LOADED)
+    assert loads == 1, f"Volcano loaded its conf {loads} times (a reload loop?): {log}"
+
+
+CONF_LOADED = "Finished loading scheduler config"
+"""Volcano's log line (``--v=2``) for each load of its ``--scheduler-conf``."""
 
 
 def open_default_queue(cluster: LocalCluster) -> None:
