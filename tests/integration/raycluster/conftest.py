@@ -33,6 +33,11 @@ from tests.kubeclient import make_client
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CRD_DIR = REPO_ROOT / "operator_runtime" / "api" / "crds"
+RAY_CRD_NAMES = tuple(
+    f"{plural}.{group}"
+    for group, plural in (path.stem.split("_", 1) for path in sorted(CRD_DIR.glob("*.yaml")))
+)
+"""``rayclusters.ray.io`` ...: the files are named ``<group>_<plural>.yaml``."""
 
 
 @dataclass
@@ -52,7 +57,8 @@ def gc_probe() -> GcProbe:
 def ray_crds(local_cluster: LocalCluster, gc_probe: GcProbe) -> LocalCluster:
     # Server-side apply: the CRDs are larger than the client-side last-applied annotation.
     local_cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
-    local_cluster.wait_for_crds("rayclusters.ray.io")
+    # All four: a RayJob created while only rayclusters was Established got a 404.
+    local_cluster.wait_for_crds(*RAY_CRD_NAMES)
     threading.Thread(target=_probe_gc, args=(local_cluster, gc_probe), daemon=True).start()
     return local_cluster
 
