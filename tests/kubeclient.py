@@ -1,7 +1,6 @@
-"""The tests' own client of a local control plane: the operator's ``KubeClient``, with
-limits no test reaches. A call is a request on a kept-alive connection, where a
-``kubectl`` is a process start (0.08 CPU-s), a TLS handshake and a discovery: a run of
-the suite started some 2,700 of them, a few hundred of those for its namespaces."""
+"""The tests' own clients of a local control plane (``hack/localcluster/client.py``): a
+run of the suite once started some 2,700 ``kubectl`` processes, a few hundred of those
+for its namespaces."""
 
 from __future__ import annotations
 
@@ -12,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from hack.localcluster import LocalCluster
+from hack.localcluster.client import make_client
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import ApiError, NotFound
 from operator_runtime.runtime.kinds import (
@@ -23,14 +23,6 @@ from operator_runtime.runtime.kinds import (
     SERVICE_ACCOUNT,
     ResourceKind,
 )
-from operator_runtime.runtime.ratelimit import TokenBucket
-from operator_runtime.runtime.transport import UrllibTransport, load_configuration
-
-
-def make_client(cluster: LocalCluster, **kwargs: Any) -> KubeClient:
-    transport = UrllibTransport(load_configuration(str(cluster.kubeconfig)))
-    return KubeClient(transport, limiter=TokenBucket(1000, 2000), **kwargs)
-
 
 _SHARED: dict[str, KubeClient] = {}
 

@@ -40,7 +40,10 @@ import yaml
 
 from hack import gobuild, kueue, sandbox
 from hack.localcluster import LocalCluster
+from hack.localcluster.client import make_client
 from hack.localcluster.cluster import free_ports
+from operator_runtime.runtime.errors import ApiError
+from operator_runtime.runtime.kinds import SECRET as SECRET_KIND
 
 NAMESPACE: Final = "kueue-system"
 SERVICE: Final = "kueue-webhook-service"
@@ -185,7 +188,7 @@ class SecretFiles:
     Secret volume: polled, written when the data changes, until ``stop``."""
 
     def __init__(self, cluster: LocalCluster, directory: Path) -> None:
-        self._cluster, self._directory = cluster, directory
+        self._client, self._directory = make_client(cluster), directory
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._written: dict[str, str] = {}
@@ -200,13 +203,13 @@ class SecretFiles:
 
     def _run(self) -> None:
         while not self._stop.wait(2.0 if self._written else 0.3):
-            found = self._cluster.kubectl(
-                "-n", NAMESPACE, "get", "secret", SECRET, "-o", "jsonpath={.data}", check=False
-            )
-            if found.returncode != 0 or not found.stdout.strip():
+            try:
+                data: dict[str, str] = (
+                    self._client.get(SECRET_KIND, SECRET, NAMESPACE).get("data") or {}
+                )
+            except ApiError:
                 continue
-            data: dict[str, str] = yaml.safe_load(found.stdout)
-            if data == self._written:
+            if not data or data == self._written:
                 continue
             for key, value in data.items():
                 staging = self._directory / f".{key}.tmp"

@@ -18,6 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from hack.localcluster import LocalCluster
+from hack.localcluster.client import make_client
+from operator_runtime.runtime.client import KubeClient
+from operator_runtime.runtime.errors import ApiError
+from operator_runtime.runtime.kinds import ResourceKind
+
+DEPLOYMENT = ResourceKind("apps/v1", "Deployment", "deployments", namespaced=True)
 
 NEVER_PULLED_IMAGE = "registry.invalid/pulumi-ray/operator@sha256:" + "0" * 64
 """The ``image`` the tests and benchmarks give RayOperator, whose pods never run (kwok, or
@@ -97,16 +103,20 @@ class OperatorAsServiceAccount:
         )  # fmt: skip
         return "yes" in result.stdout or "yes" in namespaced.stdout
 
-    def _deployed(self) -> bool:
-        found = self.cluster.kubectl(
-            "-n", self.namespace, "get", "deployment", self.deployment, "-o", "name", check=False
-        )
-        return found.returncode == 0 and self._can_reconcile()
+    def _deployed(self, client: KubeClient) -> bool:
+        """The Deployment exists (a request, polled) and its RBAC lets it reconcile (two
+        ``kubectl auth can-i``, asked only then)."""
+        try:
+            found = client.find(DEPLOYMENT, self.deployment, self.namespace)
+        except ApiError:
+            return False
+        return found is not None and self._can_reconcile()
 
     def _run(self) -> None:
         try:
             deadline = time.monotonic() + self.timeout
-            while not self._deployed():
+            client = make_client(self.cluster)
+            while not self._deployed(client):
                 if time.monotonic() > deadline:
                     raise TimeoutError(
                         f"Deployment {self.namespace}/{self.deployment} and its RBAC never "
