@@ -19,8 +19,10 @@ import pytest
 import yaml
 
 from hack.localcluster import LocalCluster
+from operator_runtime.runtime.kinds import POD, SERVICE
 from tests.integration.conformance import normalize
 from tests.integration.conformance import operators as operators_pair
+from tests.kubeclient import shared_client
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = [
@@ -46,11 +48,11 @@ def operators(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFact
 
 
 def _children(cluster: LocalCluster, namespace: str, name: str) -> dict[str, list[Any]]:
-    selector = f"ray.io/cluster={name}"
-    pods = cluster.get_json("-n", namespace, "pods", "-l", selector)["items"]
+    kube = shared_client(cluster)
+    pods = kube.list(POD, namespace, label_selector=f"ray.io/cluster={name}")["items"]
     services = [
         item
-        for item in cluster.get_json("-n", namespace, "services")["items"]
+        for item in kube.list(SERVICE, namespace)["items"]
         if any(ref.get("name") == name for ref in item["metadata"].get("ownerReferences", []))
     ]
     grouped: dict[str, list[Any]] = {}

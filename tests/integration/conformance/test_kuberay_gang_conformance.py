@@ -37,9 +37,11 @@ import yaml
 
 from hack import gang
 from hack.localcluster import LocalCluster
+from operator_runtime.runtime.kinds import JOB, POD, RAY_CLUSTER, RAY_JOB, SERVICE, ResourceKind
 from tests.integration.conformance import normalize
 from tests.integration.conformance import operators as operators_pair
 from tests.integration.conformance.operators import REPO_ROOT, Pair
+from tests.kubeclient import shared_client
 
 Obj = dict[str, Any]
 
@@ -52,8 +54,8 @@ RUNS: Final = {
 ``--enable-batch-scheduler`` means Volcano)."""
 
 POD_GROUP_KINDS: Final = {
-    "volcano": "podgroups.scheduling.volcano.sh",
-    "scheduler-plugins": "podgroups.scheduling.x-k8s.io",
+    "volcano": ResourceKind("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups"),
+    "scheduler-plugins": ResourceKind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups"),
 }
 """The PodGroup kind each scheduler's plugin writes, by ``--batch-scheduler`` name."""
 
@@ -249,7 +251,8 @@ def gang_crds(local_cluster: LocalCluster) -> LocalCluster:
         "apply", "--server-side", "-f", str(REPO_ROOT / "operator_runtime/api/crds")
     )
     for scheduler, kind in POD_GROUP_KINDS.items():
-        path = gang.ensure_built(scheduler).path(f"{kind.split('.', 1)[1]}_podgroups.yaml")
+        group = kind.api_version.split("/", 1)[0]
+        path = gang.ensure_built(scheduler).path(f"{group}_podgroups.yaml")
         local_cluster.kubectl("apply", "--server-side", f"--filename={path}")
     local_cluster.wait_for_crds()
     return local_cluster
@@ -278,30 +281,32 @@ def _snapshot(cluster: LocalCluster, namespace: str, manifest: Obj) -> dict[str,
 
     A RayJob's cluster is named ``<job>-<5 random characters>``, and so is its job id:
     they are replaced by ``<cluster>`` and ``<job-id>`` everywhere (pod labels,
-    generateName, service selectors, env, the submit command)."""
+    generateName, service selectors, env, the submit command).
+
+    Read with the kept-alive client: polled every half second for both operators, this
+    was some sixteen ``kubectl`` processes a poll."""
+    kube = shared_client(cluster)
     name = manifest["metadata"]["name"]
     clusters = [name]
     found: dict[str, Obj] = {}
     if manifest["kind"] == "RayJob":
-        status = cluster.get_json("-n", namespace, "rayjobs.ray.io", name).get("status") or {}
+        status = kube.get(RAY_JOB, name, namespace).get("status") or {}
         job_id = status.get("jobId")
         found["RayJob/status"] = {key: status.get(key) for key in JOB_STATUS_FIELDS}
         owned = [
-            item
-            for item in cluster.get_json("-n", namespace, "rayclusters.ray.io")["items"]
-            if _owned_by(item, {name})
+            item for item in kube.list(RAY_CLUSTER, namespace)["items"] if _owned_by(item, {name})
         ]
         clusters = [item["metadata"]["name"] for item in owned]
         for item in owned:
             found[f"RayCluster/{item['metadata']['name']}"] = normalize.resource(item)
-        for item in cluster.get_json("-n", namespace, "jobs.batch")["items"]:
+        for item in kube.list(JOB, namespace)["items"]:
             if _owned_by(item, {name}):
                 found[f"Job/{item['metadata']['name']}"] = normalize.job(item)
     pods: dict[str, list[Obj]] = {}
     for cluster_name in clusters:
-        for item in cluster.get_json(
-            "-n", namespace, "pods", "-l", f"ray.io/cluster={cluster_name}"
-        )["items"]:
+        for item in kube.list(POD, namespace, label_selector=f"ray.io/cluster={cluster_name}")[
+            "items"
+        ]:
             pod = normalize.pod(item)
             if namespace.startswith("ours-"):
                 pod = normalize.as_kuberay_v1_6(pod)
@@ -310,11 +315,11 @@ def _snapshot(cluster: LocalCluster, namespace: str, manifest: Obj) -> dict[str,
         items.sort(key=lambda item: json.dumps(item, sort_keys=True))
         for index, item in enumerate(items):
             found[f"{role}[{index}]"] = item
-    for item in cluster.get_json("-n", namespace, "services")["items"]:
+    for item in kube.list(SERVICE, namespace)["items"]:
         if _owned_by(item, {name, *clusters}):
             found[normalize.role({**item, "kind": "Service"})] = normalize.service(item)
     for scheduler, kind in POD_GROUP_KINDS.items():
-        for item in cluster.get_json("-n", namespace, kind)["items"]:
+        for item in kube.list(kind, namespace)["items"]:
             if not _owned_by(item, {name, *clusters}):
                 continue  # another case's
             key = f"PodGroup.{scheduler}/{item['metadata']['name']}"
@@ -357,7 +362,7 @@ def _bind_pods(cluster: LocalCluster, namespace: str, job: str) -> None:
 
 
 def _job_status(cluster: LocalCluster, namespace: str, name: str) -> Obj:
-    status = cluster.get_json("-n", namespace, "rayjobs.ray.io", name).get("status") or {}
+    status = shared_client(cluster).get(RAY_JOB, name, namespace).get("status") or {}
     return {key: status.get(key) for key in JOB_STATUS_FIELDS}
 
 
