@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -46,6 +46,8 @@ class RayHead:
     dashboard_port: int
     started_in: float
     """Seconds from ``ray start`` to the dashboard answering."""
+    env: dict[str, str] = field(default_factory=dict)
+    """What ``start_ray_head`` added to the head's environment (a revival keeps it)."""
 
     @property
     def dashboard_url(self) -> str:
@@ -123,7 +125,7 @@ def start_ray_head(
         process = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, env=head_env, start_new_session=True
         )
-    head = RayHead(process, temp_dir, dashboard_port, 0.0)
+    head = RayHead(process, temp_dir, dashboard_port, 0.0, dict(env or {}))
     try:
         _wait_until_ready(head, started)
     except BaseException:
@@ -158,7 +160,7 @@ def revive(head: RayHead) -> bool:
         file=sys.stderr,
     )
     head.stop()
-    again = start_ray_head(dashboard_port=head.dashboard_port)
+    again = start_ray_head(head.env, dashboard_port=head.dashboard_port)
     head.process, head.temp_dir, head.started_in = again.process, again.temp_dir, again.started_in
     return True
 

@@ -4,27 +4,36 @@ module-scoped fixture the tiers that need one import into their conftest:
     from tests.rayhead import module_ray_head, ray_head  # noqa: F401 (fixtures)
 
 A module gets the head its worker kept from the module before, or a new one. Between
-modules a head is handed on, its jobs stopped and deleted (``forget_jobs``), while the
-worker's next module wants one alike; the root conftest stops it (``stop_unwanted``)
-before the first test that does not, and at the end of the session. Starting a head
+modules a head is handed on, its jobs stopped and deleted (``forget_jobs``) and, after a
+module that ran Serve on it, Serve shut down (``serving``), while the worker's next module
+wants one; the root conftest stops it (``stop_unwanted``) before the first test that does
+not, and at the end of the session. Jobs and Serve modules share the one kind of head:
+every head has the worker's app directory on its path (``app_dir``). Starting a head
 costs some 12 CPU-s and stopping it 4 (``ray start``, the dashboard's module processes),
-and a worker often runs several such modules in a row (the RayJob tier, the batch tier);
-an idle head would still take some 0.04-0.08 of a core from the tiers after it, so none
-is kept past the module that last wanted it.
+and a worker often runs several such modules in a row (the RayJob tier, then the
+RayService tier; the batch tier); an idle head would still take some 0.05 of a core
+from the tiers after it, so none is kept past the module that last wanted it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import time
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 
 from hack.rayhead import RayHead, revive, start_ray_head
 from operator_runtime.clients.dashboard import DashboardPool, Endpoint
 
-__all__ = ["RayHead", "forget_jobs", "kept_head", "ray_head", "start_ray_head", "stop_unwanted"]
+__all__ = [
+    "RayHead", "app_dir", "forget_jobs", "kept_head", "ray_head", "serving", "spoil",
+    "start_ray_head", "stop_unwanted",
+]  # fmt: skip
 
 Head = TypeVar("Head")
 _kept: dict[str, tuple[Any, Callable[[Any], None]]] = {}
@@ -93,15 +102,75 @@ def forget_jobs(head: RayHead) -> bool:
     return True
 
 
-def _started() -> RayHead:
-    head = start_ray_head()
-    print(f"\nRay head: dashboard answered {head.started_in:.1f} s after `ray start`")
-    return head
+_spoiled: set[int] = set()
+"""``id()`` of heads a module's teardown could not make fresh (``spoil``)."""
+
+
+def spoil(head: RayHead) -> None:
+    """Keep ``head`` from being handed on: a fixture built on it (a Serve head) could not
+    undo what its module did."""
+    _spoiled.add(id(head))
+
+
+def _reset(head: RayHead) -> bool:
+    if id(head) in _spoiled:
+        _spoiled.discard(id(head))
+        return False
+    return forget_jobs(head)
+
+
+@contextlib.contextmanager
+def serving(head: RayHead, port: int) -> Iterator[None]:
+    """The block of a module that runs Serve on the kept ``head``, its proxy on ``port``:
+    after it Serve is shut down (``serve.shutdown()``) and the port let go of, so the
+    next module begins on what a new head shows; if that fails, the head is not handed
+    on (``spoil``)."""
+    try:
+        yield
+    finally:
+        try:
+            _shut_serve_down(head, port)
+        except Exception as error:
+            print(f"\nServe on the head of :{head.dashboard_port} not shut down ({error})")
+            spoil(head)
+
+
+def _shut_serve_down(head: RayHead, port: int) -> None:
+    with httpx.Client(base_url=head.dashboard_url, timeout=60.0) as client:
+        client.delete("/api/serve/applications/").raise_for_status()
+    deadline = time.monotonic() + FORGET_TIMEOUT
+    while _listens(port):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"Serve's proxy still listens on :{port}")
+        time.sleep(0.5)
+
+
+def _listens(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def app_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The worker's directory of Ray apps (Serve's import paths), on every head's
+    ``PYTHONPATH``: a module writes its app here, and the kept head, whichever module
+    started it, imports it."""
+    code = tmp_path_factory.getbasetemp() / "ray-apps"
+    code.mkdir(exist_ok=True)
+    return code
 
 
 @pytest.fixture(scope="module")
-def module_ray_head() -> Iterator[RayHead]:
-    yield from kept_head("module_ray_head", _started, stop=RayHead.stop, reset=forget_jobs)
+def module_ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
+    """The worker's one kind of kept head, for jobs and Serve alike (a Serve module adds
+    its port and app on top: ``tests/integration/rayservice/conftest.py``)."""
+    code = app_dir(tmp_path_factory)
+
+    def start() -> RayHead:
+        head = start_ray_head({"PYTHONPATH": str(code)})
+        print(f"\nRay head: dashboard answered {head.started_in:.1f} s after `ray start`")
+        return head
+
+    yield from kept_head("module_ray_head", start, stop=RayHead.stop, reset=_reset)
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """Serve through the dashboard on a real Ray head: what the RayService controller relies on.
 
-The application's module sits in a temp dir on the head's ``PYTHONPATH``, the way an
-image ships the user's code; its proxy listens on a free port of all addresses.
+The application's module sits in a directory on the head's ``PYTHONPATH`` (the worker's
+kept head, ``tests/rayhead.py``), the way an image ships the user's code; its proxy
+listens on a free port of all addresses.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from hack.localcluster.cluster import free_port
-from hack.rayhead import RayHead, start_ray_head
+from hack.rayhead import RayHead
 from operator_runtime.clients import (
     Addressing,
     DashboardClient,
@@ -22,6 +23,7 @@ from operator_runtime.clients import (
     ServeDetails,
     serve_proxy_endpoint,
 )
+from tests.rayhead import app_dir, serving
 
 SERVE_TIMEOUT = 120.0
 APP = """
@@ -39,20 +41,21 @@ app = Greeter.bind()
 
 
 @pytest.fixture(scope="module")
-def serve_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
-    code = tmp_path_factory.mktemp("serve-app")
-    (code / "contract_greeter.py").write_text(APP)
-    head = start_ray_head({"PYTHONPATH": str(code)})
-    try:
-        yield head
-    finally:
-        head.stop()
-
-
-@pytest.fixture(scope="module")
 def serve_port() -> int:
     """One proxy port for the module: Serve keeps the http_options it started with."""
     return free_port()
+
+
+@pytest.fixture(scope="module")
+def serve_head(
+    module_ray_head: RayHead,
+    serve_port: int,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[RayHead]:
+    """The worker's kept head (``tests/rayhead.py``) with the app on its path."""
+    (app_dir(tmp_path_factory) / "contract_greeter.py").write_text(APP)
+    with serving(module_ray_head, serve_port):
+        yield module_ray_head
 
 
 @pytest.fixture(scope="module")

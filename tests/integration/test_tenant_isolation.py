@@ -60,6 +60,7 @@ from tests.integration.tenancy import (
     touches,
 )
 from tests.kubeclient import delete_namespace
+from tests.rayhead import module_ray_head  # noqa: F401 (serve_head's)
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -85,3 +85,13 @@ def test_a_head_that_cannot_be_made_fresh_is_stopped_not_handed_on(
     assert heads.module() == 2
     if isinstance(fresh, Exception):
         assert "dashboard gone" in capsys.readouterr().out
+
+
+def test_a_head_a_module_spoiled_is_not_handed_on_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rayhead, "forget_jobs", lambda head: True)
+    head, other = object(), object()
+    assert rayhead._reset(head) is True  # type: ignore[arg-type]
+    rayhead.spoil(head)  # type: ignore[arg-type]
+    assert rayhead._reset(other) is True  # type: ignore[arg-type]
+    assert rayhead._reset(head) is False  # type: ignore[arg-type]
+    assert rayhead._reset(head) is True  # a new head may come to the same id()

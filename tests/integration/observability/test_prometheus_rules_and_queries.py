@@ -72,6 +72,7 @@ from tests.integration.rayservice.conftest import (  # noqa: F401 (fixtures)
     service_status,
 )
 from tests.kubeclient import delete_namespace
+from tests.rayhead import module_ray_head  # noqa: F401 (serve_head's)
 
 SIDES = ("ours", "kuberay")
 SCRAPE = "1s"

@@ -19,7 +19,6 @@ one set of applications, which is what both clusters would run.
 from __future__ import annotations
 
 import copy
-import socket
 import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ import httpx
 import pytest
 
 from hack.localcluster.cluster import free_port
-from hack.rayhead import RayHead, start_ray_head
+from hack.rayhead import RayHead
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import NotFound
 from operator_runtime.runtime.kinds import RAY_SERVICE, Object
@@ -42,7 +41,7 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     wait_for,
 )
 from tests.integration.rayjob.conftest import ClusterHosts, operator  # noqa: F401
-from tests.rayhead import forget_jobs, kept_head
+from tests.rayhead import app_dir, module_ray_head, serving  # noqa: F401 (a fixture)
 
 APP = """
 from ray import serve
@@ -95,37 +94,16 @@ def kube(ray_crds: Any) -> KubeClient:  # noqa: F811
 
 
 @pytest.fixture(scope="module")
-def serve_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeHead]:
-    """A head with the greeter app on its path, and the port its Serve proxy listens on;
-    handed from module to module as ``tests/rayhead.py`` says, Serve shut down between."""
-    code = tmp_path_factory.getbasetemp() / "rayservice-app"  # one per worker: kept heads
-    code.mkdir(exist_ok=True)
-    (code / "rs_greeter.py").write_text(APP)
-
-    def start() -> ServeHead:
-        head = start_ray_head({"PYTHONPATH": str(code)})
-        print(f"\nRay head: dashboard answered {head.started_in:.1f} s after `ray start`")
-        return ServeHead(head, free_port())
-
-    yield from kept_head("serve_head", start, stop=lambda serve: serve.head.stop(),
-                         reset=forget_serve)  # fmt: skip
-
-
-def forget_serve(serve: ServeHead) -> bool:
-    """Shut Serve down and forget the jobs, as on a new head: the next module deploys its
-    own applications from nothing, and its proxy binds ``serve_port`` again."""
-    if not forget_jobs(serve.head):
-        return False
-    with httpx.Client(base_url=serve.head.dashboard_url, timeout=60.0) as client:
-        client.delete("/api/serve/applications/").raise_for_status()  # serve.shutdown()
-    wait_for(f"Serve's proxy to let go of :{serve.serve_port}",
-             lambda: not _listens(serve.serve_port), timeout=60, interval=0.5)  # fmt: skip
-    return True
-
-
-def _listens(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
+def serve_head(
+    module_ray_head: RayHead,  # noqa: F811 (a fixture)
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[ServeHead]:
+    """The worker's kept head with the greeter app on its path, and the port the module's
+    Serve proxy listens on (Serve shut down at the module's end: ``serving``)."""
+    (app_dir(tmp_path_factory) / "rs_greeter.py").write_text(APP)
+    serve = ServeHead(module_ray_head, free_port())
+    with serving(module_ray_head, serve.serve_port):
+        yield serve
 
 
 def serve_config(head: ServeHead, message: str = "hello") -> str:
