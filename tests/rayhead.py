@@ -31,7 +31,7 @@ from hack.rayhead import RayHead, revive, start_ray_head
 from operator_runtime.clients.dashboard import DashboardPool, Endpoint
 
 __all__ = [
-    "RayHead", "app_dir", "forget_jobs", "kept_head", "ray_head", "serving", "spoil",
+    "RayHead", "app_dir", "forget_jobs", "kept_head", "ray_head", "serving",
     "start_ray_head", "stop_unwanted",
 ]  # fmt: skip
 
@@ -102,29 +102,12 @@ def forget_jobs(head: RayHead) -> bool:
     return True
 
 
-_spoiled: set[int] = set()
-"""``id()`` of heads a module's teardown could not make fresh (``spoil``)."""
-
-
-def spoil(head: RayHead) -> None:
-    """Keep ``head`` from being handed on: a fixture built on it (a Serve head) could not
-    undo what its module did."""
-    _spoiled.add(id(head))
-
-
-def _reset(head: RayHead) -> bool:
-    if id(head) in _spoiled:
-        _spoiled.discard(id(head))
-        return False
-    return forget_jobs(head)
-
-
 @contextlib.contextmanager
 def serving(head: RayHead, port: int) -> Iterator[None]:
     """The block of a module that runs Serve on the kept ``head``, its proxy on ``port``:
     after it Serve is shut down (``serve.shutdown()``) and the port let go of, so the
-    next module begins on what a new head shows; if that fails, the head is not handed
-    on (``spoil``)."""
+    next module begins on what a new head shows; if that fails, the head is stopped, and
+    a stopped head is not handed on (``forget_jobs``)."""
     try:
         yield
     finally:
@@ -132,7 +115,7 @@ def serving(head: RayHead, port: int) -> Iterator[None]:
             _shut_serve_down(head, port)
         except Exception as error:
             print(f"\nServe on the head of :{head.dashboard_port} not shut down ({error})")
-            spoil(head)
+            head.stop()
 
 
 def _shut_serve_down(head: RayHead, port: int) -> None:
@@ -170,7 +153,7 @@ def module_ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHea
         print(f"\nRay head: dashboard answered {head.started_in:.1f} s after `ray start`")
         return head
 
-    yield from kept_head("module_ray_head", start, stop=RayHead.stop, reset=_reset)
+    yield from kept_head("module_ray_head", start, stop=RayHead.stop, reset=forget_jobs)
 
 
 @pytest.fixture

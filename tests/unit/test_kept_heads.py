@@ -7,6 +7,7 @@ integration tier runs it on real heads)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 
@@ -87,11 +88,8 @@ def test_a_head_that_cannot_be_made_fresh_is_stopped_not_handed_on(
         assert "dashboard gone" in capsys.readouterr().out
 
 
-def test_a_head_a_module_spoiled_is_not_handed_on_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rayhead, "forget_jobs", lambda head: True)
-    head, other = object(), object()
-    assert rayhead._reset(head) is True  # type: ignore[arg-type]
-    rayhead.spoil(head)  # type: ignore[arg-type]
-    assert rayhead._reset(other) is True  # type: ignore[arg-type]
-    assert rayhead._reset(head) is False  # type: ignore[arg-type]
-    assert rayhead._reset(head) is True  # a new head may come to the same id()
+def test_a_stopped_head_is_not_handed_on() -> None:
+    """``serving`` stops a head whose Serve would not shut down; the reset then says no
+    without asking the dead dashboard anything."""
+    exited = SimpleNamespace(process=SimpleNamespace(poll=lambda: -9))
+    assert rayhead.forget_jobs(exited) is False  # type: ignore[arg-type]

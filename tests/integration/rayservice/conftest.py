@@ -30,7 +30,6 @@ import pytest
 from hack.localcluster.cluster import free_port
 from hack.rayhead import RayHead
 from operator_runtime.runtime.client import KubeClient
-from operator_runtime.runtime.errors import NotFound
 from operator_runtime.runtime.kinds import RAY_SERVICE, Object
 from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     container,
@@ -78,19 +77,7 @@ class ServeHead:
 
 @pytest.fixture
 def kube(ray_crds: Any) -> KubeClient:  # noqa: F811
-    # ``ray_crds`` waits for the RayCluster CRD only: a test that creates a RayService
-    # first in the session would be answered 404 while its CRD is not yet served.
-    client = make_client(ray_crds)
-
-    def served() -> bool:
-        try:
-            client.list(RAY_SERVICE, "default")
-        except NotFound:
-            return False
-        return True
-
-    wait_for("the RayService CRD served", served, timeout=60, interval=0.2)
-    return client
+    return make_client(ray_crds)
 
 
 @pytest.fixture(scope="module")
