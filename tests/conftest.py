@@ -20,8 +20,8 @@ import pytest
 
 from hack import sandbox
 from hack.localcluster import LocalCluster, start_for_tests
+from tests.kept import stop_unwanted
 from tests.kubeclient import fresh_namespace
-from tests.rayhead import stop_unwanted
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SANDBOXED_TIERS = ("integration", "contract", "e2e")
@@ -43,12 +43,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "or `python -m hack.sandbox -- python -m pytest ...`",
             returncode=OUTSIDE_SANDBOX_EXIT,
         )
-    # Slowest tier first, so that on pytest-xdist's workers the long groups start at once
-    # and the short ones fill the end. Stable: the order inside a tier stays pytest's.
-    items.sort(key=lambda item: tier_rank(item.nodeid))
+    wanting = [item for item in items if KEPT_HEAD in getattr(item, "fixturenames", ())]
+    modules, groups = {item.path for item in wanting}, {work_group(i.nodeid) for i in wanting}
+    items.sort(
+        key=lambda item: run_rank(
+            item.nodeid,
+            group_wants_head=work_group(item.nodeid) in groups,
+            module_wants_head=item.path in modules,
+        )
+    )
 
 
 TIER_ORDER = ("e2e", "integration", "contract", "components", "unit")
+KEPT_HEAD = "module_ray_head"
+"""The fixture of the Ray head a worker keeps from module to module (``tests/rayhead.py``)."""
+HEAD_STRETCH_TIERS = ("integration", "contract")
 
 
 def tier_rank(nodeid: str) -> int:
@@ -56,20 +65,38 @@ def tier_rank(nodeid: str) -> int:
     return TIER_ORDER.index(tier) if tier in TIER_ORDER else len(TIER_ORDER)
 
 
-WHOLE_TIER_GROUPS = ("tests/e2e", "tests/components")
-"""Tiers one worker runs whole, in pytest's order: e2e, whose control plane of its own
+def run_rank(
+    nodeid: str, *, group_wants_head: bool, module_wants_head: bool
+) -> tuple[int, int, int]:
+    """Where a test runs in the session (stable: pytest's order where ranks are equal).
+
+    Slowest tier first, so that on pytest-xdist's workers the long groups start at once
+    and the short ones fill the end. The work groups of the integration and contract
+    tiers that want the kept Ray head run in one stretch between those two tiers' other
+    groups, so that a worker goes from one to the next with its head rather than
+    stopping it for a module between and starting another (some 16 CPU-s a head); in a
+    group, its modules that do not want the head come first."""
+    tier = tier_rank(nodeid)
+    if group_wants_head and TIER_ORDER[tier] in HEAD_STRETCH_TIERS:
+        return (TIER_ORDER.index("integration"), 1, int(module_wants_head))
+    return (tier, 0, 0)
+
+
+GROUPS = ("tests/e2e/", "tests/components/", "tests/integration/batch/test_kueue_")
+"""What one worker runs whole, in pytest's order: e2e, whose control plane of its own
 (``tests/e2e/conftest.py``) one worker then starts once; components, whose in-process
 program runs (``components._program``) leave the thread without an event loop, which
 Pulumi's mocks in a later module of the same worker need (a module order that happens
-to hold in pytest's order, not on any worker's)."""
+to hold in pytest's order, not on any worker's); the Kueue modules, which then start
+Kueue once (``tests/kept.py``)."""
 
 
 def work_group(nodeid: str) -> str:
     """What one pytest-xdist worker runs together: a module, so that its fixtures (its
-    Ray head, its operator) start once; or a whole tier of ``WHOLE_TIER_GROUPS``."""
-    for tier in WHOLE_TIER_GROUPS:
-        if nodeid.startswith(f"{tier}/"):
-            return tier
+    Ray head, its operator) start once; or one of ``GROUPS``."""
+    for prefix in GROUPS:
+        if nodeid.startswith(prefix):
+            return prefix
     return nodeid.split("::", 1)[0]
 
 

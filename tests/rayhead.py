@@ -3,16 +3,16 @@ module-scoped fixture the tiers that need one import into their conftest:
 
     from tests.rayhead import module_ray_head, ray_head  # noqa: F401 (fixtures)
 
-A module gets the head its worker kept from the module before, or a new one. Between
-modules a head is handed on, its jobs stopped and deleted (``forget_jobs``) and, after a
-module that ran Serve on it, Serve shut down (``serving``), while the worker's next module
-wants one; the root conftest stops it (``stop_unwanted``) before the first test that does
-not, and at the end of the session. Jobs and Serve modules share the one kind of head:
-every head has the worker's app directory on its path (``app_dir``). Starting a head
-costs some 12 CPU-s and stopping it 4 (``ray start``, the dashboard's module processes),
-and a worker often runs several such modules in a row (the RayJob tier, then the
-RayService tier; the batch tier); an idle head would still take some 0.05 of a core
-from the tiers after it, so none is kept past the module that last wanted it.
+A module gets the head its worker kept from the module before, or a new one
+(``tests/kept.py``). Between modules a head is handed on, its jobs stopped and deleted
+(``forget_jobs``) and, after a module that ran Serve on it, Serve shut down (``serving``),
+while the worker's next module wants one; the root conftest stops it before the first
+test that does not, and at the end of the session, and runs the modules that want one in
+a stretch of their own, so that a worker goes from one to the next with its head. Jobs
+and Serve modules share the one kind of head: every head has the worker's app directory
+on its path (``app_dir``). Starting a head costs some 12 CPU-s and stopping it 4 (``ray
+start``, the dashboard's module processes); an idle head would still take some 0.09 of a
+core from the modules after it, so none is kept past the module that last wanted it.
 """
 
 from __future__ import annotations
@@ -20,63 +20,20 @@ from __future__ import annotations
 import contextlib
 import socket
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
 
 import httpx
 import pytest
 
 from hack.rayhead import RayHead, revive, start_ray_head
 from operator_runtime.clients.dashboard import DashboardPool, Endpoint
+from tests.kept import kept
 
-__all__ = [
-    "RayHead", "app_dir", "forget_jobs", "kept_head", "ray_head", "serving",
-    "start_ray_head", "stop_unwanted",
-]  # fmt: skip
+__all__ = ["RayHead", "app_dir", "forget_jobs", "ray_head", "serving", "start_ray_head"]
 
-Head = TypeVar("Head")
-_kept: dict[str, tuple[Any, Callable[[Any], None]]] = {}
-"""This worker's heads between modules, by the fixture that hands them out: the head and
-how to stop it."""
 FORGET_TIMEOUT = 60.0
 """How long stopped jobs may take to finish before the head is stopped instead."""
-
-
-def kept_head(
-    fixture: str,
-    start: Callable[[], Head],
-    *,
-    stop: Callable[[Head], None],
-    reset: Callable[[Head], bool],
-) -> Iterator[Head]:
-    """The body of a module-scoped head fixture named ``fixture``: the head kept from the
-    worker's module before (``reset`` to a fresh head's state first), or ``start()``; at
-    the module's end it is kept for the next, or stopped if ``reset`` says it cannot be
-    made fresh (it returns False, or it raises)."""
-    kept = _kept.pop(fixture, None)
-    head = kept[0] if kept else start()
-    try:
-        yield head
-    finally:
-        try:
-            fresh = reset(head)
-        except Exception as error:  # a dead or wedged head: the next module starts one
-            print(f"\n{fixture}: not handed on ({error}); stopping it")
-            fresh = False
-        if fresh:
-            _kept[fixture] = (head, stop)
-        else:
-            stop(head)
-
-
-def stop_unwanted(wanted: Iterable[str]) -> None:
-    """Stop each kept head whose fixture is not in ``wanted`` (a test's fixture names, or
-    nothing at the session's end)."""
-    names = set(wanted)
-    for fixture in [name for name in _kept if name not in names]:
-        head, stop = _kept.pop(fixture)
-        stop(head)
 
 
 def forget_jobs(head: RayHead) -> bool:
@@ -153,7 +110,7 @@ def module_ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHea
         print(f"\nRay head: dashboard answered {head.started_in:.1f} s after `ray start`")
         return head
 
-    yield from kept_head("module_ray_head", start, stop=RayHead.stop, reset=forget_jobs)
+    yield from kept("module_ray_head", start, stop=RayHead.stop, reset=forget_jobs)
 
 
 @pytest.fixture

@@ -33,6 +33,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -218,6 +219,19 @@ class SecretFiles:
             self._written = data
 
 
+@dataclass(frozen=True)
+class Kueue:
+    """A running controller manager (``running``)."""
+
+    log: Path
+    process: subprocess.Popen[bytes]
+    health_port: int
+
+    def ready(self) -> bool:
+        """Still running and ready: its webhook server serves."""
+        return self.process.poll() is None and _ready(self.health_port)
+
+
 def _ready(health_port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{health_port}/readyz", timeout=2) as r:
@@ -227,8 +241,8 @@ def _ready(health_port: int) -> bool:
 
 
 @contextlib.contextmanager
-def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> Iterator[Path]:
-    """Install Kueue and run its controller manager until the block ends; yields its log.
+def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> Iterator[Kueue]:
+    """Install Kueue and run its controller manager until the block ends.
 
     Ready means its webhook server serves with a CA the API server trusts: the
     certificate bootstrap finished before the manager started, so readiness (which
@@ -265,7 +279,7 @@ def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> 
             if time.monotonic() > deadline:
                 raise TimeoutError(f"kueue not ready after {timeout:.0f}s:\n{_tail(log_path)}")
             time.sleep(0.2)
-        yield log_path
+        yield Kueue(log_path, process, health_port)
     finally:
         uninstall_webhooks(cluster, webhooks)
         if secret_files is not None:

@@ -9,10 +9,10 @@ this worker's control plane never depend on it.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +27,7 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     ray_crds,
     wait_for,
 )
+from tests.kept import kept
 from tests.kubeclient import fresh_namespace
 from tests.rayhead import module_ray_head, ray_head  # noqa: F401 (fixtures)
 
@@ -35,16 +36,26 @@ from tests.rayhead import module_ray_head, ray_head  # noqa: F401 (fixtures)
 def kueue(
     ray_crds: LocalCluster,  # noqa: F811 (a fixture)
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Path]:
-    """Kueue running, ready to admit; yields its log file."""
-    started = time.monotonic()
-    with kueue_run.running(ray_crds, tmp_path_factory.mktemp("kueue")) as log:
+) -> Iterator[kueue_run.Kueue]:
+    """Kueue running, ready to admit: the one the worker kept from its module before
+    (``tests/kept.py``; the Kueue modules are one work group, ``tests/conftest.py``), or
+    a new one. Its state between modules is the tests' own: each namespace, queue and
+    workload goes with the test that made it."""
+
+    def start() -> tuple[contextlib.ExitStack, kueue_run.Kueue]:
+        started, stack = time.monotonic(), contextlib.ExitStack()
+        running = stack.enter_context(kueue_run.running(ray_crds, tmp_path_factory.mktemp("kueue")))
         print(f"\nKueue: installed and ready in {time.monotonic() - started:.1f} s")
-        yield log
+        return stack, running
+
+    for _, running in kept(
+        "kueue", start, stop=lambda kueue: kueue[0].close(), reset=lambda kueue: kueue[1].ready()
+    ):
+        yield running
 
 
 @pytest.fixture(scope="module")
-def gc_knows_workloads(ray_crds: LocalCluster, kueue: Path) -> None:  # noqa: F811
+def gc_knows_workloads(ray_crds: LocalCluster, kueue: kueue_run.Kueue) -> None:  # noqa: F811
     """Wait until the garbage collector watches Workloads. A Workload goes with the
     RayCluster that owns it by garbage collection, and Kueue gives its quota back only
     then; the collector starts watching a new CRD's kind on a periodic resync, so on a
@@ -95,7 +106,7 @@ def kube(ray_crds: LocalCluster) -> KubeClient:  # noqa: F811
 
 
 @pytest.fixture
-def queued_namespace(ray_crds: LocalCluster, kueue: Path) -> Iterator[str]:  # noqa: F811
+def queued_namespace(ray_crds: LocalCluster, kueue: kueue_run.Kueue) -> Iterator[str]:  # noqa: F811
     """A fresh namespace Kueue manages, its ``default`` ServiceAccount created."""
     labels = {kueue_run.NAMESPACE_LABEL: "enabled"}
     with fresh_namespace(ray_crds, "q", labels) as name:

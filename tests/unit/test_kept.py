@@ -1,5 +1,6 @@
-"""``tests.rayhead.kept_head``: a worker hands a module's head on to its next module that
-wants one alike, and stops it when it cannot be made fresh or nothing wants it.
+"""``tests.kept``: a worker hands a module's kept service (a Ray head, Kueue) on to its
+next module that wants one alike, and stops it when it cannot be made fresh or nothing
+wants it.
 
 The heads here are plain objects: what is tested is the handing-on, not Ray (the
 integration tier runs it on real heads)."""
@@ -11,16 +12,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests import rayhead
+from tests import kept, rayhead
 
 
 @pytest.fixture(autouse=True)
 def nothing_kept() -> Iterator[None]:
-    saved = dict(rayhead._kept)
-    rayhead._kept.clear()
+    saved = dict(kept._kept)
+    kept._kept.clear()
     yield
-    rayhead._kept.clear()
-    rayhead._kept.update(saved)
+    kept._kept.clear()
+    kept._kept.update(saved)
 
 
 class Heads:
@@ -47,7 +48,7 @@ class Heads:
 
     def module(self, fixture: str = "head") -> int:
         """One module's use of the fixture: set up, then torn down."""
-        body = rayhead.kept_head(fixture, self.start, stop=self.stop, reset=self.reset_to_fresh)
+        body = kept.kept(fixture, self.start, stop=self.stop, reset=self.reset_to_fresh)
         head = next(body)
         with pytest.raises(StopIteration):
             next(body)
@@ -61,7 +62,7 @@ def test_the_next_module_gets_the_same_head_reset_and_the_last_one_stops_it() ->
     assert heads.reset == [1, 1, 1]  # after each module, before the next
     assert heads.stopped == []
 
-    rayhead.stop_unwanted({"namespace", "local_cluster"})
+    kept.stop_unwanted({"namespace", "local_cluster"})
     assert heads.stopped == [1]
     assert heads.module() == 2  # nothing kept any more: a new head
 
@@ -70,9 +71,9 @@ def test_a_module_that_wants_the_head_keeps_it_and_each_fixture_keeps_its_own() 
     plain, serve = Heads(), Heads()
     plain.module("head")
     serve.module("serve")
-    rayhead.stop_unwanted({"head", "namespace"})
+    kept.stop_unwanted({"head", "namespace"})
     assert (plain.stopped, serve.stopped) == ([], [1])
-    rayhead.stop_unwanted(())  # the session's end
+    kept.stop_unwanted(())  # the session's end
     assert plain.stopped == [1]
 
 
