@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from hack import sandbox
-from hack.localcluster import LocalCluster, start_for_tests
+from hack.localcluster import LESS_GC, LocalCluster, start_for_tests
 from tests.kept import stop_unwanted
 from tests.kubeclient import fresh_namespace
 
@@ -141,7 +141,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    cluster = start_for_tests(tmp_path_factory.mktemp("localcluster"))
+    cluster = start_for_tests(tmp_path_factory.mktemp("localcluster"), go_runtime=LESS_GC)
     try:
         yield cluster
     finally:

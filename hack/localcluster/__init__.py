@@ -6,17 +6,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from hack.gobuild import cache_root
 from hack.localcluster.build import Toolset, ensure_built, toolset
-from hack.localcluster.cluster import LocalCluster
+from hack.localcluster.cluster import LESS_GC, LocalCluster
 
-__all__ = ["LocalCluster", "Toolset", "cache_root", "ensure_built", "start_for_tests", "toolset"]
+__all__ = [
+    "LESS_GC", "LocalCluster", "Toolset", "cache_root", "ensure_built", "start_for_tests",
+    "toolset",
+]  # fmt: skip
 
 
-def start_for_tests(state_dir: Path) -> LocalCluster:
-    """Build (or reuse) the binaries and start a cluster that dies with this process."""
-    cluster = LocalCluster(state_dir=state_dir, tools=ensure_built(), die_with_parent=True)
+def start_for_tests(
+    state_dir: Path, *, go_runtime: Mapping[str, Mapping[str, str]] | None = None
+) -> LocalCluster:
+    """Build (or reuse) the binaries and start a cluster that dies with this process;
+    ``go_runtime`` as ``LocalCluster``'s (the test sessions pass ``LESS_GC``)."""
+    cluster = LocalCluster(
+        state_dir=state_dir, tools=ensure_built(), die_with_parent=True,
+        go_runtime=go_runtime or {},
+    )  # fmt: skip
     cluster.start()
     return cluster

@@ -19,7 +19,7 @@ from typing import Any
 import pulumi.automation as auto
 import pytest
 
-from hack.localcluster import LocalCluster, start_for_tests
+from hack.localcluster import LESS_GC, LocalCluster, start_for_tests
 from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE
 from hack.pulumi import Engine
 from hack.pulumi import start_for_tests as start_engine_for_tests
@@ -68,7 +68,7 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
     here). A stack's destroy deletes our CRDs, which is cluster-wide: on a control plane
     shared with the integration tier, that deletion would wait forever for the objects
     with finalizers those tests leave behind once their operators are gone."""
-    cluster = start_for_tests(tmp_path_factory.mktemp("e2e-localcluster"))
+    cluster = start_for_tests(tmp_path_factory.mktemp("e2e-localcluster"), go_runtime=LESS_GC)
     try:
         yield cluster
     finally:

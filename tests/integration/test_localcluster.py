@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hack.localcluster import LocalCluster
+from hack.localcluster import LESS_GC, LocalCluster
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -170,3 +170,20 @@ def test_cli_up_status_down_leaves_no_process_behind(tmp_path: Path) -> None:
         assert stat.split(") ", 1)[1][0] == "Z", f"{name} (pid {pid}) still running after down"
         os.kill(pid, signal.SIGKILL)
     assert run("status").returncode == 1
+
+
+def test_the_sessions_api_server_runs_with_less_gc_and_the_rest_with_gos_defaults(
+    local_cluster: LocalCluster,
+) -> None:
+    """``LESS_GC`` reaches the component it names, and only that one (the others see
+    what this process sees)."""
+    for component, pid in local_cluster.pids.items():
+        environ = dict(
+            entry.split("=", 1)
+            for entry in Path(f"/proc/{pid}/environ").read_text().split("\0")
+            if "=" in entry
+        )
+        wanted = LESS_GC.get(component, {})
+        assert {key: environ.get(key) for key in ("GOGC", "GOMEMLIMIT")} == {
+            key: wanted.get(key, os.environ.get(key)) for key in ("GOGC", "GOMEMLIMIT")
+        }, component
