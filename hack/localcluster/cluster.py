@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from hack import sandbox
+from hack import gobuild, sandbox
 from hack.localcluster import nodes, pki, podstages
 from hack.localcluster.build import BINARIES, Toolset
 
@@ -38,16 +38,11 @@ SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
 POD_CIDR = "10.244.0.0/16"
 NODE_IP = "10.244.255.254"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-LESS_GC: Final[Mapping[str, Mapping[str, str]]] = {
-    "kube-apiserver": {"GOGC": "400", "GOMEMLIMIT": "1000MiB"},
-}
-"""Go's garbage collector traded for memory, for a control plane that serves a test
-session (``LocalCluster.go_runtime``). Under the test tiers the API server spent 15% of
-its CPU in the collector's own workers alone (a three-minute profile); collecting when the
-heap has grown fivefold instead of twofold, but before 1000 MiB, took its CPU over the same
-five modules from 17.5 to 13.3 s and its peak RSS from 0.66 to 1.05 GB. On a test
-machine's two cores CPU is what is short. The benchmarks keep Go's defaults: their
-figures are about a control plane as clusters run it."""
+LESS_GC: Final[Mapping[str, Mapping[str, str]]] = {"kube-apiserver": gobuild.LESS_GC_ENV}
+"""``gobuild.LESS_GC_ENV`` for a test session's control plane (``LocalCluster.go_runtime``),
+for the one component where it pays: under the test tiers the API server spent 15% of its
+CPU in the collector's own workers alone (a three-minute profile); over the same five
+modules its CPU went from 17.5 to 13.3 s and its peak RSS from 0.66 to 1.05 GB."""
 _PR_SET_PDEATHSIG = 1
 
 

@@ -77,7 +77,7 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
 
 @pytest.fixture(scope="session")
 def pulumi_engine(tmp_path_factory: pytest.TempPathFactory) -> PulumiEngine:
-    built, env = start_engine_for_tests(tmp_path_factory.mktemp("pulumi-engine"))
+    built, env = start_engine_for_tests(tmp_path_factory.mktemp("pulumi-engine"), less_gc=True)
     return PulumiEngine(engine=built, env=env)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from hack.gobuild import LESS_GC_ENV
 from hack.localcluster import LocalCluster
 from tests.e2e.conftest import PulumiEngine
 
@@ -92,3 +93,9 @@ def test_host_starts_and_serves(pulumi_engine: PulumiEngine, host: str) -> None:
         finally:
             process.terminate()
             process.wait(timeout=30)
+
+
+def test_the_engine_and_its_plugins_run_with_less_gc(pulumi_engine: PulumiEngine) -> None:
+    """The e2e tier trades the Go programs' garbage collection for memory
+    (``gobuild.LESS_GC_ENV``); everything the engine starts inherits its environment."""
+    assert {key: pulumi_engine.env.get(key) for key in LESS_GC_ENV} == dict(LESS_GC_ENV)
