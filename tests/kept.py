@@ -52,5 +52,14 @@ def stop_unwanted(wanted: Iterable[str]) -> None:
     names, or nothing at the session's end)."""
     names = set(wanted)
     for fixture in [name for name in _kept if name not in names]:
-        service, stop = _kept.pop(fixture)
+        stop_kept(fixture)
+
+
+def stop_kept(fixture: str) -> None:
+    """Stop the service ``fixture`` keeps, if it keeps one. A service that needs a
+    session fixture to stop (Kueue uninstalls its webhooks from the control plane) is
+    stopped so from a session fixture that starts after that one, and so ends before it:
+    ``pytest_sessionfinish`` comes after every session fixture has ended."""
+    if (found := _kept.pop(fixture, None)) is not None:
+        service, stop = found
         stop(service)

@@ -281,16 +281,18 @@ def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> 
             time.sleep(0.2)
         yield Kueue(log_path, process, health_port)
     finally:
-        uninstall_webhooks(cluster, webhooks)
-        if secret_files is not None:
-            secret_files.stop()
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        try:
+            uninstall_webhooks(cluster, webhooks)
+        finally:  # the manager stops even when the control plane is already gone
+            if secret_files is not None:
+                secret_files.stop()
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
 
 
 def _tail(path: Path, lines: int = 40) -> str:

@@ -94,3 +94,14 @@ def test_a_stopped_head_is_not_handed_on() -> None:
     without asking the dead dashboard anything."""
     exited = SimpleNamespace(process=SimpleNamespace(poll=lambda: -9))
     assert rayhead.forget_jobs(exited) is False  # type: ignore[arg-type]
+
+
+def test_stop_kept_stops_only_the_one_named_and_only_if_kept() -> None:
+    kueue, head = Heads(), Heads()
+    kueue.module("kueue")
+    head.module("head")
+    kept.stop_kept("kueue")
+    kept.stop_kept("kueue")  # no longer kept: nothing to stop
+    assert (kueue.stopped, head.stopped) == ([1], [])
+    kept.stop_unwanted(x for x in ["head"])  # a generator, as the root conftest passes
+    assert head.stopped == []

@@ -27,14 +27,23 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     ray_crds,
     wait_for,
 )
-from tests.kept import kept
+from tests.kept import kept, stop_kept
 from tests.kubeclient import fresh_namespace
 from tests.rayhead import module_ray_head, ray_head  # noqa: F401 (fixtures)
+
+
+@pytest.fixture(scope="session")
+def kueue_stops_first(ray_crds: LocalCluster) -> Iterator[None]:  # noqa: F811
+    """At the session's end, the kept Kueue stops while the control plane it uninstalls
+    its webhooks from is still up (``tests/kept.py``, ``stop_kept``)."""
+    yield
+    stop_kept("kueue")
 
 
 @pytest.fixture(scope="module")
 def kueue(
     ray_crds: LocalCluster,  # noqa: F811 (a fixture)
+    kueue_stops_first: None,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[kueue_run.Kueue]:
     """Kueue running, ready to admit: the one the worker kept from its module before
