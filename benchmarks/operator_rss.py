@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.machine import machine
-from hack import kuberay, sandbox
+from hack import kuberay, processes, sandbox
 from hack.localcluster import LocalCluster, nodes, start_for_tests
 from hack.localcluster.cluster import free_port
 from operator_runtime.runtime.client import KubeClient
@@ -193,12 +193,7 @@ class Running:
         return sum(int(float(value)) for value in found)
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
+        processes.stop(self.process, grace=30)
 
 
 SUBJECTS: tuple[Subject, ...] = (

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.machine import machine
-from hack import sandbox
+from hack import processes, sandbox
 from hack.clusterhosts import ClusterHosts
 from hack.localcluster import LocalCluster, start_for_tests
 from hack.localcluster.cluster import free_port
@@ -202,14 +202,7 @@ class Operator:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
     def stop(self) -> int | None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-        return self.process.returncode
+        return processes.stop(self.process, grace=60)
 
 
 @dataclass

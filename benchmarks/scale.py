@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from benchmarks.machine import machine
-from hack import kuberay, sandbox
+from hack import kuberay, processes, sandbox
 from hack.localcluster import LocalCluster, ensure_built
 from hack.localcluster.cluster import free_port
 from hack.localcluster.nodes import PODS_PER_NODE
@@ -422,12 +422,7 @@ class Operator:
         return self.key != "kuberay" or bool(KUBERAY_SYNCED.search(self.log.read_text()))
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
+        processes.stop(self.process, grace=30)
 
 
 def start_operator(

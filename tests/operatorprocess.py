@@ -10,12 +10,13 @@ with the flags and environment a test chooses, nothing patched or hooked in.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from types import TracebackType
+
+from hack import processes
 
 
 class OperatorProcess:
@@ -63,14 +64,7 @@ class OperatorProcess:
         process = self.process
         if process is None or self.exit_code is not None:
             return
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        self.exit_code = process.returncode
+        self.exit_code = processes.stop(process, grace=60)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

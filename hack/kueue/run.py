@@ -26,7 +26,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -39,7 +38,7 @@ from typing import Any, Final
 
 import yaml
 
-from hack import gobuild, kueue, sandbox
+from hack import gobuild, kueue, processes, sandbox
 from hack.localcluster import LocalCluster
 from hack.localcluster.client import make_client
 from hack.localcluster.cluster import free_ports
@@ -286,13 +285,8 @@ def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> 
         finally:  # the manager stops even when the control plane is already gone
             if secret_files is not None:
                 secret_files.stop()
-            if process is not None and process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            if process is not None:
+                processes.stop(process, grace=30)
 
 
 def _tail(path: Path, lines: int = 40) -> str:

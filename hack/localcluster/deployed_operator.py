@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hack import processes
 from hack.localcluster import LocalCluster
 from hack.localcluster.client import make_client
 from operator_runtime.runtime.client import KubeClient
@@ -159,10 +160,5 @@ class OperatorAsServiceAccount:
     def stop(self) -> None:
         if self._thread is not None:
             self._thread.join(timeout=5)
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            processes.stop(self.process, grace=40)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from hack import gobuild, sandbox
+from hack import gobuild, processes, sandbox
 from hack.image import debian
 
 PACKAGE = "prometheus"
@@ -115,13 +115,7 @@ class Prometheus:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        processes.stop(self.process, grace=30)
 
 
 def start(config: Path, data_dir: Path, port: int, log_path: Path) -> Prometheus:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from components import RayOperator, RayOperatorArgs
+from hack import processes
 from hack.localcluster import LocalCluster
 from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE, literal_env, local_arguments
 from operator_runtime.runtime.client import KubeClient
@@ -160,13 +161,8 @@ class DeployedOperator:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            processes.stop(self.process, grace=40)
         self.proxy.__exit__(*exc)
 
     def alive(self) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hack import gang
+from hack import gang, processes
 from hack.localcluster import LocalCluster
 from hack.localcluster.cluster import free_ports
 from operator_runtime.render.batchscheduler import SCHEDULER_PLUGINS_SCHEDULER_NAME
@@ -87,12 +87,7 @@ def scheduler(
     try:
         yield log_path
     finally:
-        process.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(10)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        processes.stop(process, grace=10)
 
 
 @pytest.fixture(scope="module")
