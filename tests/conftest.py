@@ -20,7 +20,7 @@ import pytest
 
 from hack import sandbox
 from hack.localcluster import LESS_GC, LocalCluster, start_for_tests
-from tests.kept import stop_unwanted
+from tests.kept import Keeper, keeping, stop_unwanted
 from tests.kubeclient import fresh_namespace
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -119,8 +119,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Before a module's first test, stop the Ray heads kept from the module before that
-    none of its tests asks for (``tests/rayhead.py``)."""
+    """Before a module's first test, stop what is kept from the module before (a Ray
+    head, Kueue) that none of its tests asks for (``tests/kept.py``)."""
     if item.session.stash.get(_CURRENT_MODULE, None) == item.path:
         return
     item.session.stash[_CURRENT_MODULE] = item.path
@@ -135,8 +135,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 _CURRENT_MODULE = pytest.StashKey[Path]()
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    stop_unwanted(())
+@pytest.fixture(scope="session")
+def ray_head_keeper() -> Iterator[Keeper[Any]]:
+    """Keeps the worker's Ray head between modules (``tests/rayhead.py``
+    ``module_ray_head``); a head needs nothing else to stop."""
+    yield from keeping("module_ray_head")
 
 
 @pytest.fixture(scope="session")

@@ -7,12 +7,13 @@ A module gets the head its worker kept from the module before, or a new one
 (``tests/kept.py``). Between modules a head is handed on, its jobs stopped and deleted
 (``forget_jobs``) and, after a module that ran Serve on it, Serve shut down (``serving``),
 while the worker's next module wants one; the root conftest stops it before the first
-test that does not, and at the end of the session, and runs the modules that want one in
-a stretch of their own, so that a worker goes from one to the next with its head. Jobs
-and Serve modules share the one kind of head: every head has the worker's app directory
-on its path (``app_dir``). Starting a head costs some 12 CPU-s and stopping it 4 (``ray
-start``, the dashboard's module processes); an idle head would still take some 0.09 of a
-core from the modules after it, so none is kept past the module that last wanted it.
+test that does not and runs the modules that want one in a stretch of their own, so that
+a worker goes from one to the next with its head, and its keeper (``ray_head_keeper``)
+stops it at the session's end. Jobs and Serve modules share the one kind of head: every
+head has the worker's app directory on its path (``app_dir``). Starting a head costs some
+12 CPU-s and stopping it 4 (``ray start``, the dashboard's module processes); an idle
+head would still take some 0.09 of a core from the modules after it, so none is kept
+past the module that last wanted it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import pytest
 
 from hack.rayhead import RayHead, revive, start_ray_head
 from operator_runtime.clients.dashboard import DashboardPool, Endpoint
-from tests.kept import kept
+from tests.kept import Keeper
 
 __all__ = ["RayHead", "app_dir", "forget_jobs", "ray_head", "serving", "start_ray_head"]
 
@@ -100,7 +101,9 @@ def app_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def module_ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHead]:
+def module_ray_head(
+    ray_head_keeper: Keeper[RayHead], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RayHead]:
     """The worker's one kind of kept head, for jobs and Serve alike (a Serve module adds
     its port and app on top: ``tests/integration/rayservice/conftest.py``)."""
     code = app_dir(tmp_path_factory)
@@ -110,7 +113,7 @@ def module_ray_head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayHea
         print(f"\nRay head: dashboard answered {head.started_in:.1f} s after `ray start`")
         return head
 
-    yield from kept("module_ray_head", start, stop=RayHead.stop, reset=forget_jobs)
+    yield from ray_head_keeper.kept(start, stop=RayHead.stop, reset=forget_jobs)
 
 
 @pytest.fixture

@@ -220,15 +220,23 @@ class SecretFiles:
 
 @dataclass(frozen=True)
 class Kueue:
-    """A running controller manager (``running``)."""
+    """A running controller manager and what it installed (``start``)."""
 
     log: Path
     process: subprocess.Popen[bytes]
     health_port: int
+    cluster: LocalCluster
+    webhooks: list[str]
+    secret_files: SecretFiles
 
     def ready(self) -> bool:
         """Still running and ready: its webhook server serves."""
         return self.process.poll() is None and _ready(self.health_port)
+
+    def stop(self) -> None:
+        """Uninstall the webhooks, then stop the manager: webhooks left installed with
+        nothing answering would refuse every later write to a labelled namespace."""
+        _stop(self.cluster, self.webhooks, self.secret_files, self.process)
 
 
 def _ready(health_port: int) -> bool:
@@ -239,9 +247,23 @@ def _ready(health_port: int) -> bool:
         return False
 
 
-@contextlib.contextmanager
-def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> Iterator[Kueue]:
-    """Install Kueue and run its controller manager until the block ends.
+def _stop(
+    cluster: LocalCluster,
+    webhooks: list[str],
+    secret_files: SecretFiles | None,
+    process: subprocess.Popen[bytes] | None,
+) -> None:
+    try:
+        uninstall_webhooks(cluster, webhooks)
+    finally:  # the manager stops even when the control plane is already gone
+        if secret_files is not None:
+            secret_files.stop()
+        if process is not None:
+            processes.stop(process, grace=30)
+
+
+def start(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> Kueue:
+    """Install Kueue and start its controller manager; ``Kueue.stop`` undoes both.
 
     Ready means its webhook server serves with a CA the API server trusts: the
     certificate bootstrap finished before the manager started, so readiness (which
@@ -252,8 +274,7 @@ def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> 
     webhook_port, health_port = free_ports(2)
     state_dir.mkdir(parents=True, exist_ok=True)
     webhooks = install(cluster, built, webhook_port=webhook_port)
-    # Everything after the install is inside the try: webhooks left installed with
-    # nothing answering would refuse every later write to a labelled namespace.
+    # Everything after the install is inside the try: a start that fails uninstalls.
     secret_files: SecretFiles | None = None
     process: subprocess.Popen[bytes] | None = None
     try:
@@ -278,15 +299,21 @@ def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> 
             if time.monotonic() > deadline:
                 raise TimeoutError(f"kueue not ready after {timeout:.0f}s:\n{_tail(log_path)}")
             time.sleep(0.2)
-        yield Kueue(log_path, process, health_port)
+    except BaseException:
+        _stop(cluster, webhooks, secret_files, process)
+        raise
+    return Kueue(log_path, process, health_port, cluster, webhooks, secret_files)
+
+
+@contextlib.contextmanager
+def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> Iterator[Kueue]:
+    """Kueue installed and its controller manager running until the block ends
+    (``start``, ``Kueue.stop``)."""
+    running = start(cluster, state_dir, timeout=timeout)
+    try:
+        yield running
     finally:
-        try:
-            uninstall_webhooks(cluster, webhooks)
-        finally:  # the manager stops even when the control plane is already gone
-            if secret_files is not None:
-                secret_files.stop()
-            if process is not None:
-                processes.stop(process, grace=30)
+        running.stop()
 
 
 def _tail(path: Path, lines: int = 40) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hack.gobuild import LESS_GC_ENV
 from hack.localcluster import LESS_GC, LocalCluster
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -184,6 +185,6 @@ def test_the_sessions_api_server_runs_with_less_gc_and_the_rest_with_gos_default
             if "=" in entry
         )
         wanted = LESS_GC.get(component, {})
-        assert {key: environ.get(key) for key in ("GOGC", "GOMEMLIMIT")} == {
-            key: wanted.get(key, os.environ.get(key)) for key in ("GOGC", "GOMEMLIMIT")
+        assert {key: environ.get(key) for key in LESS_GC_ENV} == {
+            key: wanted.get(key, os.environ.get(key)) for key in LESS_GC_ENV
         }, component

@@ -1,6 +1,6 @@
 """``tests.kept``: a worker hands a module's kept service (a Ray head, Kueue) on to its
-next module that wants one alike, and stops it when it cannot be made fresh or nothing
-wants it.
+next module that wants one alike, and stops it when it cannot be made fresh, nothing
+wants it, or the session ends.
 
 The heads here are plain objects: what is tested is the handing-on, not Ray (the
 integration tier runs it on real heads)."""
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 
@@ -16,22 +17,32 @@ from tests import kept, rayhead
 
 
 @pytest.fixture(autouse=True)
-def nothing_kept() -> Iterator[None]:
-    saved = dict(kept._kept)
-    kept._kept.clear()
+def no_keepers() -> Iterator[None]:
+    """The session's own keepers (this worker's kept head) out of the way, and each
+    test's keepers' sessions ended with the test."""
+    saved = dict(kept._keepers)
+    kept._keepers.clear()
     yield
-    kept._kept.clear()
-    kept._kept.update(saved)
+    while Heads.made:
+        Heads.made.pop()._session.close()
+    kept._keepers.clear()
+    kept._keepers.update(saved)
 
 
 class Heads:
-    """Starts numbered heads and records what was reset and stopped."""
+    """Starts numbered heads and records what was reset and stopped; its keeper is a
+    session fixture's body, driven by hand (``end_session``)."""
 
-    def __init__(self, fresh: bool | Exception = True) -> None:
+    made: ClassVar[list[Heads]] = []
+
+    def __init__(self, fixture: str = "head", fresh: bool | Exception = True) -> None:
         self.started = 0
         self.stopped: list[int] = []
         self.reset: list[int] = []
         self.fresh = fresh
+        self._session = kept.keeping(fixture)
+        self.keeper = next(self._session)
+        Heads.made.append(self)
 
     def start(self) -> int:
         self.started += 1
@@ -46,13 +57,17 @@ class Heads:
             raise self.fresh
         return self.fresh
 
-    def module(self, fixture: str = "head") -> int:
+    def module(self) -> int:
         """One module's use of the fixture: set up, then torn down."""
-        body = kept.kept(fixture, self.start, stop=self.stop, reset=self.reset_to_fresh)
+        body = self.keeper.kept(self.start, stop=self.stop, reset=self.reset_to_fresh)
         head = next(body)
         with pytest.raises(StopIteration):
             next(body)
         return head
+
+    def end_session(self) -> None:
+        with pytest.raises(StopIteration):
+            next(self._session)
 
 
 def test_the_next_module_gets_the_same_head_reset_and_the_last_one_stops_it() -> None:
@@ -68,23 +83,42 @@ def test_the_next_module_gets_the_same_head_reset_and_the_last_one_stops_it() ->
 
 
 def test_a_module_that_wants_the_head_keeps_it_and_each_fixture_keeps_its_own() -> None:
-    plain, serve = Heads(), Heads()
-    plain.module("head")
-    serve.module("serve")
-    kept.stop_unwanted({"head", "namespace"})
+    plain, serve = Heads("head"), Heads("serve")
+    plain.module()
+    serve.module()
+    kept.stop_unwanted(name for name in ["head", "namespace"])  # as the root conftest
     assert (plain.stopped, serve.stopped) == ([], [1])
-    kept.stop_unwanted(())  # the session's end
-    assert plain.stopped == [1]
+
+
+def test_the_session_end_stops_what_is_kept_and_forgets_the_keeper() -> None:
+    kueue, head = Heads("kueue"), Heads("head")
+    kueue.module()
+    head.module()
+    kueue.end_session()
+    assert (kueue.stopped, head.stopped) == ([1], [])
+    assert set(kept._keepers) == {"head"}
+    head.end_session()
+    assert head.stopped == [1]
+    assert kept._keepers == {}
+
+
+def test_a_keeper_with_nothing_kept_stops_nothing() -> None:
+    heads = Heads()
+    heads.keeper.stop()
+    heads.end_session()
+    assert heads.stopped == []
 
 
 @pytest.mark.parametrize("fresh", [False, RuntimeError("dashboard gone")])
 def test_a_head_that_cannot_be_made_fresh_is_stopped_not_handed_on(
     fresh: bool | Exception, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    heads = Heads(fresh)
+    heads = Heads(fresh=fresh)
     assert heads.module() == 1
     assert heads.stopped == [1]
     assert heads.module() == 2
+    heads.end_session()
+    assert heads.stopped == [1, 2]
     if isinstance(fresh, Exception):
         assert "dashboard gone" in capsys.readouterr().out
 
@@ -94,14 +128,3 @@ def test_a_stopped_head_is_not_handed_on() -> None:
     without asking the dead dashboard anything."""
     exited = SimpleNamespace(process=SimpleNamespace(poll=lambda: -9))
     assert rayhead.forget_jobs(exited) is False  # type: ignore[arg-type]
-
-
-def test_stop_kept_stops_only_the_one_named_and_only_if_kept() -> None:
-    kueue, head = Heads(), Heads()
-    kueue.module("kueue")
-    head.module("head")
-    kept.stop_kept("kueue")
-    kept.stop_kept("kueue")  # no longer kept: nothing to stop
-    assert (kueue.stopped, head.stopped) == ([1], [])
-    kept.stop_unwanted(x for x in ["head"])  # a generator, as the root conftest passes
-    assert head.stopped == []

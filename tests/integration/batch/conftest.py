@@ -9,7 +9,6 @@ this worker's control plane never depend on it.
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,40 +26,36 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     ray_crds,
     wait_for,
 )
-from tests.kept import kept, stop_kept
+from tests.kept import Keeper, keeping
 from tests.kubeclient import fresh_namespace
 from tests.rayhead import module_ray_head, ray_head  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(scope="session")
-def kueue_stops_first(ray_crds: LocalCluster) -> Iterator[None]:  # noqa: F811
-    """At the session's end, the kept Kueue stops while the control plane it uninstalls
-    its webhooks from is still up (``tests/kept.py``, ``stop_kept``)."""
-    yield
-    stop_kept("kueue")
+def kueue_keeper(ray_crds: LocalCluster) -> Iterator[Keeper[kueue_run.Kueue]]:  # noqa: F811
+    """Keeps Kueue between modules (``tests/kept.py``); it ends before the control plane
+    it uninstalls its webhooks from."""
+    yield from keeping("kueue")
 
 
 @pytest.fixture(scope="module")
 def kueue(
     ray_crds: LocalCluster,  # noqa: F811 (a fixture)
-    kueue_stops_first: None,
+    kueue_keeper: Keeper[kueue_run.Kueue],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[kueue_run.Kueue]:
     """Kueue running, ready to admit: the one the worker kept from its module before
-    (``tests/kept.py``; the Kueue modules are one work group, ``tests/conftest.py``), or
-    a new one. Its state between modules is the tests' own: each namespace, queue and
-    workload goes with the test that made it."""
+    (the Kueue modules are one work group, ``tests/conftest.py``), or a new one. Its
+    state between modules is the tests' own: each namespace, queue and workload goes
+    with the test that made it."""
 
-    def start() -> tuple[contextlib.ExitStack, kueue_run.Kueue]:
-        started, stack = time.monotonic(), contextlib.ExitStack()
-        running = stack.enter_context(kueue_run.running(ray_crds, tmp_path_factory.mktemp("kueue")))
+    def start() -> kueue_run.Kueue:
+        started = time.monotonic()
+        running = kueue_run.start(ray_crds, tmp_path_factory.mktemp("kueue"))
         print(f"\nKueue: installed and ready in {time.monotonic() - started:.1f} s")
-        return stack, running
+        return running
 
-    for _, running in kept(
-        "kueue", start, stop=lambda kueue: kueue[0].close(), reset=lambda kueue: kueue[1].ready()
-    ):
-        yield running
+    yield from kueue_keeper.kept(start, stop=kueue_run.Kueue.stop, reset=kueue_run.Kueue.ready)
 
 
 @pytest.fixture(scope="module")
