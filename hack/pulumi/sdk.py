@@ -168,13 +168,20 @@ def offline_go_variables(base: dict[str, str] | None = None) -> dict[str, str]:
     for the Go language host, which runs ``go build`` with the engine's environment.
 
     GOPROXY=off: every module must already be in the cache; -mod=mod lets go add the
-    generated SDK (a local replace) to a scratch copy's go.mod without asking anyone.
+    generated SDK (a local replace) to a scratch copy's go.mod without asking anyone;
+    -trimpath keeps the directory the SDK was generated in out of its compiled package's
+    cache key, so the language host's build of a consumer finds the SDK that ``make
+    sdk-deps`` compiled (``go_build``) instead of compiling it again (8 CPU-s a build).
     """
     environment = os.environ if base is None else base
-    flags = [f for f in environment.get("GOFLAGS", "").split() if not f.startswith("-mod=")]
+    flags = [
+        f
+        for f in environment.get("GOFLAGS", "").split()
+        if not f.startswith("-mod=") and f != "-trimpath"
+    ]
     return {
         "CGO_ENABLED": "0",
-        "GOFLAGS": " ".join([*flags, "-mod=mod"]),
+        "GOFLAGS": " ".join([*flags, "-mod=mod", "-trimpath"]),
         "GOPROXY": "off",
         "GOTOOLCHAIN": "local",
     }
