@@ -228,10 +228,28 @@ def go_build(
     )
 
 
+def _go_build_stamp() -> Path:
+    """Marks a build of the Go example and SDK into the build cache, by what decides the
+    compiled packages: the schema, the example, the generator and the Go toolchain."""
+    digest = hashlib.sha256(SCHEMA.read_bytes())
+    for name in ("go.mod", "go.sum", "main.go"):
+        digest.update((GO_EXAMPLE / name).read_bytes())
+    digest.update(str(ensure_built().path("pulumi-gen-sdk")).encode())
+    version = subprocess.run(
+        [gobuild.go(), "version"], capture_output=True, text=True, check=True, timeout=60
+    )
+    digest.update(version.stdout.encode())
+    return gobuild.cache_root() / "go-consumer-builds" / digest.hexdigest()[:16]
+
+
 def _download_go_modules() -> None:
     """Fill the module cache with what the Go example and the generated SDK build from,
     and the build cache with their compiled packages (a cold build is minutes; the test
-    in the sandbox then only links)."""
+    in the sandbox then compiles only the program's own package and links). The modules
+    are checked every time (a moment, when present); the build only when its inputs
+    changed (``_go_build_stamp``: it takes some 7 s even when every package is cached,
+    for the program's main package is new in each new directory)."""
+    stamp = _go_build_stamp()
     with tempfile.TemporaryDirectory(prefix="pulumi-ray-go-sdk-") as scratch:
         sdk = Path(scratch) / "sdk"
         generate("go", sdk)
@@ -240,9 +258,13 @@ def _download_go_modules() -> None:
         subprocess.run(
             [gobuild.go(), "mod", "download"], cwd=program, check=True, env=online, timeout=900
         )
+        if stamp.is_file():
+            return
         result = go_build(program, f"{go_module_path()}/...", ".", env=online)
         if result.returncode != 0:
             raise RuntimeError(f"go build of the Go example failed:\n{result.stderr}")
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    stamp.touch()
 
 
 def fetch_consumer_dependencies() -> None:
