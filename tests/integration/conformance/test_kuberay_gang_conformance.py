@@ -240,9 +240,6 @@ def _expected(scheduler: str, case: str) -> Expected:
     return Expected(pods=pods, pod_groups=groups, submitter=case == "job-k8s")
 
 
-CASES: Final = [(run, case) for run in RUNS for case in INPUTS]
-
-
 @pytest.fixture(scope="module")
 def gang_crds(local_cluster: LocalCluster) -> LocalCluster:
     """Our CRDs and both PodGroup CRDs, as ``hack/gang`` copied them from the schedulers'
@@ -470,9 +467,10 @@ def _differences(sides: Sides) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize(
-    ("pair", "case"), CASES, ids=[f"{s}-{c}" for s, c in CASES], indirect=["pair"]
-)
+# ``pair`` has a parametrize of its own: in one with ``case``, each (run, case) was a
+# param of its own, and pytest started a pair of operators for each of the 30 tests.
+@pytest.mark.parametrize("case", INPUTS)
+@pytest.mark.parametrize("pair", RUNS, indirect=True)
 def test_gang_scheduler_objects_match_kuberay(
     local_cluster: LocalCluster, pair: Pair, case: str, request: pytest.FixtureRequest
 ) -> None:
