@@ -309,11 +309,11 @@ def start(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> Ku
 def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> Iterator[Kueue]:
     """Kueue installed and its controller manager running until the block ends
     (``start``, ``Kueue.stop``)."""
-    running = start(cluster, state_dir, timeout=timeout)
+    manager = start(cluster, state_dir, timeout=timeout)
     try:
-        yield running
+        yield manager
     finally:
-        running.stop()
+        manager.stop()
 
 
 def _tail(path: Path, lines: int = 40) -> str:

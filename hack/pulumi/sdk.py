@@ -248,7 +248,8 @@ def _download_go_modules() -> None:
     in the sandbox then compiles only the program's own package and links). The modules
     are checked every time (a moment, when present); the build only when its inputs
     changed (``_go_build_stamp``: it takes some 7 s even when every package is cached,
-    for the program's main package is new in each new directory)."""
+    for the program's main package is new in each new directory). Should Go trim the
+    cached packages later, the test compiles the SDK itself: slower, still offline."""
     stamp = _go_build_stamp()
     with tempfile.TemporaryDirectory(prefix="pulumi-ray-go-sdk-") as scratch:
         sdk = Path(scratch) / "sdk"

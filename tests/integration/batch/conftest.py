@@ -51,9 +51,9 @@ def kueue(
 
     def start() -> kueue_run.Kueue:
         started = time.monotonic()
-        running = kueue_run.start(ray_crds, tmp_path_factory.mktemp("kueue"))
+        manager = kueue_run.start(ray_crds, tmp_path_factory.mktemp("kueue"))
         print(f"\nKueue: installed and ready in {time.monotonic() - started:.1f} s")
-        return running
+        return manager
 
     yield from kueue_keeper.kept(start, stop=kueue_run.Kueue.stop, reset=kueue_run.Kueue.ready)
 
