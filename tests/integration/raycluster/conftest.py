@@ -13,7 +13,7 @@ import copy
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +30,7 @@ from operator_runtime.runtime.kinds import CONFIG_MAP, EVENT, POD, RAY_CLUSTER, 
 from operator_runtime.runtime.manager import Manager, ManagerOptions
 from operator_runtime.runtime.metrics import RuntimeMetrics
 from tests.kubeclient import make_client
+from tests.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CRD_DIR = REPO_ROOT / "operator_runtime" / "api" / "crds"
@@ -122,27 +123,6 @@ def gc_knows_rayclusters(ray_crds: LocalCluster, gc_probe: GcProbe) -> None:
 @pytest.fixture
 def client(ray_crds: LocalCluster) -> KubeClient:
     return make_client(ray_crds)
-
-
-def wait_for(
-    what: str,
-    condition: Callable[[], Any],
-    timeout: float = 30.0,
-    interval: float = 0.1,
-    *,
-    explain: Callable[[], object] | None = None,
-) -> Any:
-    """Poll ``condition`` until it returns something truthy; on a timeout, the error
-    says what ``explain`` (if given) shows of the state it was stuck in."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            seen = f"; last seen: {explain()}" if explain is not None else ""
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}{seen}")
-        time.sleep(interval)
 
 
 @dataclass

@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,17 +30,6 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 @pytest.fixture
 def client(local_cluster: LocalCluster) -> KubeClient:
     return make_client(local_cluster)
-
-
-def wait_for(what: str, condition: Callable[[], Any], timeout: float = 30.0,
-             interval: float = 0.05) -> Any:  # fmt: skip
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 @dataclass

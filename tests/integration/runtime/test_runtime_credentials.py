@@ -21,7 +21,7 @@ from operator_runtime.runtime.credentials import TOKEN_FILE_RECHECK_SECONDS, Lib
 from operator_runtime.runtime.errors import TransportError
 from operator_runtime.runtime.kubeconfig import ApiServerConfig, load_incluster
 from operator_runtime.runtime.transport import UrllibTransport, load_configuration
-from tests.integration.runtime.conftest import wait_for
+from tests.waiting import wait_for
 
 
 def status(config: ApiServerConfig, namespace: str) -> int:

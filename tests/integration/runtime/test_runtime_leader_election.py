@@ -8,7 +8,8 @@ import time
 from typing import Any
 
 from hack.localcluster import LocalCluster
-from tests.integration.runtime.conftest import OperatorProcess, source_manifest, wait_for
+from tests.integration.runtime.conftest import OperatorProcess, source_manifest
+from tests.waiting import wait_for
 
 LEASE_FLAGS = (
     "--leader-election-lease-duration=6",

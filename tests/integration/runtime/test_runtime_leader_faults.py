@@ -30,8 +30,8 @@ from tests.integration.runtime.conftest import (
     OperatorProcess,
     make_client,
     source_manifest,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 6, 4, 1
 

@@ -10,7 +10,8 @@ from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import EVENT, ResourceKind
 from operator_runtime.runtime.manager import Manager
 from operator_runtime.runtime.transport import UrllibTransport, load_configuration
-from tests.integration.runtime.conftest import running_manager, scrape, source_manifest, wait_for
+from tests.integration.runtime.conftest import running_manager, scrape, source_manifest
+from tests.waiting import wait_for
 
 METRIC_NAMES = (
     "controller_runtime_reconcile_total", "controller_runtime_reconcile_errors_total",

@@ -17,9 +17,9 @@ from tests.integration.runtime.conftest import (
     make_client,
     running_manager,
     source_manifest,
-    wait_for,
 )
 from tests.integration.runtime.copier import COPIED, data_digest
+from tests.waiting import wait_for
 
 
 def copied(client: KubeClient, namespace: str, name: str, data: dict[str, str]) -> bool:

@@ -12,7 +12,8 @@ from operator_runtime.runtime.ratelimit import TokenBucket
 from operator_runtime.runtime.reconcile import ObjectKey
 from operator_runtime.runtime.transport import UrllibTransport, load_configuration
 from tests.faultproxy import FaultProxy, Request, match
-from tests.integration.runtime.conftest import running_manager, source_manifest, wait_for
+from tests.integration.runtime.conftest import running_manager, source_manifest
+from tests.waiting import wait_for
 
 GONE = json.dumps({"type": "ERROR", "object": {
     "kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Expired",

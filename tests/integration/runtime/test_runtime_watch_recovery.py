@@ -16,8 +16,8 @@ from tests.integration.runtime.conftest import (
     make_client,
     scrape,
     source_manifest,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 
 def apply(cluster: LocalCluster, *objects: dict[str, Any]) -> None:
