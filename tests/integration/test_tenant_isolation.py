@@ -61,6 +61,7 @@ from tests.integration.tenancy import (
 )
 from tests.kubeclient import delete_namespace
 from tests.rayhead import module_ray_head  # noqa: F401 (serve_head's)
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -226,14 +227,8 @@ def ready_condition(status: dict[str, Any]) -> dict[str, Any]:
 
 
 def wait(what: str, check: Callable[[], Any], seconds: float, explain: Callable[[], Any]) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} within {seconds:.0f}s; last seen: {explain()}")
-        time.sleep(0.2)
+    """``wait_for`` at this module's pace: a status read every 0.2 s."""
+    return wait_for(what, check, seconds, 0.2, explain=explain)
 
 
 def alias_bomb(levels: int = 7, width: int = 9) -> str:
@@ -249,7 +244,7 @@ def cluster_becomes_ready(stage: Stage, name: str) -> None:
     """A RayCluster created now in A becomes ready: the operator still serves everyone."""
     stage.tenant.create(raycluster(name, stage.a, workers=1))
     wait(
-        f"RayCluster {stage.a}/{name} created after the attack did not become ready",
+        f"RayCluster {stage.a}/{name}, created after the attack, to become ready",
         lambda: status_of(stage.admin, RAY_CLUSTER, stage.a, name).get("state") == "ready",
         READY_SECONDS,
         lambda: (status_of(stage.admin, RAY_CLUSTER, stage.a, name),
@@ -363,7 +358,7 @@ def test_alias_bomb_in_runtime_env_is_refused_and_the_operator_serves_on(stage: 
     try:
         if create_or_refused(stage.tenant, manifest, "runtimeEnvYAML"):
             status = wait(
-                "the RayJob with an alias bomb in runtimeEnvYAML was not refused",
+                "the RayJob with an alias bomb in runtimeEnvYAML to be refused",
                 lambda: (s := status_of(stage.admin, RAY_JOB, stage.a, name)).get(
                     "jobDeploymentStatus") == "ValidationFailed" and s,
                 VERDICT_SECONDS,
@@ -383,7 +378,7 @@ def test_alias_bomb_in_serve_config_is_refused_and_the_operator_serves_on(stage:
     try:
         if create_or_refused(stage.tenant, manifest, "serveConfigV2"):
             wait(
-                "the RayService with an alias bomb in serveConfigV2 was not refused",
+                "the RayService with an alias bomb in serveConfigV2 to be refused",
                 lambda: (c := ready_condition(status_of(stage.admin, RAY_SERVICE, stage.a, name)))
                 .get("reason") == "ValidationFailed" and "serveConfigV2" in str(c.get("message")),
                 VERDICT_SECONDS,
@@ -414,7 +409,7 @@ def test_active_deadline_beyond_int32_is_refused_or_harmless(stage: Stage) -> No
             return bool(cluster) and stage.admin.find(RAY_CLUSTER, cluster, stage.a) is not None
 
         wait(
-            "a RayJob with activeDeadlineSeconds 1e14 was neither refused nor given its cluster",
+            "a RayJob with activeDeadlineSeconds 1e14 to be refused or given its cluster",
             progressed, VERDICT_SECONDS,
             lambda: (status_of(stage.admin, RAY_JOB, stage.a, name),
                      stage.operator.lines("Overflow")),
@@ -429,21 +424,21 @@ def test_deleting_a_rayjob_whose_token_secret_lost_auth_token_ends(stage: Stage)
     manifest["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "token"}
     stage.tenant.create(manifest)
     status = wait(
-        "the token-auth RayJob did not get its dashboard URL",
+        "the token-auth RayJob to get its dashboard URL",
         lambda: (s := status_of(stage.admin, RAY_JOB, stage.a, name)).get("dashboardURL") and s,
         READY_SECONDS,
         lambda: status_of(stage.admin, RAY_JOB, stage.a, name),
     )  # fmt: skip
     secret_name = status["rayClusterName"]
     secret = wait(
-        "the operator did not create the cluster's token Secret",
+        "the operator to create the cluster's token Secret",
         lambda: stage.tenant.find(SECRET, secret_name, stage.a), VERDICT_SECONDS, lambda: None,
     )  # fmt: skip
     # The tenant (edit rights) empties its own Secret, then deletes the RayJob.
     stage.tenant.update({**secret, "data": {"other": base64.b64encode(b"x").decode()}})
     stage.tenant.delete(RAY_JOB, name, stage.a)
     wait(
-        "deleting a RayJob whose token Secret lacks auth_token never ended",
+        "the deletion of a RayJob whose token Secret lacks auth_token to end",
         lambda: stage.admin.find(RAY_JOB, name, stage.a) is None,
         VERDICT_SECONDS,
         lambda: ((stage.admin.find(RAY_JOB, name, stage.a) or {}).get("metadata", {})
@@ -478,7 +473,7 @@ def test_gateway_not_owned_by_the_rayservice_is_left_alone(stage: Stage) -> None
         def reached() -> bool:
             return any(r.request.path == gateway_path for r in stage.operator.since(mark))
 
-        wait("the operator never looked at the Gateway", reached, READY_SECONDS,
+        wait("the operator to look at the Gateway", reached, READY_SECONDS,
              lambda: status_of(stage.admin, RAY_SERVICE, stage.a, name))  # fmt: skip
         time.sleep(3)  # a few more passes
         after = stage.admin.get(GATEWAY, gateway_name, stage.a)
