@@ -21,6 +21,7 @@ import pytest
 
 from hack.localcluster import LocalCluster
 from tests.e2e.stacks import ProgramStack
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -101,12 +102,9 @@ def _workers(cluster: LocalCluster, namespace: str, name: str = "c") -> list[dic
     return [p for p in pods["items"] if not p["metadata"].get("deletionTimestamp")]
 
 
-def _wait(what: str, check: Callable[[], bool], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.5)
+def _wait(what: str, check: Callable[[], bool]) -> None:
+    """``wait_for`` a worker count: 90 s, a pod list every 0.5 s."""
+    wait_for(what, check, 90, 0.5)
 
 
 def _set_replicas(count: int) -> str:
