@@ -9,23 +9,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from hack.gobuild import LESS_GC_ENV
 from hack.localcluster import LESS_GC, LocalCluster
+from tests.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def eventually(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.2)
 
 
 def _apply(cluster: LocalCluster, namespace: str, manifest: dict[str, Any]) -> None:
@@ -105,7 +96,7 @@ def test_garbage_collector_deletes_dependents_of_a_deleted_owner(
         found = local_cluster.kubectl("-n", namespace, "get", "configmap", "dependent", check=False)
         return found.returncode != 0 and "NotFound" in found.stderr
 
-    eventually(dependent_gone, "the garbage collector to delete the dependent ConfigMap")
+    wait_for("the garbage collector to delete the dependent ConfigMap", dependent_gone, 60, 0.2)
 
 
 def test_job_pod_completes_and_job_becomes_complete(

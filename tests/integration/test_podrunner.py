@@ -16,6 +16,7 @@ import pytest
 
 from hack.localcluster import LocalCluster
 from tests.podrunner import RUN_FOR_REAL_LABEL, PodRunner
+from tests.waiting import wait_for
 
 GREETING = "a b $c 'd'"
 """Spaces, a dollar sign and quotes: must reach the process as written."""
@@ -56,12 +57,8 @@ def _create(cluster: LocalCluster, namespace: str, manifest: Any) -> float:
 
 
 def _eventually(check: Callable[[], Any], what: str, timeout: float = 90) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.1)
-    return result
+    """``wait_for`` with this module's bound: a Job's pod runs a real process."""
+    return wait_for(what, check, timeout)
 
 
 def _condition(cluster: LocalCluster, namespace: str, job: str) -> str | None:
