@@ -11,7 +11,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import sysconfig
-import time
 from pathlib import Path
 
 from hack.localcluster import LocalCluster
@@ -23,6 +22,7 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     raycluster,
 )
 from tests.operatorprocess import OperatorProcess
+from tests.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PULUMI_PREFIXES = ("pulumi", "__editable__")
@@ -66,12 +66,10 @@ def test_the_operator_runs_without_pulumi(
     kube = make_client(ray_crds)
     with OperatorProcess(ray_crds.kubeconfig, namespace, python=python) as operator:
         kube.create(raycluster("no-pulumi", namespace, workers=1))
-        deadline = time.monotonic() + 60
-        state = ""
-        while time.monotonic() < deadline and state != "ready":
-            state = (kube.get(RAY_CLUSTER, "no-pulumi", namespace).get("status") or {}).get(
-                "state", ""
-            )
-            time.sleep(0.5)
-        assert state == "ready", operator.tail()
+        wait_for(
+            "the RayCluster ready",
+            lambda: (kube.get(RAY_CLUSTER, "no-pulumi", namespace).get("status") or {}).get("state")
+            == "ready",
+            60, 0.5, explain=operator.tail,
+        )  # fmt: skip
         assert "ModuleNotFoundError" not in operator.log()
