@@ -24,6 +24,7 @@ from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers.raycluster.run import ClusterRun, need
 from operator_runtime.render import PodParams, build_pod
+from operator_runtime.runtime.cache import keep_paths
 from operator_runtime.runtime.errors import ApiError, Conflict, NotFound, OutcomeUnknown
 from operator_runtime.runtime.kinds import POD, Object, being_deleted
 
@@ -59,6 +60,9 @@ class _Role:
     delete_failed: Reason
     delete_marker: ReplicaFailure
 
+
+_IDENTITY: Final = keep_paths(())
+"""Name, namespace, labels and owners: what ``list_group`` reads of a pod."""
 
 _HEAD: Final = _Role(
     what="head",
@@ -124,7 +128,11 @@ def list_group(run: ClusterRun, group: str) -> list[tuple[str, str]]:
     else:
         labels[LabelKey.NODE_TYPE.value] = NodeType.HEAD
     selector = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
-    items, _ = run.tools.client.list_all(POD, run.namespace, label_selector=selector)
+    # Identity metadata only, page by page: a group of thousands of workers is never
+    # held as full pods all at once.
+    items, _ = run.tools.client.list_all(
+        POD, run.namespace, label_selector=selector, transform=_IDENTITY
+    )
     return [(run.namespace, str(pod["metadata"]["name"])) for pod in items if run.controls(pod)]
 
 
