@@ -39,3 +39,11 @@ def only_counts_changed(old: Object, new: Object) -> bool:
     """Whether the replica counts are all that differ: a pass that comes back at once
     to go on scaling may leave writing them to the pass that ends the scale-up."""
     return all(old.get(key) == new.get(key) for key in _COMPARED if key not in _COUNTS)
+
+
+def counts_reached(old: Object, new: Object) -> bool:
+    """Whether ``new`` is the status in which the ready workers reach the desired count:
+    the write that ends a scale-up or down, which a user waiting on ``kubectl get`` or a
+    RayJob waiting on its cluster should see at once, not one interval later."""
+    ready = new.get("readyWorkerReplicas")
+    return ready == new.get("desiredWorkerReplicas") and ready != old.get("readyWorkerReplicas")

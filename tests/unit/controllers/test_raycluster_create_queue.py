@@ -1,7 +1,8 @@
 """The create queue: groups served in turn, a bound on creates in flight, a failure
 that stops its group and waits for the next pass, creates dropped once their pass's
 view is stale, and expectations held until each create has run; which status changes
-may wait for the pass that ends a scale-up, and how often counts alone are written.
+may wait for the pass that ends a scale-up, and how often counts alone are written
+(at once when they reach their target).
 
 The calls are plain functions: the subject is the queue's own logic (the real creates
 against a real API server are in tests/integration/raycluster)."""
@@ -12,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from operator_runtime.controllers.clusterstatus import only_counts_changed
+from operator_runtime.controllers.clusterstatus import counts_reached, only_counts_changed
 from operator_runtime.controllers.raycluster.controller import (
     COUNT_WRITES_BURST,
     COUNT_WRITES_PER_SECOND,
@@ -219,6 +220,28 @@ def test_count_only_status_writes_are_spaced_per_cluster_and_bounded_for_all() -
     assert not lone.may_write(key), "the same cluster waits its interval"
     clock.advance(COUNTS_WRITE_INTERVAL)
     assert lone.may_write(key)
+
+
+def test_counts_reaching_their_target_skip_the_interval_but_not_the_budget() -> None:
+    clock = FakeClock()
+    writes, key = CountWrites(clock), ObjectKey("ns", "big")
+    assert writes.may_write(key)
+    writes.written(key)
+    assert not writes.may_write(key), "a count on the way waits out the interval"
+    assert writes.may_write(key, reached=True), "the count that ends the scale-up does not"
+    writes.written(key)
+    spent = CountWrites(clock)
+    while spent.may_write(ObjectKey("ns", "other")):
+        pass
+    assert not spent.may_write(key, reached=True), "it still takes from the shared budget"
+
+    rising = {"readyWorkerReplicas": 498, "desiredWorkerReplicas": 500}
+    assert not counts_reached(rising, {**rising, "readyWorkerReplicas": 499})
+    assert counts_reached(rising, {**rising, "readyWorkerReplicas": 500})
+    done = {"readyWorkerReplicas": 500, "desiredWorkerReplicas": 500}
+    assert not counts_reached(done, {**done, "availableWorkerReplicas": 500}), "already there"
+    shrinking = {"readyWorkerReplicas": 5, "desiredWorkerReplicas": 4}
+    assert counts_reached(shrinking, {**shrinking, "readyWorkerReplicas": 4})
 
 
 def test_a_group_is_busy_until_its_last_create_ran_then_the_queue_says_it_is_idle() -> None:
