@@ -43,7 +43,7 @@ def only_counts_changed(old: Object, new: Object) -> bool:
 
 def counts_reached(old: Object, new: Object) -> bool:
     """Whether ``new`` is the status in which the ready workers reach the desired count:
-    the write that ends a scale-up or down, which a user waiting on ``kubectl get`` or a
-    RayJob waiting on its cluster should see at once, not one interval later."""
+    the write that ends a scale-up or down, which whoever watches the counts (``kubectl
+    get``, a script waiting for its workers) should see at once, not one interval later."""
     ready = new.get("readyWorkerReplicas")
     return ready == new.get("desiredWorkerReplicas") and ready != old.get("readyWorkerReplicas")

@@ -29,7 +29,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from operator_runtime.runtime.clock import Clock, SystemClock
 from operator_runtime.runtime.errors import (
@@ -60,7 +60,7 @@ RequestObserver = Callable[[str, str, float], None]
 """Called after each request with (verb, status code or "error", seconds)."""
 WriteGate = Callable[[], bool]
 """Asked before each write; False refuses it with ``NotLeading``."""
-LIST_PAGE_SIZE = 100
+LIST_PAGE_SIZE: Final = 100
 """Items per page of ``list_all``. A page is decoded whole before an informer's
 projection trims it, and CPython keeps the memory of that peak: with client-go's 500,
 a start that listed 10,000 Ray pods (about 6 KB of JSON each) left the operator 24 MiB
