@@ -48,9 +48,9 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     gc_probe,
     ray_crds,
     raycluster,
-    wait_for,
 )
 from tests.operatorprocess import OperatorProcess
+from tests.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO_ROOT / "operator_runtime" / "api" / "crds"

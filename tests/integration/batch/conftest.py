@@ -24,11 +24,11 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     gc_probe,
     make_client,
     ray_crds,
-    wait_for,
 )
 from tests.kept import Keeper, keeping
 from tests.kubeclient import fresh_namespace
 from tests.rayhead import module_ray_head, ray_head  # noqa: F401 (fixtures)
+from tests.waiting import wait_for
 
 
 @pytest.fixture(scope="session")

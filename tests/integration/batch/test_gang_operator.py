@@ -42,11 +42,11 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     make_client,
     ray_crds,
     raycluster,
-    wait_for,
 )
 from tests.integration.rayjob.conftest import ClusterHosts, describe_job, job_status, rayjob
 from tests.operatorprocess import OperatorProcess
 from tests.rayhead import RayHead, module_ray_head, ray_head  # noqa: F401 (fixtures)
+from tests.waiting import wait_for
 
 POOL_LABEL = "pulumi-ray.test/gang-pool"
 NODE_CPU = "2"

@@ -24,7 +24,7 @@ from hack import gang, processes
 from hack.localcluster import LocalCluster
 from hack.localcluster.cluster import free_ports
 from operator_runtime.render.batchscheduler import SCHEDULER_PLUGINS_SCHEDULER_NAME
-from tests.integration.raycluster.conftest import wait_for
+from tests.waiting import wait_for
 
 VOLCANO_CONF = {
     "actions": "enqueue, allocate, backfill",

@@ -20,11 +20,12 @@ from hack.localcluster import LocalCluster
 from operator_runtime.clients import DashboardPool, direct_endpoint
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import RAY_JOB
-from tests.integration.batch.conftest import wait_for, workload_owners
+from tests.integration.batch.conftest import workload_owners
 from tests.integration.raycluster.conftest import raycluster
 from tests.integration.rayjob.conftest import ClusterHosts, describe_job, rayjob, reaches
 from tests.operatorprocess import OperatorProcess
 from tests.rayhead import RayHead
+from tests.waiting import wait_for
 
 FINAL = ("Complete", "Failed")
 

@@ -16,11 +16,11 @@ from typing import Any
 from hack.localcluster import LocalCluster
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import EVENT, POD, RAY_CLUSTER, RAY_JOB, SERVICE, ResourceKind
-from tests.integration.batch.conftest import wait_for
 from tests.integration.raycluster.conftest import raycluster
 from tests.integration.rayjob.conftest import job_status, rayjob
 from tests.operatorprocess import OperatorProcess
 from tests.rayhead import RayHead
+from tests.waiting import wait_for
 
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 OUR_CONTROLLER = "ray.io/ray-operator"

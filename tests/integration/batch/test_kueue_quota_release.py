@@ -37,12 +37,13 @@ from hack.localcluster import LocalCluster
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import Forbidden, Invalid, NotFound
 from operator_runtime.runtime.kinds import POD, RAY_CLUSTER, RAY_JOB
-from tests.integration.batch.conftest import apply_quota, create_in_order, delete_quota, wait_for
+from tests.integration.batch.conftest import apply_quota, create_in_order, delete_quota
 from tests.integration.batch.test_kueue_raycluster import queued_cluster
 from tests.integration.batch.test_kueue_rayjob import queued_job
 from tests.integration.rayjob.conftest import ClusterHosts, describe_job, job_status
 from tests.operatorprocess import OperatorProcess
 from tests.rayhead import RayHead
+from tests.waiting import wait_for
 
 HOLD_FINALIZER = "pulumi-ray.test/hold"
 LET_GO_LABEL = "pulumi-ray.test/let-go"

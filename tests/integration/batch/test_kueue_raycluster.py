@@ -14,9 +14,10 @@ from hack.kueue.run import QUEUE_NAME_LABEL
 from hack.localcluster import LocalCluster
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import POD, RAY_CLUSTER
-from tests.integration.batch.conftest import apply_quota, create_in_order, delete_quota, wait_for
+from tests.integration.batch.conftest import apply_quota, create_in_order, delete_quota
 from tests.integration.raycluster.conftest import raycluster
 from tests.operatorprocess import OperatorProcess
+from tests.waiting import wait_for
 
 
 def queued_cluster(name: str, namespace: str) -> dict[str, Any]:

@@ -19,12 +19,12 @@ from tests.integration.batch.conftest import (
     apply_quota,
     create_in_order,
     delete_quota,
-    wait_for,
     workload_owners,
 )
 from tests.integration.rayjob.conftest import ClusterHosts, describe_job, job_status, rayjob
 from tests.operatorprocess import OperatorProcess
 from tests.rayhead import RayHead
+from tests.waiting import wait_for
 
 SLEEP_5 = 'python -c "import time; time.sleep(5)"'
 FINAL = ("Complete", "Failed")

@@ -24,7 +24,6 @@ from tests.integration.batch.conftest import (
     apply_quota,
     create_in_order,
     delete_quota,
-    wait_for,
     workload_owners,
 )
 from tests.integration.rayservice.conftest import (  # noqa: F401 (fixtures)
@@ -36,6 +35,7 @@ from tests.integration.rayservice.conftest import (  # noqa: F401 (fixtures)
     service_status,
 )
 from tests.operatorprocess import OperatorProcess
+from tests.waiting import wait_for
 
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 """Put on the pod templates by Kueue's admission (with the flavor's node selector and

@@ -60,7 +60,6 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     make_client,
     ray_crds,
     raycluster,
-    wait_for,
 )
 from tests.integration.rayjob.conftest import operator, rayjob
 from tests.integration.rayservice.conftest import (  # noqa: F401 (fixtures)
@@ -73,6 +72,7 @@ from tests.integration.rayservice.conftest import (  # noqa: F401 (fixtures)
 )
 from tests.kubeclient import delete_namespace
 from tests.rayhead import module_ray_head  # noqa: F401 (serve_head's)
+from tests.waiting import wait_for
 
 SIDES = ("ours", "kuberay")
 SCRAPE = "1s"

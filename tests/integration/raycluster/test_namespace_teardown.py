@@ -8,8 +8,9 @@ from __future__ import annotations
 from hack.localcluster import LocalCluster
 from operator_runtime.runtime.errors import NotFound
 from operator_runtime.runtime.kinds import NAMESPACE, RAY_CLUSTER
-from tests.integration.raycluster.conftest import make_client, raycluster, wait_for
+from tests.integration.raycluster.conftest import make_client, raycluster
 from tests.kubeclient import fresh_namespace
+from tests.waiting import wait_for
 
 FINALIZER = "ray.io/gcs-ft-redis-cleanup-finalizer"
 

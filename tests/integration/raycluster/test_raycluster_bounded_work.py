@@ -24,9 +24,9 @@ from tests.integration.raycluster.conftest import (
     live_pods,
     make_client,
     raycluster,
-    wait_for,
 )
 from tests.kubeclient import fresh_namespace
+from tests.waiting import wait_for
 
 HUGE = 5_000_000
 RSS_GROWTH_LIMIT_MB = 60.0

@@ -27,8 +27,8 @@ from tests.integration.raycluster.conftest import (
     raycluster,
     recorded,
     running_operator,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 FINALIZER = Finalizer.GCS_FT_REDIS_CLEANUP.value
 HOLD = "test.pulumi-ray/hold"

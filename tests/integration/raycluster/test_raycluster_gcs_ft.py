@@ -18,9 +18,9 @@ from tests.integration.raycluster.conftest import (
     raycluster,
     recorded,
     running_ready,
-    wait_for,
 )
 from tests.integration.raycluster.watches import event_log
+from tests.waiting import wait_for
 
 FINALIZER = Finalizer.GCS_FT_REDIS_CLEANUP.value
 FT = {"gcsFaultToleranceOptions": {"redisAddress": "redis.example:6379"}}

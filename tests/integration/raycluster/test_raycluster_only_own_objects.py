@@ -27,8 +27,8 @@ from tests.integration.raycluster.conftest import (
     running_ready,
     set_replicas,
     settle,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 
 def _ready_workers(client: KubeClient, namespace: str, name: str) -> list[Object]:

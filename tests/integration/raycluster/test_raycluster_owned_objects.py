@@ -25,8 +25,8 @@ from tests.integration.raycluster.conftest import (
     pods,
     raycluster,
     running_ready,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 
 def _exists(client: KubeClient, kind: ResourceKind, namespace: str, name: str) -> bool:

@@ -17,9 +17,9 @@ from tests.integration.raycluster.conftest import (
     recorded,
     running_ready,
     settle,
-    wait_for,
 )
 from tests.integration.raycluster.watches import pod_ledger
+from tests.waiting import wait_for
 
 
 def _set_status(client: KubeClient, namespace: str, pod: Object, status: dict[str, Any]) -> None:

@@ -14,8 +14,8 @@ from tests.integration.raycluster.conftest import (
     live_pods,
     raycluster,
     running_ready,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 
 def test_one_head_and_five_workers_become_ready(

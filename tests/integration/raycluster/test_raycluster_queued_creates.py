@@ -18,8 +18,8 @@ from tests.integration.raycluster.conftest import (
     recorded,
     set_replicas,
     settle,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 
 def _total(operator: RunningOperator, name: str, **labels: str) -> float:

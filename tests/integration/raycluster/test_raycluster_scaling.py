@@ -25,9 +25,9 @@ from tests.integration.raycluster.conftest import (
     running_ready,
     set_replicas,
     settle,
-    wait_for,
 )
 from tests.integration.raycluster.watches import pod_ledger
+from tests.waiting import wait_for
 
 DELAY = 1.0
 """Seconds the slow informer holds back each pod creation and deletion event."""

@@ -17,9 +17,9 @@ from tests.integration.raycluster.conftest import (
     running_operator,
     running_ready,
     settle,
-    wait_for,
 )
 from tests.integration.raycluster.watches import pod_ledger
+from tests.waiting import wait_for
 
 IMAGE_2 = "rayproject/ray:2.53.0"
 

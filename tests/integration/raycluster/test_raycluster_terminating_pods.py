@@ -27,8 +27,8 @@ from tests.integration.raycluster.conftest import (
     raycluster,
     running_operator,
     settle,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 REPLICA = "ray.io/worker-group-replica-name"
 

@@ -13,8 +13,8 @@ from tests.integration.raycluster.conftest import (
     pods,
     raycluster,
     settle,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 
 def _exists(client: KubeClient, namespace: str, name: str) -> bool:

@@ -35,9 +35,9 @@ from tests.integration.raycluster.conftest import (
     running_ready,
     set_replicas,
     settle,
-    wait_for,
 )
 from tests.integration.raycluster.watches import pod_ledger
+from tests.waiting import wait_for
 
 STALL_DETECTION = 10.0
 """The operator's watch inactivity timeout in the 504 tests (the default is 70 s)."""

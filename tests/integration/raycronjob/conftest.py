@@ -38,8 +38,8 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     gc_probe,
     make_client,
     ray_crds,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 CONTROLLER = "raycronjob"
 

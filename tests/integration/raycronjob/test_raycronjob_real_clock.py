@@ -14,8 +14,8 @@ from tests.integration.raycronjob.conftest import (
     jobs_of,
     raycronjob,
     unix_minutes,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 
 def test_every_minute_makes_its_first_rayjob_within_a_minute(

@@ -20,8 +20,8 @@ from tests.integration.raycronjob.conftest import (
     raycronjob,
     rfc3339,
     unix_minutes,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 FIVE_MINUTES = datetime.timedelta(minutes=5)
 

@@ -24,8 +24,8 @@ from tests.integration.raycronjob.conftest import (
     raycronjob,
     rfc3339,
     unix_minutes,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 MINUTE = datetime.timedelta(minutes=1)
 KOLKATA = zoneinfo.ZoneInfo("Asia/Kolkata")

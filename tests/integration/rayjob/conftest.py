@@ -34,7 +34,6 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     gc_probe,
     make_client,
     ray_crds,
-    wait_for,
 )
 from tests.operatorprocess import OperatorProcess
 from tests.rayhead import module_ray_head, ray_head  # noqa: F401 (fixtures)

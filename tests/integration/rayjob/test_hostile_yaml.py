@@ -14,8 +14,9 @@ from typing import Any
 from hack.localcluster import LocalCluster
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import RAY_CLUSTER, RAY_SERVICE
-from tests.integration.raycluster.conftest import container, events, raycluster, wait_for
+from tests.integration.raycluster.conftest import container, events, raycluster
 from tests.integration.rayjob.conftest import job_status, operator, reaches
+from tests.waiting import wait_for
 
 
 def alias_bomb(levels: int = 9, width: int = 9) -> str:

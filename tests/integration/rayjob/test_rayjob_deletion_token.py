@@ -16,7 +16,8 @@ from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import NotFound
 from operator_runtime.runtime.kinds import RAY_CLUSTER, RAY_JOB, SECRET
 from tests.integration.raycluster.conftest import events, raycluster
-from tests.integration.rayjob.conftest import operator, wait_for
+from tests.integration.rayjob.conftest import operator
+from tests.waiting import wait_for
 
 FINALIZER = "ray.io/rayjob-finalizer"
 DELETION = 60.0

@@ -16,8 +16,8 @@ from tests.integration.rayjob.conftest import (
     operator,
     rayjob,
     reaches,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 ADDRESSING = {"direct": (), "kubernetes-proxy": ("--use-kubernetes-proxy",)}
 

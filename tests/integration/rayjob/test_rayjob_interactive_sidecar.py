@@ -36,10 +36,10 @@ from tests.integration.rayjob.conftest import (
     operator,
     rayjob,
     reaches,
-    wait_for,
 )
 from tests.podrunner import expand
 from tests.rayhead import RayHead
+from tests.waiting import wait_for
 
 SUBMITTER = "ray-job-submitter"
 

@@ -34,10 +34,10 @@ from tests.integration.rayjob.conftest import (
     operator,
     rayjob,
     reaches,
-    wait_for,
 )
 from tests.podrunner import RUN_FOR_REAL_LABEL, PodRunner
 from tests.rayhead import RayHead
+from tests.waiting import wait_for
 
 BASH = ["/bin/bash", "-ce", "--"]
 RUNTIME_ENV = 'env_vars: {GREETING: "a b $c"}'

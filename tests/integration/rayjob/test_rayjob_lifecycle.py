@@ -33,9 +33,9 @@ from tests.integration.rayjob.conftest import (
     operator,
     rayjob,
     reaches,
-    wait_for,
 )
 from tests.rayhead import RayHead
+from tests.waiting import wait_for
 
 SLEEP_600 = 'python -c "import time; time.sleep(600)"'
 EXIT_1 = 'python -c "import sys; sys.exit(1)"'

@@ -22,8 +22,8 @@ from tests.integration.rayjob.conftest import (
     operator,
     rayjob,
     reaches,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 
 def plain_job(name: str, namespace: str, **spec: Any) -> Object:

@@ -37,10 +37,10 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     gc_probe,
     make_client,
     ray_crds,
-    wait_for,
 )
 from tests.integration.rayjob.conftest import ClusterHosts, operator  # noqa: F401
 from tests.rayhead import app_dir, module_ray_head, serving  # noqa: F401 (a fixture)
+from tests.waiting import wait_for
 
 APP = """
 from ray import serve

@@ -49,7 +49,7 @@ from operator_runtime.runtime.kinds import (
     RAY_SERVICE,
     SERVICE,
 )
-from tests.integration.raycluster.conftest import make_client, wait_for
+from tests.integration.raycluster.conftest import make_client
 from tests.integration.rayjob.conftest import ClusterHosts, operator
 from tests.integration.rayservice.conftest import (
     APP,
@@ -60,6 +60,7 @@ from tests.integration.rayservice.conftest import (
     serve_config,
     service_status,
 )
+from tests.waiting import wait_for
 
 NAME = "incr"
 INTERVAL = 2

@@ -26,8 +26,8 @@ from tests.integration.rayservice.conftest import (
     ready,
     service_status,
     start_ready,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 
 def owned_services(kube: KubeClient, namespace: str, name: str) -> list[str]:

@@ -30,7 +30,7 @@ from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import EVENT, GATEWAY, HTTP_ROUTE, RAY_SERVICE
 from operator_runtime.runtime.manager import Manager, ManagerOptions
 from operator_runtime.runtime.registry import ControllerRegistry
-from tests.integration.raycluster.conftest import make_client, wait_for
+from tests.integration.raycluster.conftest import make_client
 from tests.integration.rayjob.conftest import ClusterHosts, operator
 from tests.integration.rayservice.conftest import (
     ServeHead,
@@ -52,6 +52,7 @@ from tests.integration.rayservice.test_rayservice_incremental import (  # noqa: 
     second_head,
     spec_on,
 )
+from tests.waiting import wait_for
 
 
 def test_a_sigkill_mid_upgrade_never_puts_the_new_apps_on_the_active_cluster(

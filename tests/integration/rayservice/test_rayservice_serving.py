@@ -19,8 +19,8 @@ from tests.integration.rayservice.conftest import (
     operator,
     rayservice,
     serve_config,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 ADDRESSING = {"direct": (), "kubernetes-proxy": ("--use-kubernetes-proxy",)}
 

@@ -34,8 +34,8 @@ from tests.integration.rayservice.conftest import (
     serve_config,
     service_status,
     start_ready,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 DELETE_AFTER = "pulumi-ray.io/delete-after"
 

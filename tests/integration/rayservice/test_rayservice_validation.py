@@ -16,7 +16,8 @@ from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import Invalid
 from operator_runtime.runtime.kinds import RAY_CLUSTER, SERVICE, Object
 from tests.integration.raycluster.conftest import container, events
-from tests.integration.rayservice.conftest import condition, operator, service_status, wait_for
+from tests.integration.rayservice.conftest import condition, operator, service_status
+from tests.waiting import wait_for
 
 CUO = "spec.upgradeStrategy.clusterUpgradeOptions"
 INCREMENTAL_OPTIONS = {"stepSizePercent": 10, "intervalSeconds": 30, "gatewayClassName": "istio"}

@@ -37,8 +37,8 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     make_client,
     ray_crds,
     raycluster,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 _COMMON = [
     "--log-stdout-encoder", "json",
