@@ -31,6 +31,7 @@ __all__ = [
     "built",
     "config_document",
     "manifest",
+    "read_build",
     "root_filesystem",
     "unpack",
 ]
@@ -60,11 +61,17 @@ class ImageBuild:
 
 def built() -> ImageBuild:
     """The image ``make image`` produced, checked against its layout's index."""
-    facts_path = DIST_DIR / BUILD_FACTS
-    layout = DIST_DIR / LAYOUT_DIR
+    return read_build(DIST_DIR, "operator image", "make image")
+
+
+def read_build(dist_dir: Path, what: str, make_command: str) -> ImageBuild:
+    """The image a build wrote under ``dist_dir`` (``oci/`` and ``build.json``), checked
+    against its layout's index; ``make_command`` is what builds it."""
+    facts_path = dist_dir / BUILD_FACTS
+    layout = dist_dir / LAYOUT_DIR
     if not facts_path.is_file() or not (layout / "index.json").is_file():
         raise RuntimeError(
-            f"no operator image under {DIST_DIR}: run `make image` first (outside the "
+            f"no {what} under {dist_dir}: run `{make_command}` first (outside the "
             "sandbox: it downloads Debian packages and wheels)"
         )
     facts = json.loads(facts_path.read_text())
@@ -78,7 +85,7 @@ def built() -> ImageBuild:
     if indexed != image.digest:
         raise RuntimeError(
             f"{layout}/index.json names manifest {indexed}, but {facts_path} says "
-            f"{image.digest}: the build was interrupted; run `make image` again"
+            f"{image.digest}: the build was interrupted; run `{make_command}` again"
         )
     return image
 
@@ -94,8 +101,8 @@ def manifest_digest(layout: Path) -> str:
     manifests = index.get("manifests", [])
     if len(manifests) != 1:
         raise RuntimeError(
-            f"{layout}/index.json has {len(manifests)} manifests; an operator image layout "
-            "holds exactly one"
+            f"{layout}/index.json has {len(manifests)} manifests; an image layout built "
+            "here holds exactly one"
         )
     return str(manifests[0]["digest"])
 
@@ -165,26 +172,29 @@ def unpack(layout: Path, dest: Path) -> Path:
     return dest
 
 
-ROOTFS_DIR = DIST_DIR / "rootfs"
+ROOTFS_DIR = "rootfs"
 
 
 def root_filesystem(image: ImageBuild) -> Path:
-    """The image's root filesystem under ``dist/image/rootfs/``, unpacked once per digest.
+    """The image's root filesystem beside its layout (``dist/image/rootfs/``), unpacked
+    once per digest.
 
-    Unpacking takes 10-20 s of CPU; the image tests on several pytest workers, and the
-    next ``make test``, share one copy. Treat it as read-only (the run-from-image test
-    mounts it so). A lock lets one worker unpack while the others wait; a copy without
-    its mark (an interrupted unpack) is thrown away, and so are other digests' copies.
+    Unpacking takes 10-20 s of CPU (the Ray image's, a minute); the image tests on
+    several pytest workers, and the next ``make test``, share one copy. Treat it as
+    read-only (the run-from-image test mounts it so). A lock lets one worker unpack while
+    the others wait; a copy without its mark (an interrupted unpack) is thrown away, and
+    so are other digests' copies.
     """
-    ROOTFS_DIR.mkdir(parents=True, exist_ok=True)
-    root = ROOTFS_DIR / image.digest.partition(":")[2][:16]
+    rootfs_dir = image.layout.parent / ROOTFS_DIR
+    rootfs_dir.mkdir(parents=True, exist_ok=True)
+    root = rootfs_dir / image.digest.partition(":")[2][:16]
     mark = root.with_suffix(".unpacked")
-    with (ROOTFS_DIR / ".lock").open("w") as lock:
+    with (rootfs_dir / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             if mark.is_file():
                 return root
-            for stale in ROOTFS_DIR.iterdir():
+            for stale in rootfs_dir.iterdir():
                 if stale.name != ".lock":
                     _remove(stale)
             unpack(image.layout, root)

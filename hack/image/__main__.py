@@ -11,7 +11,7 @@ import argparse
 import subprocess
 import sys
 
-from hack.image import DIST_DIR, built, debian
+from hack.image import DIST_DIR, built, debian, oci
 from hack.image import build as image_build
 
 MIB = 1024 * 1024
@@ -31,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
 
     if arguments.command == "lock":
-        packages = debian.lock()
-        print(f"{debian.LOCK_FILE}: {len(packages)} packages; review and commit it")
+        packages = debian.lock(debian.OPERATOR)
+        print(f"{debian.OPERATOR.lock_file}: {len(packages)} packages; review and commit it")
     elif arguments.command == "build":
         image = image_build.build(DIST_DIR)
         print(f"digest:     {image.digest}")
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         image = built()
         pushed = subprocess.run(
-            [str(image_build.ocitool()), "push", "--layout", str(image.layout), arguments.ref],
+            [str(oci.ocitool()), "push", "--layout", str(image.layout), arguments.ref],
             stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         if pushed.returncode != 0:

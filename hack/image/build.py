@@ -2,44 +2,28 @@
 this checkout's ``operator_runtime``.
 
 Three layers, largest and least often changed first, so that an operator change pushes
-only the last one: the Debian base, the Python dependencies, the operator. Bytecode is
-compiled here, by the image's own interpreter (through its own loader and libraries) with
-unchecked-hash pycs and a fixed hash seed, since the pod's root filesystem is read-only.
+only the last one: the Debian base, the Python dependencies, the operator. Every module
+has its bytecode (``python.compile_bytecode``), since the pod's root filesystem is
+read-only.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import tomllib
-from datetime import UTC, datetime
 from pathlib import Path
 
 from components.operator.deployment import OPERATOR_COMMAND
 from hack import gobuild, sandbox
-from hack.image import BUILD_FACTS, LAYOUT_DIR, REPO_ROOT, ImageBuild, debian
-from hack.image.layers import write_layer
+from hack.image import REPO_ROOT, ImageBuild, debian
+from hack.image.oci import FAMILY, Layer, assemble, git, ocitool, progress
+from hack.image.python import SITE_DIR, WHEEL_PLATFORMS, compile_bytecode, target_flags
 
-FAMILY = "image"
-GOMOD_DIR = Path(__file__).resolve().parent / "gomod"
-RECIPE_REVISION = 1
-SITE_DIR = "usr/lib/python3/dist-packages"
-"""On Debian's python3.11 path (its site.py adds it); pip's --target and our package go here."""
-PYTHON = "usr/bin/python3.11"
-LOADER = "lib64/ld-linux-x86-64.so.2"
-LIBRARY_PATH = ("lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu")
-GLIBC_MINOR = 36
-"""bookworm's glibc is 2.36: a wheel for any manylinux up to it runs."""
-WHEEL_PLATFORMS = (
-    *(f"manylinux_2_{minor}_x86_64" for minor in range(GLIBC_MINOR, 16, -1)),
-    "manylinux2014_x86_64",
-)
-"""pip does not widen a --platform to older glibcs itself, so every tag is named."""
 PYPROJECT = REPO_ROOT / "pyproject.toml"
 CONSTRAINTS = REPO_ROOT / "constraints.txt"
 PACKAGE = "operator_runtime"
@@ -52,48 +36,8 @@ ENV = (
     # No openssl package, so no /usr/lib/ssl: Python's ssl finds the bundle through this.
     f"SSL_CERT_FILE=/{debian.CA_BUNDLE}",
 )
-USER = "65532:65532"
-"""Numeric, so the kubelet can check runAsNonRoot without reading /etc/passwd."""
-WORKDIR = "/home/nonroot"
-
-
-def progress(message: str) -> None:
-    gobuild.progress(FAMILY, message)
-
-
-# --- the Go tool ------------------------------------------------------------------------
-
-
-def _ocitool_built() -> gobuild.Built:
-    main_go = (GOMOD_DIR / "main.go").read_text()
-    digest = gobuild.wrapper_digest(
-        GOMOD_DIR.parent, ["gomod"], f"recipe {RECIPE_REVISION}", main_go
-    )
-    return gobuild.Built(
-        root=gobuild.cache_root() / FAMILY / f"ocitool-{digest}", binaries=("ocitool",)
-    )
-
-
-def ocitool() -> Path:
-    """The ocitool binary (gomod/main.go), built once from the pinned wrapper module."""
-
-    def build(bin_dir: Path) -> None:
-        gobuild.run_go(
-            FAMILY,
-            "go build ocitool (go-containerregistry)",
-            ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(bin_dir / "ocitool"), "."],
-            GOMOD_DIR,
-        )
-
-    built = gobuild.ensure(
-        _ocitool_built(),
-        family=FAMILY,
-        build=build,
-        versions_text="github.com/google/go-containerregistry (hack/image/gomod/go.mod)\n",
-        make_target="image",
-        expected="a minute or two",
-    )
-    return built.path("ocitool")
+USER = debian.OPERATOR.user
+WORKDIR = f"/{USER.home}"
 
 
 # --- Python dependencies ----------------------------------------------------------------
@@ -121,15 +65,7 @@ def package_version() -> str:
 
 
 def _pip_target_flags() -> list[str]:
-    return [
-        "--only-binary=:all:",
-        *(f"--platform={platform}" for platform in WHEEL_PLATFORMS),
-        "--python-version", "3.11",
-        "--implementation", "cp",
-        "--abi", "cp311",
-        "--constraint", str(CONSTRAINTS),
-        "--disable-pip-version-check",
-    ]  # fmt: skip
+    return [*target_flags(), "--constraint", str(CONSTRAINTS)]
 
 
 def wheels_dir() -> Path:
@@ -152,7 +88,7 @@ def fetch_wheels() -> Path:
     progress(f"downloading wheels into {directory}")
     directory.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [sys_python(), "-m", "pip", "download", "--quiet", *_pip_target_flags(),
+        [sys.executable, "-m", "pip", "download", "--quiet", *_pip_target_flags(),
          "--dest", str(directory), *requirements()],
         check=True,
     )  # fmt: skip
@@ -160,16 +96,10 @@ def fetch_wheels() -> Path:
     return directory
 
 
-def sys_python() -> str:
-    import sys
-
-    return sys.executable
-
-
 def install_dependencies(wheels: Path, tree: Path) -> None:
     target = tree / SITE_DIR
     subprocess.run(
-        [sys_python(), "-m", "pip", "install", "--quiet", "--isolated", "--no-index",
+        [sys.executable, "-m", "pip", "install", "--quiet", "--isolated", "--no-index",
          "--no-compile", "--find-links", str(wheels), "--target", str(target), *_pip_target_flags(),
          *requirements()],
         check=True,
@@ -215,68 +145,28 @@ def install_operator(tree: Path) -> None:
     (dist_info / "top_level.txt").write_text(PACKAGE + "\n")
 
 
-# --- bytecode ---------------------------------------------------------------------------
-
-
-def compile_bytecode(rootfs: Path, tree: Path, directory: str) -> None:
-    """Compile ``tree/directory`` with the image's interpreter from ``rootfs``, recording
-    the in-image paths in the pycs (tracebacks name /usr/..., not this build's temp)."""
-    library_path = ":".join(str(rootfs / p) for p in LIBRARY_PATH)
-    loader = (rootfs / LIBRARY_PATH[0] / Path(LOADER).name).resolve()
-    env = {
-        "PYTHONHOME": str(rootfs / "usr"),
-        # Set iteration order (frozenset constants) follows string hashes: fix the seed.
-        "PYTHONHASHSEED": "0",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "LANG": "C.UTF-8",
-    }
-    completed = subprocess.run(
-        [str(loader), "--library-path", library_path, str(rootfs / PYTHON), "-S",
-         "-m", "compileall", "-q", "-f", "-j", "0", "--invalidation-mode", "unchecked-hash",
-         "-s", str(tree), "-p", "/", str(tree / directory)],
-        env=env, capture_output=True, text=True,
-    )  # fmt: skip
-    if completed.returncode != 0:
-        raise RuntimeError(
-            f"compiling {directory} with the image's python3.11 failed:\n"
-            f"{completed.stdout[-3000:]}{completed.stderr[-3000:]}"
-        )
-
-
 # --- assembly ---------------------------------------------------------------------------
-
-
-def _git(*arguments: str) -> str:
-    return subprocess.run(
-        ["git", *arguments], cwd=REPO_ROOT, capture_output=True, text=True, check=True
-    ).stdout.strip()
-
-
-def source_date() -> datetime:
-    """SOURCE_DATE_EPOCH if set, else HEAD's commit time: the image's ``created``."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH") or _git("log", "-1", "--format=%ct")
-    return datetime.fromtimestamp(int(epoch), tz=UTC)
 
 
 def image_config() -> dict[str, object]:
     return {
         "Entrypoint": list(OPERATOR_COMMAND),
         "Env": list(ENV),
-        "User": USER,
+        "User": USER.config,
         "WorkingDir": WORKDIR,
         "Labels": {
             "org.opencontainers.image.title": "pulumi-ray operator",
             "org.opencontainers.image.description": str(_project()["description"]),
             "org.opencontainers.image.licenses": "Apache-2.0",
             "org.opencontainers.image.version": package_version(),
-            "org.opencontainers.image.revision": _git("rev-parse", "HEAD"),
+            "org.opencontainers.image.revision": git("rev-parse", "HEAD"),
         },
     }
 
 
 def fetch_inputs() -> None:
     """What the build downloads (outside the sandbox): .debs, wheels, the Go tool."""
-    debian.fetch(debian.read_lock())
+    debian.fetch(debian.read_lock(debian.OPERATOR.lock_file))
     fetch_wheels()
     ocitool()
 
@@ -290,15 +180,15 @@ def _entrypoint_in(rootfs: Path) -> None:
 def build(out: Path) -> ImageBuild:
     """Assemble the image from the cached inputs into ``out`` (its layout and facts)."""
     started = time.monotonic()
-    debs = debian.fetch(debian.read_lock())
+    base_spec = debian.OPERATOR
+    debs = debian.fetch(debian.read_lock(base_spec.lock_file))
     wheels = fetch_wheels()
-    tool = ocitool()
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".image-", dir=out) as scratch_name:
         scratch = Path(scratch_name)
         base, deps, operator = scratch / "base", scratch / "deps", scratch / "operator"
         progress(f"extracting {len(debs)} Debian packages")
-        debian.extract(debs, base)
+        debian.extract(debs, base, base_spec)
         _entrypoint_in(base)
         progress("compiling the standard library")
         compile_bytecode(base, base, "usr/lib/python3.11")
@@ -307,37 +197,11 @@ def build(out: Path) -> ImageBuild:
         compile_bytecode(base, deps, SITE_DIR)
         install_operator(operator)
         compile_bytecode(base, operator, SITE_DIR)
-        progress("writing the layers")
-        layer_specs = []
-        unpacked = 0
-        for tree, created_by in (
-            (base, "Debian bookworm packages (hack/image/debian.lock)"),
-            (deps, "Python dependencies minus Pulumi (constraints.txt)"),
-            (operator, "operator_runtime"),
-        ):
-            tar = scratch / f"{tree.name}.tar"
-            unpacked += write_layer(tree, tar)
-            layer_specs.append({"path": str(tar), "created_by": created_by})
-        spec = {
-            "layers": layer_specs,
-            "config": image_config(),
-            "created": source_date().isoformat().replace("+00:00", "Z"),
-            "os": "linux",
-            "architecture": debian.ARCH,
-        }
-        (scratch / "spec.json").write_text(json.dumps(spec, indent=2))
-        progress("assembling the OCI layout (gzip)")
-        layout = out / LAYOUT_DIR
-        digest = subprocess.run(
-            [str(tool), "assemble", "--spec", str(scratch / "spec.json"), "--layout", str(layout)],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
-    manifest = json.loads((layout / "blobs" / "sha256" / digest.split(":", 1)[1]).read_bytes())
-    compressed = manifest["config"]["size"] + sum(layer["size"] for layer in manifest["layers"])
-    image = ImageBuild(
-        layout=layout, digest=digest, compressed_bytes=compressed, unpacked_bytes=unpacked
-    )
-    facts = {"digest": digest, "compressed_bytes": compressed, "unpacked_bytes": unpacked}
-    (out / BUILD_FACTS).write_text(json.dumps(facts, indent=2) + "\n")
+        layers = (
+            Layer(base, "Debian bookworm packages (hack/image/debian.lock)"),
+            Layer(deps, "Python dependencies minus Pulumi (constraints.txt)"),
+            Layer(operator, "operator_runtime"),
+        )
+        image = assemble(out, layers, image_config(), USER, scratch)
     progress(f"built in {time.monotonic() - started:.0f}s")
     return image

@@ -1,12 +1,14 @@
-"""The image's Debian base: pinned bookworm packages, extracted, never installed.
+"""An image's Debian base: pinned bookworm packages, extracted, never installed.
 
-``lock()`` resolves the dependency closure of ``ROOTS`` against the apt sources this
-machine has (``/etc/apt/sources.list.d/debian.sources``, the same on a fresh CI machine)
-and writes ``debian.lock``: one package a line with its version, architecture, sha256,
-size and URL. ``fetch()`` downloads exactly those files into the cache and checks each
-hash (the mirror is plain HTTP; the hashes come from apt's signed indexes). ``extract()``
-unpacks them the way distroless images are made: no maintainer scripts, no dpkg database,
-so no shell, package manager or apt, and what a postinst would generate is made here.
+A ``Base`` says what an image's base is made of: the packages it roots at, the
+dependencies it leaves out, its lock file and its user. ``lock()`` resolves the
+dependency closure of its roots against the apt sources this machine has
+(``/etc/apt/sources.list.d/debian.sources``, the same on a fresh CI machine) and writes
+the lock: one package a line with its version, architecture, sha256, size and URL.
+``fetch()`` downloads exactly those files into the cache and checks each hash (the mirror
+is plain HTTP; the hashes come from apt's signed indexes). ``extract()`` unpacks them the
+way distroless images are made: no maintainer scripts, no dpkg database, so no package
+manager or apt, and what a postinst would generate is made here.
 """
 
 from __future__ import annotations
@@ -17,41 +19,23 @@ import shutil
 import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from hack import gobuild
+from hack.image.user import ImageUser
 
-LOCK_FILE = Path(__file__).resolve().parent / "debian.lock"
 ARCH = "amd64"
-"""One architecture: the operator runs on amd64 nodes; an arm64 image would lock again."""
+"""One architecture: the images run on amd64 nodes; an arm64 image would lock again."""
 
-ROOTS = (
-    "python3.11-minimal",
-    "libpython3.11-minimal",
-    "libpython3.11-stdlib",
-    "ca-certificates",
-    "tzdata",
-    "netbase",  # /etc/services and /etc/protocols, which socket lookups read
-)
-EXCLUDED = {
-    # Machinery of installing, which a root filesystem that is never installed into lacks.
+INSTALL_MACHINERY: Mapping[str, str] = {
+    # What installing needs, and a root filesystem that is never installed into lacks.
     "debconf": "maintainer-script configuration; no maintainer script runs",
     "debconf-2.0": "the virtual name of debconf",
     "perl-base": "needed only by debconf and maintainer scripts",
     "dpkg": "no package manager in the image",
-    "openssl": "the CLI; Python links libssl3, and the CA bundle is generated here",
-    # Libraries only stdlib modules the operator never imports load (checked in the image
-    # test: operator_runtime imports in the unpacked root).
-    "libreadline8": "readline: interactive prompts only",
-    "readline-common": "readline: interactive prompts only",
-    "libncursesw6": "curses: terminals only",
-    "libtinfo6": "curses and readline: terminals only",
-    "libnsl2": "the nis module (NIS/YP), removed from Python 3.13",
-    "libtirpc3": "only through libnsl2",
-    "libdb5.3": "the dbm.ndbm module; shelve/dbm fall back to dbm.dumb",
 }
-"""Dependencies a distroless image leaves out, and why."""
 
 DROPPED_PATHS = (
     "usr/share/doc",
@@ -68,6 +52,69 @@ DROPPED_PATHS = (
     "usr/lib/python3.11/config-3.11-x86_64-linux-gnu",
 )
 """Documentation, locales, and what only a postinst or a compiler reads."""
+
+
+@dataclass(frozen=True)
+class Base:
+    """One image's Debian base."""
+
+    lock_file: Path
+    roots: tuple[str, ...]
+    """The packages asked for; the lock holds their dependency closure."""
+    excluded: Mapping[str, str]
+    """Dependencies left out, each with why: the lock's header repeats them."""
+    user: ImageUser
+    links: Mapping[str, str]
+    """Symlinks a postinst or an alternative would make (``usr/bin/python``), to their targets."""
+    lock_command: str
+    """How this base's lock is written (``python -m hack.image lock``), for messages."""
+
+    @property
+    def refresh(self) -> str:
+        """What to do when the mirror has dropped a locked version."""
+        return (
+            f"refresh the lock with `{self.lock_command}` and commit "
+            f"{self.lock_file.relative_to(Path(__file__).resolve().parents[2])}"
+        )
+
+
+OPERATOR = Base(
+    lock_file=Path(__file__).resolve().parent / "debian.lock",
+    roots=(
+        "python3.11-minimal",
+        "libpython3.11-minimal",
+        "libpython3.11-stdlib",
+        "ca-certificates",
+        "tzdata",
+        "netbase",  # /etc/services and /etc/protocols, which socket lookups read
+    ),
+    excluded={
+        **INSTALL_MACHINERY,
+        "openssl": "the CLI; Python links libssl3, and the CA bundle is generated here",
+        # Libraries only stdlib modules the operator never imports load (checked in the
+        # image test: operator_runtime imports in the unpacked root).
+        "libreadline8": "readline: interactive prompts only",
+        "readline-common": "readline: interactive prompts only",
+        "libncursesw6": "curses: terminals only",
+        "libtinfo6": "curses and readline: terminals only",
+        "libnsl2": "the nis module (NIS/YP), removed from Python 3.13",
+        "libtirpc3": "only through libnsl2",
+        "libdb5.3": "the dbm.ndbm module; shelve/dbm fall back to dbm.dumb",
+    },
+    user=ImageUser(
+        name="nonroot",
+        uid=65532,
+        group="nonroot",
+        gid=65532,
+        home="home/nonroot",
+        home_mode=0o700,
+        shell="/sbin/nologin",
+    ),
+    links={"usr/bin/python": "python3.11"},
+    lock_command="python -m hack.image lock",
+)
+"""The operator image's base: Python and what its ssl and zoneinfo read, nothing else
+(no shell)."""
 
 CA_BUNDLE = "etc/ssl/certs/ca-certificates.crt"
 
@@ -95,7 +142,7 @@ def progress(message: str) -> None:
     gobuild.progress("image", message)
 
 
-def read_lock(path: Path = LOCK_FILE) -> list[Package]:
+def read_lock(path: Path) -> list[Package]:
     packages = []
     for line in path.read_text().splitlines():
         if not line.strip() or line.startswith("#"):
@@ -137,19 +184,19 @@ def _dependencies(record: dict[str, str]) -> list[list[str]]:
     return groups
 
 
-def _closure() -> dict[str, dict[str, str]]:
+def _closure(base: Base) -> dict[str, dict[str, str]]:
     records: dict[str, dict[str, str]] = {}
-    pending = list(ROOTS)
+    pending = list(base.roots)
     while pending:
         name = pending.pop()
-        if name in records or name in EXCLUDED:
+        if name in records or name in base.excluded:
             continue
         record = _show(name)
         if record is None:
             raise RuntimeError(f"apt knows no package {name!r}: run `apt-get update` first")
         records[name] = record
         for alternatives in _dependencies(record):
-            if any(a in EXCLUDED or a in records for a in alternatives):
+            if any(a in base.excluded or a in records for a in alternatives):
                 continue
             real = next((a for a in alternatives if _show(a) is not None), None)
             if real is None:
@@ -192,17 +239,17 @@ def locate(names: tuple[str, ...]) -> list[Package]:
     return _packages(records)
 
 
-def lock(path: Path = LOCK_FILE) -> list[Package]:
-    """Resolve the closure from apt's current indexes and write it to ``path``."""
-    packages = _packages(_closure())
+def lock(base: Base) -> list[Package]:
+    """Resolve ``base``'s closure from apt's current indexes and write its lock file."""
+    packages = _packages(_closure(base))
     header = [
-        "# The image's Debian packages (python -m hack.image lock writes this; commit it).",
-        f"# The dependency closure of: {' '.join(ROOTS)}",
-        "# minus what a distroless image leaves out (hack/image/debian.py EXCLUDED says why):",
-        *(f"#   {name}: {why}" for name, why in sorted(EXCLUDED.items())),
+        f"# The image's Debian packages ({base.lock_command} writes this; commit it).",
+        f"# The dependency closure of: {' '.join(base.roots)}",
+        "# minus what a distroless image leaves out, and why:",
+        *(f"#   {name}: {why}" for name, why in sorted(base.excluded.items())),
         "# package version arch sha256 size url",
     ]
-    path.write_text("\n".join([*header, *(p.line() for p in packages)]) + "\n")
+    base.lock_file.write_text("\n".join([*header, *(p.line() for p in packages)]) + "\n")
     return packages
 
 
@@ -223,13 +270,10 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-_REFRESH = "refresh the lock with `python -m hack.image lock` and commit hack/image/debian.lock"
-
-
 def fetch(
     packages: list[Package],
     directory: Path | None = None,
-    refresh: str = _REFRESH,
+    refresh: str = OPERATOR.refresh,
 ) -> list[Path]:
     """The locked .debs from the cache (``directory``, the image's by default),
     downloading (and checking) what is missing; ``refresh`` says how to renew the lock
@@ -276,7 +320,7 @@ def _download(package: Package, path: Path, refresh: str) -> None:
     partial.rename(path)
 
 
-def extract(debs: list[Path], root: Path) -> None:
+def extract(debs: list[Path], root: Path, base: Base) -> None:
     """Unpack the .debs' files under ``root``, then do what their postinsts would."""
     for deb in debs:
         subprocess.run(["dpkg-deb", "--extract", str(deb), str(root)], check=True)
@@ -287,7 +331,7 @@ def extract(debs: list[Path], root: Path) -> None:
             shutil.rmtree(target)
         elif target.exists():
             target.unlink()
-    _system_files(root)
+    _system_files(root, base)
 
 
 def _ca_bundle(root: Path) -> None:
@@ -306,11 +350,6 @@ def _ca_bundle(root: Path) -> None:
     bundle.chmod(0o644)
 
 
-PASSWD = (
-    "root:x:0:0:root:/root:/sbin/nologin\n"
-    "nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
-)
-GROUP = "root:x:0:\nnonroot:x:65532:\n"
 NSSWITCH = "".join(
     f"{database}: {sources}\n"
     for database, sources in (
@@ -322,17 +361,22 @@ NSSWITCH = "".join(
 would try nis first."""
 
 
-def _system_files(root: Path) -> None:
+def _system_files(root: Path, base: Base) -> None:
     etc = root / "etc"
     etc.mkdir(exist_ok=True)
-    for name, text in (("passwd", PASSWD), ("group", GROUP), ("nsswitch.conf", NSSWITCH)):
+    user = base.user
+    for name, text in (
+        ("passwd", user.passwd()), ("group", user.group_file()), ("nsswitch.conf", NSSWITCH),
+    ):  # fmt: skip
         (etc / name).write_text(text)
         (etc / name).chmod(0o644)
     # tzdata's postinst would link the configured zone; UTC is what a pod expects.
     localtime = etc / "localtime"
     localtime.unlink(missing_ok=True)
     localtime.symlink_to("/usr/share/zoneinfo/Etc/UTC")
-    (root / "usr/bin/python").symlink_to("python3.11")
-    for directory, mode in (("tmp", 0o1777), ("home/nonroot", 0o700), ("root", 0o700)):
+    for link, target in base.links.items():
+        (root / link).unlink(missing_ok=True)
+        (root / link).symlink_to(target)
+    for directory, mode in (("tmp", 0o1777), (user.home, user.home_mode), ("root", 0o700)):
         (root / directory).mkdir(parents=True, exist_ok=True)
         os.chmod(root / directory, mode)

@@ -2,8 +2,9 @@
 
 Entries are sorted (parents first), every mtime is ``MTIME`` (not the source date, so a
 new commit leaves the Debian and dependency layers' digests alone), owners are numeric
-root (``/home/nonroot`` excepted) with no user or group names, and modes are normalised
-from the executable bit, so the umask of the machine that built the tree does not show.
+root (the image user's home excepted) with no user or group names, and modes are
+normalised from the executable bit, so the umask of the machine that built the tree does
+not show.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import tarfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from hack.image.user import ImageUser
+
 MTIME = 0
-NONROOT = 65532
-SPECIAL_MODES: Mapping[str, int] = {"tmp": 0o1777, "home/nonroot": 0o700, "root": 0o700}
-OWNERS: Mapping[str, int] = {"home/nonroot": NONROOT}
+SPECIAL_MODES: Mapping[str, int] = {"tmp": 0o1777, "root": 0o700}
 
 
 def _entries(tree: Path) -> list[Path]:
@@ -25,8 +26,11 @@ def _entries(tree: Path) -> list[Path]:
     return sorted(found, key=lambda p: p.relative_to(tree).parts)
 
 
-def write_layer(tree: Path, out: Path) -> int:
-    """Write ``tree`` as an uncompressed tar at ``out``; return its regular files' bytes."""
+def write_layer(tree: Path, out: Path, user: ImageUser | None = None) -> int:
+    """Write ``tree`` as an uncompressed tar at ``out``; return its regular files' bytes.
+    ``user``'s home, if the tree has it, is the one entry not owned by root."""
+    modes = {**SPECIAL_MODES, **({user.home: user.home_mode} if user else {})}
+    owners = {user.home: (user.uid, user.gid)} if user else {}
     unpacked = 0
     first_names: dict[tuple[int, int], str] = {}
     with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as archive:
@@ -35,7 +39,7 @@ def write_layer(tree: Path, out: Path) -> int:
             status = path.lstat()
             info = tarfile.TarInfo(name)
             info.mtime = MTIME
-            info.uid = info.gid = OWNERS.get(name, 0)
+            info.uid, info.gid = owners.get(name, (0, 0))
             info.uname = info.gname = ""
             if stat.S_ISLNK(status.st_mode):
                 info.type = tarfile.SYMTYPE
@@ -44,7 +48,7 @@ def write_layer(tree: Path, out: Path) -> int:
                 archive.addfile(info)
             elif stat.S_ISDIR(status.st_mode):
                 info.type = tarfile.DIRTYPE
-                info.mode = SPECIAL_MODES.get(name, 0o755)
+                info.mode = modes.get(name, 0o755)
                 archive.addfile(info)
             elif stat.S_ISREG(status.st_mode):
                 info.mode = 0o755 if status.st_mode & 0o111 else 0o644

@@ -24,6 +24,7 @@ import pytest
 from components.operator.deployment import OPERATOR_COMMAND
 from hack.image import ImageBuild, built, config_document, manifest, root_filesystem
 from hack.image import build as image_build
+from hack.image.oci import source_date
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 REGISTRY_STOP_SECONDS = 30.0
@@ -85,7 +86,7 @@ def test_the_config_runs_the_deployments_command_as_nonroot(config: dict[str, An
         ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
     ).stdout.strip()
     assert labels["org.opencontainers.image.revision"] == head, "HEAD moved: run `make image`"
-    assert config["created"] == image_build.source_date().isoformat().replace("+00:00", "Z")
+    assert config["created"] == source_date().isoformat().replace("+00:00", "Z")
     assert config["architecture"] == "amd64" and config["os"] == "linux"
 
 

@@ -1,0 +1,123 @@
+"""From layer trees to an OCI image layout: what every image built here shares.
+
+The layer tars are written in Python (``layers.py``: the same tree gives the same bytes);
+compressing them and writing the layout is ``ocitool``'s (``gomod/main.go``), built once
+from its pinned wrapper module. ``assemble`` does both and records the image's facts in
+``build.json`` beside the layout, which ``hack.image.read_build`` checks on reading.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hack import gobuild
+from hack.image import BUILD_FACTS, LAYOUT_DIR, REPO_ROOT, ImageBuild, debian
+from hack.image.layers import write_layer
+from hack.image.user import ImageUser
+
+FAMILY = "image"
+GOMOD_DIR = Path(__file__).resolve().parent / "gomod"
+RECIPE_REVISION = 1
+
+
+def progress(message: str) -> None:
+    gobuild.progress(FAMILY, message)
+
+
+def _ocitool_built() -> gobuild.Built:
+    main_go = (GOMOD_DIR / "main.go").read_text()
+    digest = gobuild.wrapper_digest(
+        GOMOD_DIR.parent, ["gomod"], f"recipe {RECIPE_REVISION}", main_go
+    )
+    return gobuild.Built(
+        root=gobuild.cache_root() / FAMILY / f"ocitool-{digest}", binaries=("ocitool",)
+    )
+
+
+def ocitool() -> Path:
+    """The ocitool binary (gomod/main.go), built once from the pinned wrapper module."""
+
+    def build(bin_dir: Path) -> None:
+        gobuild.run_go(
+            FAMILY,
+            "go build ocitool (go-containerregistry)",
+            ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(bin_dir / "ocitool"), "."],
+            GOMOD_DIR,
+        )
+
+    built = gobuild.ensure(
+        _ocitool_built(),
+        family=FAMILY,
+        build=build,
+        versions_text="github.com/google/go-containerregistry (hack/image/gomod/go.mod)\n",
+        make_target="image",
+        expected="a minute or two",
+    )
+    return built.path("ocitool")
+
+
+def git(*arguments: str) -> str:
+    return subprocess.run(
+        ["git", *arguments], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def source_date() -> datetime:
+    """SOURCE_DATE_EPOCH if set, else HEAD's commit time: the image's ``created``."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH") or git("log", "-1", "--format=%ct")
+    return datetime.fromtimestamp(int(epoch), tz=UTC)
+
+
+@dataclass(frozen=True)
+class Layer:
+    tree: Path
+    """A directory laid out as the root filesystem (``usr/...``)."""
+    created_by: str
+    """The history entry: what the layer holds and where it is pinned."""
+
+
+def assemble(
+    out: Path,
+    layers: Sequence[Layer],
+    config: Mapping[str, object],
+    user: ImageUser,
+    scratch: Path,
+) -> ImageBuild:
+    """Write ``layers`` (in order) under ``config`` as the OCI layout ``out/oci`` and its
+    facts as ``out/build.json``; the layer tars are made in ``scratch``."""
+    tool = ocitool()
+    progress("writing the layers")
+    specs, unpacked = [], 0
+    for index, layer in enumerate(layers):
+        tar = scratch / f"layer-{index}.tar"
+        unpacked += write_layer(layer.tree, tar, user)
+        specs.append({"path": str(tar), "created_by": layer.created_by})
+    spec = {
+        "layers": specs,
+        "config": dict(config),
+        "created": source_date().isoformat().replace("+00:00", "Z"),
+        "os": "linux",
+        "architecture": debian.ARCH,
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".json", dir=scratch, delete=False) as file:
+        json.dump(spec, file, indent=2)
+    progress("assembling the OCI layout (gzip)")
+    layout = out / LAYOUT_DIR
+    digest = subprocess.run(
+        [str(tool), "assemble", "--spec", file.name, "--layout", str(layout)],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    manifest = json.loads((layout / "blobs" / "sha256" / digest.split(":", 1)[1]).read_bytes())
+    compressed = manifest["config"]["size"] + sum(layer["size"] for layer in manifest["layers"])
+    facts = {"digest": digest, "compressed_bytes": compressed, "unpacked_bytes": unpacked}
+    (out / BUILD_FACTS).write_text(json.dumps(facts, indent=2) + "\n")
+    return ImageBuild(
+        layout=layout, digest=digest, compressed_bytes=compressed, unpacked_bytes=unpacked
+    )

@@ -1,0 +1,63 @@
+"""Python in an image: where packages go, which wheels fit, bytecode and scripts.
+
+Both images run Debian's python3.11 and take third-party packages as manylinux wheels
+for CPython 3.11 on x86_64, installed with this machine's pip into a tree laid out like
+the image (``pip install --target``); nothing is built from source. Bytecode is
+compiled by the image's own interpreter (through its own loader and libraries) with
+unchecked-hash pycs and a fixed hash seed, so that the same sources give the same bytes.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+SITE_DIR = "usr/lib/python3/dist-packages"
+"""On Debian's python3.11 path (its site.py adds it); pip's --target goes here."""
+PYTHON = "usr/bin/python3.11"
+LOADER = "lib64/ld-linux-x86-64.so.2"
+LIBRARY_PATH = ("lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu")
+GLIBC_MINOR = 36
+"""bookworm's glibc is 2.36: a wheel for any manylinux up to it runs."""
+WHEEL_PLATFORMS = (
+    *(f"manylinux_2_{minor}_x86_64" for minor in range(GLIBC_MINOR, 16, -1)),
+    "manylinux2014_x86_64",
+)
+"""pip does not widen a --platform to older glibcs itself, so every tag is named."""
+
+
+def target_flags() -> list[str]:
+    """pip's flags for wheels that run on the image, whatever this machine is."""
+    return [
+        "--only-binary=:all:",
+        *(f"--platform={platform}" for platform in WHEEL_PLATFORMS),
+        "--python-version", "3.11",
+        "--implementation", "cp",
+        "--abi", "cp311",
+        "--disable-pip-version-check",
+    ]  # fmt: skip
+
+
+def compile_bytecode(rootfs: Path, tree: Path, directory: str) -> None:
+    """Compile ``tree/directory`` with the image's interpreter from ``rootfs``, recording
+    the in-image paths in the pycs (tracebacks name /usr/..., not this build's temp)."""
+    library_path = ":".join(str(rootfs / p) for p in LIBRARY_PATH)
+    loader = (rootfs / LIBRARY_PATH[0] / Path(LOADER).name).resolve()
+    env = {
+        "PYTHONHOME": str(rootfs / "usr"),
+        # Set iteration order (frozenset constants) follows string hashes: fix the seed.
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LANG": "C.UTF-8",
+    }
+    completed = subprocess.run(
+        [str(loader), "--library-path", library_path, str(rootfs / PYTHON), "-S",
+         "-m", "compileall", "-q", "-f", "-j", "0", "--invalidation-mode", "unchecked-hash",
+         "-s", str(tree), "-p", "/", str(tree / directory)],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    if completed.returncode != 0:
+        raise RuntimeError(
+            f"compiling {directory} with the image's python3.11 failed:\n"
+            f"{completed.stdout[-3000:]}{completed.stderr[-3000:]}"
+        )
