@@ -4,7 +4,8 @@ Our own launcher because this machine (like many CI runners) has no container ru
 and the proof the image must give is the pod's, not a process's: the image's root
 filesystem, read-only; a tmpfs ``/tmp`` (the Deployment's emptyDir); ``/proc``; a
 ``/dev`` of null, zero, random and urandom; the ServiceAccount's token, ``ca.crt`` and
-``namespace`` read-only at ``/var/run/secrets/kubernetes.io/serviceaccount``; the image's
+``namespace`` read-only at ``/var/run/secrets/kubernetes.io/serviceaccount``; an
+``/etc/hosts`` naming ``localhost`` and the pod, as the kubelet writes one; the image's
 user (numeric and not root, as ``runAsNonRoot`` demands), no supplementary groups, no
 capabilities (bounding set included) and ``no_new_privs``; the environment the image,
 the kubelet and the container spec give, and nothing from this machine's.
@@ -45,6 +46,8 @@ SERVICE_ACCOUNT_DIR: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
 DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 """What runc's callers (containerd, CRI-O) put in the environment when the image has no PATH."""
 DEVICES: Final = ("null", "zero", "random", "urandom")
+HOSTS_SUFFIX: Final = ".hosts"
+"""Beside the spec file: the container's ``/etc/hosts``, which ``launch`` writes."""
 
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 _MS_REMOUNT, _MS_BIND, _MS_REC = 0x20, 0x1000, 0x4000
@@ -100,6 +103,12 @@ class ContainerRun:
 def launch(run: ContainerRun, spec_file: Path, output: IO[bytes]) -> subprocess.Popen[bytes]:
     """Start the container; its output goes to ``output``, like a runtime's log pipe."""
     spec_file.write_text(json.dumps(asdict(run)))
+    # The kubelet's hosts file for a pod on the pod network; the container shares this
+    # sandbox's network, so its own name is loopback too.
+    spec_file.with_suffix(HOSTS_SUFFIX).write_text(
+        f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+        f"127.0.0.1\t{run.hostname}\n"
+    )
     repo_root = Path(__file__).resolve().parents[2]
     return subprocess.Popen(
         ["unshare", "--mount", "--uts", "--propagation", "private", "--",
@@ -225,7 +234,7 @@ def _mount_point(root: Path, path: str, *, file: bool = False) -> Path:
     return target
 
 
-def _build_filesystem(run: ContainerRun) -> Path:
+def _build_filesystem(run: ContainerRun, hosts: Path) -> Path:
     root = Path(run.root).resolve()
     _mount(str(root), root, None, _MS_BIND | _MS_REC)
     hidden = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
@@ -239,6 +248,7 @@ def _build_filesystem(run: ContainerRun) -> Path:
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                          ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):  # fmt: skip
         (dev / name).symlink_to(target)
+    _mount(str(hosts), _mount_point(root, "/etc/hosts", file=True), None, _MS_BIND)
     secrets = _mount_point(root, SERVICE_ACCOUNT_DIR)
     _mount(run.service_account, secrets, None, _MS_BIND)
     _mount(None, secrets, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | hidden)
@@ -265,8 +275,8 @@ def _drop_privileges(uid: int, gid: int) -> None:
     _check(libc.capset(header, data), "clear the inheritable capabilities")
 
 
-def _start(run: ContainerRun) -> None:
-    root = _build_filesystem(run)
+def _start(run: ContainerRun, hosts: Path) -> None:
+    root = _build_filesystem(run, hosts)
     uid, gid, home = _user(root, run.image.user)
     hostname = run.hostname.encode()
     _check(_libc().sethostname(hostname, len(hostname)), "sethostname")
@@ -288,7 +298,7 @@ def _start(run: ContainerRun) -> None:
 def main(arguments: Sequence[str]) -> int:
     (spec_file,) = arguments
     try:
-        _start(_load(Path(spec_file)))
+        _start(_load(Path(spec_file)), Path(spec_file).with_suffix(HOSTS_SUFFIX))
     except ContainerError as error:
         print(f"container: {error}", file=sys.stderr)
         return 128
