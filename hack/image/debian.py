@@ -13,14 +13,16 @@ manager or apt, and what a postinst would generate is made here.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
 import subprocess
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hack import gobuild
@@ -68,6 +70,8 @@ class Base:
     """Symlinks a postinst or an alternative would make (``usr/bin/python``), to their targets."""
     lock_command: str
     """How this base's lock is written (``python -m hack.image lock``), for messages."""
+    providers: Mapping[str, str] = field(default_factory=dict)
+    """The package chosen for a purely virtual name a dependency asks for (``awk``)."""
 
     @property
     def refresh(self) -> str:
@@ -155,6 +159,7 @@ def read_lock(path: Path) -> list[Package]:
 # --- lock ------------------------------------------------------------------------------
 
 
+@functools.cache
 def _show(name: str) -> dict[str, str] | None:
     """apt's candidate record of one package, or None for a purely virtual name."""
     found = subprocess.run(
@@ -195,7 +200,8 @@ def _closure(base: Base) -> dict[str, dict[str, str]]:
         if record is None:
             raise RuntimeError(f"apt knows no package {name!r}: run `apt-get update` first")
         records[name] = record
-        for alternatives in _dependencies(record):
+        for named in _dependencies(record):
+            alternatives = [base.providers.get(a, a) for a in named]
             if any(a in base.excluded or a in records for a in alternatives):
                 continue
             real = next((a for a in alternatives if _show(a) is not None), None)
@@ -215,7 +221,8 @@ def _uris(records: dict[str, dict[str, str]]) -> dict[str, str]:
     uris = {}
     for line in printed.splitlines():
         url = line.split()[0].strip("'")
-        uris[url.rsplit("/", 1)[-1].split("_", 1)[0]] = url
+        # The file name is URL-quoted (libstdc%2b%2b6_...); the package name is not.
+        uris[urllib.parse.unquote(url.rsplit("/", 1)[-1]).split("_", 1)[0]] = url
     return uris
 
 
