@@ -21,7 +21,8 @@ from pathlib import Path
 from components.operator.deployment import OPERATOR_COMMAND
 from hack import gobuild, sandbox
 from hack.image import REPO_ROOT, ImageBuild, debian
-from hack.image.oci import FAMILY, Layer, assemble, git, ocitool, progress
+from hack.image.oci import FAMILY, Layer, assemble, git, progress, source_date
+from hack.image.oci import ocitool as ocitool  # where the node's images (hack/node) take it
 from hack.image.python import SITE_DIR, WHEEL_PLATFORMS, compile_bytecode, target_flags
 
 PYPROJECT = REPO_ROOT / "pyproject.toml"
@@ -202,6 +203,6 @@ def build(out: Path) -> ImageBuild:
             Layer(deps, "Python dependencies minus Pulumi (constraints.txt)"),
             Layer(operator, "operator_runtime"),
         )
-        image = assemble(out, layers, image_config(), USER, scratch)
+        image = assemble(out, layers, image_config(), USER, scratch, source_date())
     progress(f"built in {time.monotonic() - started:.0f}s")
     return image

@@ -89,9 +89,11 @@ def assemble(
     config: Mapping[str, object],
     user: ImageUser,
     scratch: Path,
+    created: datetime,
 ) -> ImageBuild:
     """Write ``layers`` (in order) under ``config`` as the OCI layout ``out/oci`` and its
-    facts as ``out/build.json``; the layer tars are made in ``scratch``."""
+    facts as ``out/build.json``; the layer tars are made in ``scratch``. ``created`` dates
+    the image and its history (the layers' own entries are all at ``layers.MTIME``)."""
     tool = ocitool()
     progress("writing the layers")
     specs, unpacked = [], 0
@@ -102,7 +104,7 @@ def assemble(
     spec = {
         "layers": specs,
         "config": dict(config),
-        "created": source_date().isoformat().replace("+00:00", "Z"),
+        "created": created.isoformat().replace("+00:00", "Z"),
         "os": "linux",
         "architecture": debian.ARCH,
     }
