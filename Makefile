@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo bench shell lint venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image crds permissions dashboards schema clean
+.PHONY: test demo bench shell lint venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image crds permissions dashboards schema clean
 
 venv: $(STAMP)
 
@@ -95,6 +95,12 @@ prometheus: venv
 image: venv
 	$(PY) -m hack.image build
 
+# The real node's Ray image into dist/ray-image/ (hack/image/ray): a stand-in for
+# rayproject/ray at constraints.txt's ray pin, built here from the ray wheel and loaded
+# on the node as rayproject/ray:<version>; its .debs and wheels are fetched here.
+ray-image: venv
+	$(PY) -m hack.image.ray build
+
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -140,4 +146,4 @@ schema: venv
 	$(PY) -m hack.schemadocs
 
 clean:
-	rm -rf $(VENV) $(FLOOR_VENV) .localcluster .pytest_cache .mypy_cache .ruff_cache dist/image
+	rm -rf $(VENV) $(FLOOR_VENV) .localcluster .pytest_cache .mypy_cache .ruff_cache dist/image dist/ray-image

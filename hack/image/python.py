@@ -9,6 +9,8 @@ unchecked-hash pycs and a fixed hash seed, so that the same sources give the sam
 
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -61,3 +63,45 @@ def compile_bytecode(rootfs: Path, tree: Path, directory: str) -> None:
             f"compiling {directory} with the image's python3.11 failed:\n"
             f"{completed.stdout[-3000:]}{completed.stderr[-3000:]}"
         )
+
+
+_ENTRY_POINT = re.compile(r"^\s*([\w.-]+)\s*=\s*([\w.]+)\s*:\s*([\w.]+)\s*$")
+
+
+def _console_scripts(site: Path) -> dict[str, tuple[str, str]]:
+    """Each console script of the distributions under ``site``: (module, callable)."""
+    scripts = {}
+    for entry_points in sorted(site.glob("*.dist-info/entry_points.txt")):
+        section = ""
+        for line in entry_points.read_text().splitlines():
+            if line.strip().startswith("["):
+                section = line.strip()
+            elif section == "[console_scripts]" and (match := _ENTRY_POINT.match(line)):
+                name, module, attribute = match.groups()
+                scripts[name] = (module, attribute)
+    return scripts
+
+
+def install_scripts(tree: Path, bin_dir: str) -> list[str]:
+    """Put the programs pip installed with the packages under ``tree/SITE_DIR`` into
+    ``tree/bin_dir``; their names.
+
+    pip writes console scripts into ``--target``'s ``bin/`` with this machine's
+    interpreter in the shebang: those are written again from the entry points, for the
+    image's interpreter. Other programs there (a wheel's compiled ``scripts``, such as
+    py-spy's) are moved as they are."""
+    pip_bin, target = tree / SITE_DIR / "bin", tree / bin_dir
+    target.mkdir(parents=True, exist_ok=True)
+    scripts = _console_scripts(tree / SITE_DIR)
+    for program in sorted(pip_bin.iterdir()) if pip_bin.is_dir() else ():
+        if program.name not in scripts:
+            shutil.move(program, target / program.name)
+    shutil.rmtree(pip_bin, ignore_errors=True)
+    for name, (module, attribute) in scripts.items():
+        head = attribute.split(".", 1)[0]
+        script = target / name
+        script.write_text(
+            f"#!/{PYTHON}\nimport sys\nfrom {module} import {head}\nsys.exit({attribute}())\n"
+        )
+        script.chmod(0o755)
+    return sorted(p.name for p in target.iterdir())

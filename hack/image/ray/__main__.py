@@ -1,0 +1,46 @@
+"""``python -m hack.image.ray build|lock``: the Ray image (hack/image/ray/__init__.py).
+
+build   download the locked inputs (cached) and write dist/ray-image/ (make ray-image)
+lock    re-resolve debian.lock from apt's indexes and python.lock from the index
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hack.image import debian
+from hack.image.ray import DIST_DIR, RAY_IMAGE, wheels
+from hack.image.ray import build as ray_build
+
+MIB = 1024 * 1024
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m hack.image.ray", description=__doc__.split("\n")[0]
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("build", help="build dist/ray-image/ from the locked inputs")
+    commands.add_parser("lock", help="re-resolve hack/image/ray/debian.lock and python.lock")
+    arguments = parser.parse_args(argv)
+
+    if arguments.command == "lock":
+        packages = debian.lock(ray_build.BASE)
+        print(f"{ray_build.BASE.lock_file}: {len(packages)} packages")
+        locked = wheels.lock()
+        print(f"{wheels.LOCK_FILE}: {len(locked)} wheels; review and commit both")
+    else:
+        image = ray_build.build(DIST_DIR)
+        print(f"digest:     {image.digest}")
+        print(
+            f"compressed: {image.compressed_bytes / MIB:.1f} MiB ({image.compressed_bytes} bytes)"
+        )
+        print(f"unpacked:   {image.unpacked_bytes / MIB:.1f} MiB ({image.unpacked_bytes} bytes)")
+        print(f"layout:     {image.layout}")
+        print(f"loaded on the node as {RAY_IMAGE} (a stand-in built here, not Ray's image)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

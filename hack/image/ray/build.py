@@ -1,0 +1,130 @@
+"""Assemble the Ray image from the cached inputs: locked .debs and locked wheels.
+
+Three layers, largest and least often changed last to first: the Debian base, Ray's
+dependencies, Ray itself (a Ray upgrade with the same dependencies pushes one layer).
+Every module has its bytecode, compiled by the image's interpreter: Ray's files belong
+to root and the pods run as uid 1000, which could not write a pyc, so each worker would
+compile Ray again as it starts.
+
+Nothing in the image depends on this checkout's HEAD: its ``created`` is the time of the
+last commit that changed the recipe (this package and the shared machinery), so a commit
+elsewhere leaves the digest, and the node's copy of the image, alone.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hack.image import ImageBuild, debian
+from hack.image.oci import Layer, assemble, git, progress
+from hack.image.python import SITE_DIR, compile_bytecode, install_scripts
+from hack.image.ray import RAY_IMAGE, RAY_VERSION, wheels
+from hack.image.user import ImageUser
+
+RAY = ImageUser(
+    name="ray", uid=1000, group="users", gid=100,
+    home="home/ray", home_mode=0o755, shell="/bin/bash",
+)  # fmt: skip
+"""Ray's own image's user: ``ray``, uid 1000, home ``/home/ray``."""
+BASE = debian.Base(
+    lock_file=Path(__file__).resolve().parent / "debian.lock",
+    roots=(
+        "python3.11",
+        "libpython3.11-stdlib",
+        "bash",  # KubeRay's containers run /bin/bash -c --
+        "coreutils",
+        "grep",
+        "sed",
+        "wget",  # KubeRay's exec probes for Ray < 2.53: wget ... | grep success
+        "procps",  # ps, top, free: what `kubectl exec` users reach for
+        "libstdc++6",
+        "libgcc-s1",
+        "ca-certificates",
+        "tzdata",
+        "netbase",
+    ),
+    excluded={
+        **debian.INSTALL_MACHINERY,
+        "openssl": "the CLI; Python links libssl3, wget GnuTLS, and the bundle is made here",
+        "init-system-helpers": "procps' init scripts' helpers; no init runs in a container",
+        "libnsl2": "the nis module (NIS/YP), removed from Python 3.13",
+        "libtirpc3": "only through libnsl2",
+    },
+    user=RAY,
+    links={
+        "usr/bin/python": "python3.11",
+        "usr/bin/python3": "python3.11",
+        # No dash: Ray's shell=True subprocesses get bash, as sh.
+        "bin/sh": "bash",
+    },
+    lock_command="python -m hack.image.ray lock",
+    providers={"awk": "mawk"},  # base-files' Pre-Depends, as debootstrap picks it
+)
+BIN_DIR = "usr/local/bin"
+"""Where the console scripts (``ray``, ``serve``) and py-spy go: on PATH."""
+ENV = (
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "LANG=C.UTF-8",
+    # No openssl package, so no /usr/lib/ssl: Python's ssl finds the bundle through this.
+    f"SSL_CERT_FILE=/{debian.CA_BUNDLE}",
+)
+RECIPE = ("hack/image/ray", *(f"hack/image/{m}.py" for m in ("debian", "layers", "oci", "python")))
+"""What the image is made by; the last commit touching it dates the image."""
+
+
+def created() -> datetime:
+    epoch = git("log", "-1", "--format=%ct", "--", *RECIPE)
+    return datetime.fromtimestamp(int(epoch), tz=UTC)
+
+
+def image_config() -> dict[str, object]:
+    return {
+        "Cmd": ["/bin/bash"],
+        "Env": list(ENV),
+        "User": RAY.config,
+        "WorkingDir": f"/{RAY.home}",
+        "Labels": {
+            "org.opencontainers.image.title": f"Ray {RAY_VERSION} (stand-in for {RAY_IMAGE})",
+            "org.opencontainers.image.description": (
+                f"ray[default,serve]=={RAY_VERSION} on Debian bookworm's python3.11, built "
+                "by pulumi-ray's hack/image/ray from the ray wheel; not Ray's published image"
+            ),
+            "org.opencontainers.image.version": RAY_VERSION,
+        },
+    }
+
+
+def build(out: Path) -> ImageBuild:
+    """Assemble the image from the cached inputs into ``out`` (its layout and facts)."""
+    started = time.monotonic()
+    wheels.check_ray_pin()
+    debs = debian.fetch(debian.read_lock(BASE.lock_file), refresh=BASE.refresh)
+    wheel_dir = wheels.fetch()
+    locked = wheels.read_lock()
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".image-", dir=out) as scratch_name:
+        scratch = Path(scratch_name)
+        base, deps, ray = scratch / "base", scratch / "deps", scratch / "ray"
+        progress(f"extracting {len(debs)} Debian packages")
+        debian.extract(debs, base, BASE)
+        progress("compiling the standard library")
+        compile_bytecode(base, base, "usr/lib/python3.11")
+        for tree, subset in (
+            (deps, [w for w in locked if w.name != "ray"]),
+            (ray, [w for w in locked if w.name == "ray"]),
+        ):
+            progress(f"installing {len(subset)} locked wheels into the {tree.name} layer")
+            wheels.install(wheel_dir, subset, scratch, tree / SITE_DIR)
+            install_scripts(tree, BIN_DIR)
+            compile_bytecode(base, tree, SITE_DIR)
+        layers = (
+            Layer(base, "Debian bookworm packages (hack/image/ray/debian.lock)"),
+            Layer(deps, "ray's dependencies (hack/image/ray/python.lock)"),
+            Layer(ray, f"ray {RAY_VERSION} (hack/image/ray/python.lock)"),
+        )
+        image = assemble(out, layers, image_config(), RAY, scratch, created())
+    progress(f"built in {time.monotonic() - started:.0f}s")
+    return image
