@@ -30,6 +30,7 @@ __all__ = [
     "ImageBuild",
     "built",
     "config_document",
+    "differences",
     "manifest",
     "read_build",
     "root_filesystem",
@@ -57,6 +58,16 @@ class ImageBuild:
     """The config and layer blobs as stored and pushed."""
     unpacked_bytes: int
     """The root filesystem's regular files, unpacked."""
+
+    def describe(self) -> str:
+        """What a build prints: digest, sizes, layout."""
+        mib = 1024 * 1024
+        return (
+            f"digest:     {self.digest}\n"
+            f"compressed: {self.compressed_bytes / mib:.1f} MiB ({self.compressed_bytes} bytes)\n"
+            f"unpacked:   {self.unpacked_bytes / mib:.1f} MiB ({self.unpacked_bytes} bytes)\n"
+            f"layout:     {self.layout}"
+        )
 
 
 def built() -> ImageBuild:
@@ -111,6 +122,19 @@ def manifest(layout: Path) -> dict[str, Any]:
     """The image manifest of an OCI layout (config and layer descriptors)."""
     parsed: dict[str, Any] = json.loads(_blob(layout, manifest_digest(layout)).read_bytes())
     return parsed
+
+
+def differences(first: Path, second: Path) -> list[str]:
+    """What differs between two layouts' images: each layer (by index) and the config."""
+    one, other = manifest(first), manifest(second)
+    found = [
+        f"layer {index} ({a['digest']} vs {b['digest']})"
+        for index, (a, b) in enumerate(zip(one["layers"], other["layers"], strict=True))
+        if a != b
+    ]
+    if one["config"] != other["config"]:
+        found.append("config")
+    return found
 
 
 def config_document(layout: Path) -> dict[str, Any]:

@@ -14,8 +14,6 @@ import sys
 from hack.image import DIST_DIR, built, debian, oci
 from hack.image import build as image_build
 
-MIB = 1024 * 1024
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -35,12 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{debian.OPERATOR.lock_file}: {len(packages)} packages; review and commit it")
     elif arguments.command == "build":
         image = image_build.build(DIST_DIR)
-        print(f"digest:     {image.digest}")
-        print(
-            f"compressed: {image.compressed_bytes / MIB:.1f} MiB ({image.compressed_bytes} bytes)"
-        )
-        print(f"unpacked:   {image.unpacked_bytes / MIB:.1f} MiB ({image.unpacked_bytes} bytes)")
-        print(f"layout:     {image.layout}")
+        print(image.describe())
     else:
         image = built()
         pushed = subprocess.run(

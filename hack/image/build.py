@@ -13,17 +13,21 @@ import hashlib
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 import tomllib
 from pathlib import Path
 
 from components.operator.deployment import OPERATOR_COMMAND
 from hack import gobuild, sandbox
 from hack.image import REPO_ROOT, ImageBuild, debian
-from hack.image.oci import FAMILY, Layer, assemble, git, progress, source_date
+from hack.image.oci import FAMILY, Layer, assemble, building, git, progress, source_date
 from hack.image.oci import ocitool as ocitool  # where the node's images (hack/node) take it
-from hack.image.python import SITE_DIR, WHEEL_PLATFORMS, compile_bytecode, target_flags
+from hack.image.python import (
+    SITE_DIR,
+    WHEEL_PLATFORMS,
+    base_tree,
+    compile_bytecode,
+    target_flags,
+)
 
 PYPROJECT = REPO_ROOT / "pyproject.toml"
 CONSTRAINTS = REPO_ROOT / "constraints.txt"
@@ -180,19 +184,11 @@ def _entrypoint_in(rootfs: Path) -> None:
 
 def build(out: Path) -> ImageBuild:
     """Assemble the image from the cached inputs into ``out`` (its layout and facts)."""
-    started = time.monotonic()
-    base_spec = debian.OPERATOR
-    debs = debian.fetch(debian.read_lock(base_spec.lock_file))
     wheels = fetch_wheels()
-    out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".image-", dir=out) as scratch_name:
-        scratch = Path(scratch_name)
+    with building(out) as scratch:
         base, deps, operator = scratch / "base", scratch / "deps", scratch / "operator"
-        progress(f"extracting {len(debs)} Debian packages")
-        debian.extract(debs, base, base_spec)
+        base_tree(debian.OPERATOR, base)
         _entrypoint_in(base)
-        progress("compiling the standard library")
-        compile_bytecode(base, base, "usr/lib/python3.11")
         progress("installing the Python dependencies")
         install_dependencies(wheels, deps)
         compile_bytecode(base, deps, SITE_DIR)
@@ -203,6 +199,4 @@ def build(out: Path) -> ImageBuild:
             Layer(deps, "Python dependencies minus Pulumi (constraints.txt)"),
             Layer(operator, "operator_runtime"),
         )
-        image = assemble(out, layers, image_config(), USER, scratch, source_date())
-    progress(f"built in {time.monotonic() - started:.0f}s")
-    return image
+        return assemble(out, layers, image_config(), USER, scratch, source_date())

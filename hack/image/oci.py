@@ -8,11 +8,13 @@ from its pinned wrapper module. ``assemble`` does both and records the image's f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,6 +75,17 @@ def source_date() -> datetime:
     """SOURCE_DATE_EPOCH if set, else HEAD's commit time: the image's ``created``."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH") or git("log", "-1", "--format=%ct")
     return datetime.fromtimestamp(int(epoch), tz=UTC)
+
+
+@contextlib.contextmanager
+def building(out: Path) -> Iterator[Path]:
+    """A scratch directory inside ``out`` for one build's trees and tars (removed after),
+    and the build's time reported at its end."""
+    started = time.monotonic()
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".image-", dir=out) as scratch:
+        yield Path(scratch)
+    progress(f"built in {time.monotonic() - started:.0f}s")
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from hack.image import debian
+from hack.image.oci import progress
+
 SITE_DIR = "usr/lib/python3/dist-packages"
 """On Debian's python3.11 path (its site.py adds it); pip's --target goes here."""
 PYTHON = "usr/bin/python3.11"
+STDLIB_DIR = "usr/lib/python3.11"
 LOADER = "lib64/ld-linux-x86-64.so.2"
 LIBRARY_PATH = ("lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu")
 GLIBC_MINOR = 36
@@ -63,6 +67,15 @@ def compile_bytecode(rootfs: Path, tree: Path, directory: str) -> None:
             f"compiling {directory} with the image's python3.11 failed:\n"
             f"{completed.stdout[-3000:]}{completed.stderr[-3000:]}"
         )
+
+
+def base_tree(base: debian.Base, tree: Path) -> None:
+    """``base``'s locked packages extracted into ``tree``, the standard library compiled."""
+    debs = debian.fetch(debian.read_lock(base.lock_file), refresh=base.refresh)
+    progress(f"extracting {len(debs)} Debian packages")
+    debian.extract(debs, tree, base)
+    progress("compiling the standard library")
+    compile_bytecode(tree, tree, STDLIB_DIR)
 
 
 _ENTRY_POINT = re.compile(r"^\s*([\w.-]+)\s*=\s*([\w.]+)\s*:\s*([\w.]+)\s*$")

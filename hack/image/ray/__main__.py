@@ -13,8 +13,6 @@ from hack.image import debian
 from hack.image.ray import DIST_DIR, RAY_IMAGE, wheels
 from hack.image.ray import build as ray_build
 
-MIB = 1024 * 1024
-
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -32,12 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{wheels.LOCK_FILE}: {len(locked)} wheels; review and commit both")
     else:
         image = ray_build.build(DIST_DIR)
-        print(f"digest:     {image.digest}")
-        print(
-            f"compressed: {image.compressed_bytes / MIB:.1f} MiB ({image.compressed_bytes} bytes)"
-        )
-        print(f"unpacked:   {image.unpacked_bytes / MIB:.1f} MiB ({image.unpacked_bytes} bytes)")
-        print(f"layout:     {image.layout}")
+        print(image.describe())
         print(f"loaded on the node as {RAY_IMAGE} (a stand-in built here, not Ray's image)")
     return 0
 

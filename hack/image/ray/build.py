@@ -13,14 +13,12 @@ elsewhere leaves the digest, and the node's copy of the image, alone.
 
 from __future__ import annotations
 
-import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 from hack.image import ImageBuild, debian
-from hack.image.oci import Layer, assemble, git, progress
-from hack.image.python import SITE_DIR, compile_bytecode, install_scripts
+from hack.image.oci import Layer, assemble, building, git, progress
+from hack.image.python import SITE_DIR, base_tree, compile_bytecode, install_scripts
 from hack.image.ray import RAY_IMAGE, RAY_VERSION, wheels
 from hack.image.user import ImageUser
 
@@ -99,19 +97,11 @@ def image_config() -> dict[str, object]:
 
 def build(out: Path) -> ImageBuild:
     """Assemble the image from the cached inputs into ``out`` (its layout and facts)."""
-    started = time.monotonic()
     wheels.check_ray_pin()
-    debs = debian.fetch(debian.read_lock(BASE.lock_file), refresh=BASE.refresh)
-    wheel_dir = wheels.fetch()
-    locked = wheels.read_lock()
-    out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".image-", dir=out) as scratch_name:
-        scratch = Path(scratch_name)
+    wheel_dir, locked = wheels.fetch(), wheels.read_lock()
+    with building(out) as scratch:
         base, deps, ray = scratch / "base", scratch / "deps", scratch / "ray"
-        progress(f"extracting {len(debs)} Debian packages")
-        debian.extract(debs, base, BASE)
-        progress("compiling the standard library")
-        compile_bytecode(base, base, "usr/lib/python3.11")
+        base_tree(BASE, base)
         for tree, subset in (
             (deps, [w for w in locked if w.name != "ray"]),
             (ray, [w for w in locked if w.name == "ray"]),
@@ -125,6 +115,4 @@ def build(out: Path) -> ImageBuild:
             Layer(deps, "ray's dependencies (hack/image/ray/python.lock)"),
             Layer(ray, f"ray {RAY_VERSION} (hack/image/ray/python.lock)"),
         )
-        image = assemble(out, layers, image_config(), RAY, scratch, created())
-    progress(f"built in {time.monotonic() - started:.0f}s")
-    return image
+        return assemble(out, layers, image_config(), RAY, scratch, created())

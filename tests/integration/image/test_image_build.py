@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,10 @@ from typing import Any
 import pytest
 
 from components.operator.deployment import OPERATOR_COMMAND
-from hack.image import ImageBuild, built, config_document, manifest, root_filesystem
+from hack.image import ImageBuild, built, config_document, root_filesystem
 from hack.image import build as image_build
 from hack.image.oci import source_date
+from tests.integration.image.rebuild import assert_builds_again_the_same
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 REGISTRY_STOP_SECONDS = 30.0
@@ -49,23 +49,9 @@ def rootfs(image: ImageBuild) -> Path:
 def test_assembling_again_from_the_cached_inputs_gives_the_same_digest(
     image: ImageBuild, tmp_path: Path
 ) -> None:
-    started = time.monotonic()
-    again = image_build.build(tmp_path / "again")
-    print(f"assembled again in {time.monotonic() - started:.1f}s")
-    if again.digest != image.digest:
-        first, second = manifest(image.layout), manifest(again.layout)
-        differing = [
-            f"layer {i} ({a['digest']} vs {b['digest']})"
-            for i, (a, b) in enumerate(zip(first["layers"], second["layers"], strict=True))
-            if a != b
-        ]
-        if first["config"] != second["config"]:
-            differing.append("config (HEAD moved since `make image`?)")
-        pytest.fail(
-            f"a second build gives {again.digest}, `make image` gave {image.digest}: "
-            f"{', '.join(differing) or 'the manifests differ'}"
-        )
-    assert again.unpacked_bytes == image.unpacked_bytes
+    assert_builds_again_the_same(
+        image, image_build.build, tmp_path / "again", "HEAD moved since `make image`?"
+    )
 
 
 def test_the_config_runs_the_deployments_command_as_nonroot(config: dict[str, Any]) -> None:

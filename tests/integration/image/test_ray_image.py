@@ -18,7 +18,6 @@ import contextlib
 import json
 import shlex
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,6 +34,7 @@ from hack.image.run import ContainerRun, ImageConfig, image_config, launch, serv
 from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import NodeType
 from operator_runtime.render import PodParams, build_pod
+from tests.integration.image.rebuild import assert_builds_again_the_same
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 RUN_SECONDS = 120.0
@@ -139,23 +139,9 @@ def run(image: ImageBuild, config: ImageConfig, tmp_path_factory: pytest.TempPat
 def test_building_again_from_the_cached_inputs_gives_the_same_digest(
     image: ImageBuild, tmp_path: Path
 ) -> None:
-    started = time.monotonic()
-    again = ray_build.build(tmp_path / "again")
-    print(f"assembled again in {time.monotonic() - started:.1f}s")
-    if again.digest != image.digest:
-        first, second = manifest(image.layout), manifest(again.layout)
-        differing = [
-            f"layer {i} ({a['digest']} vs {b['digest']})"
-            for i, (a, b) in enumerate(zip(first["layers"], second["layers"], strict=True))
-            if a != b
-        ]
-        if first["config"] != second["config"]:
-            differing.append("config (the recipe changed since `make ray-image`?)")
-        pytest.fail(
-            f"a second build gives {again.digest}, `make ray-image` gave {image.digest}: "
-            f"{', '.join(differing) or 'the manifests differ'}"
-        )
-    assert again.unpacked_bytes == image.unpacked_bytes
+    assert_builds_again_the_same(
+        image, ray_build.build, tmp_path / "again", "was the recipe changed since `make ray-image`?"
+    )
 
 
 def test_the_config_is_ray_images(image: ImageBuild) -> None:
