@@ -88,18 +88,33 @@ def go() -> str:
     return found
 
 
-def go_env() -> dict[str, str]:
+def go_env(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a go command: pure Go (CGO_ENABLED=0, static binaries that
+    need no C toolchain) unless ``overrides`` says otherwise for one build (runc, whose
+    namespace setup is C)."""
     # -mod=readonly: a build must never rewrite a committed go.mod/go.sum; the wrappers'
     # go.sum already holds every hash, so no checksum-database lookup happens either.
     flags = [f for f in os.environ.get("GOFLAGS", "").split() if not f.startswith("-mod=")]
-    return {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": " ".join([*flags, "-mod=readonly"])}
+    return {
+        **os.environ,
+        "CGO_ENABLED": "0",
+        "GOFLAGS": " ".join([*flags, "-mod=readonly"]),
+        **(overrides or {}),
+    }
 
 
-def run_go(family: str, what: str, arguments: list[str], cwd: Path) -> None:
-    """Run one long go command, reporting progress while it runs; fail with its name."""
+def run_go(
+    family: str,
+    what: str,
+    arguments: list[str],
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """Run one long go command, reporting progress while it runs; fail with its name.
+    ``env`` overrides ``go_env()``'s variables for this command."""
     progress(family, f"{what} ...")
     started = time.monotonic()
-    with subprocess.Popen([go(), *arguments], cwd=cwd, env=go_env()) as process:
+    with subprocess.Popen([go(), *arguments], cwd=cwd, env=go_env(env)) as process:
         while True:
             try:
                 process.wait(timeout=HEARTBEAT_SECONDS)

@@ -35,13 +35,15 @@ def toolset() -> Toolset:
     return Toolset(root=gobuild.cache_root() / FAMILY / stamp, binaries=BINARIES)
 
 
-def _kubernetes_ldflags() -> str:
-    major, minor = versions.KUBERNETES.lstrip("v").split(".")[:2]
+def kubernetes_ldflags(version: str = versions.KUBERNETES) -> str:
+    """Strip and stamp a k8s.io/kubernetes command as a release build of ``version``
+    (``--version`` and the version the API server and kubelet report)."""
+    major, minor = version.lstrip("v").split(".")[:2]
     flags = ["-s", "-w"]
     # Both packages carry a version: component-base for the servers, client-go for kubectl.
     for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
         flags += [
-            f"-X {package}.gitVersion={versions.KUBERNETES}",
+            f"-X {package}.gitVersion={version}",
             f"-X {package}.gitMajor={major}",
             f"-X {package}.gitMinor={minor}",
             f"-X {package}.gitTreeState=clean",
@@ -67,7 +69,7 @@ def _build(bin_dir: Path) -> None:
     )  # fmt: skip
     go_build(
         f"{', '.join(KUBERNETES_COMMANDS)} {versions.KUBERNETES}", "kubernetes",
-        "-ldflags", _kubernetes_ldflags(), "-o", f"{bin_dir}/",
+        "-ldflags", kubernetes_ldflags(), "-o", f"{bin_dir}/",
         *[f"k8s.io/kubernetes/cmd/{name}" for name in KUBERNETES_COMMANDS],
     )  # fmt: skip
 
