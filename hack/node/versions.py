@@ -1,0 +1,50 @@
+"""Pinned versions of everything the real node is built from.
+
+Each Go binary is built from a wrapper module under ``gomod/<name>/`` whose go.mod and
+go.sum pin the same version; a change here must go with a change there (a test checks).
+The Debian packages (``nft`` and its libraries, runc's static libseccomp) are pinned by
+sha256 in ``debian.lock``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from hack.localcluster import versions as control_plane
+
+KUBERNETES: Final = control_plane.KUBERNETES
+"""kubelet and kube-proxy: the control plane's release, in a wrapper of their own so a
+change to the node's build never rebuilds the control plane."""
+
+CONTAINERD: Final = "v2.3.7"
+"""The newest patch of the 2.3 line kind's node image uses."""
+RUNC: Final = "v1.4.4"
+"""The newest patch of the 1.4 line kind's node image uses."""
+CNI_PLUGINS: Final = "v1.9.1"
+COREDNS: Final = "v1.14.7"
+
+WRAPPER_MODULES: Final = {
+    "kubernetes": ("k8s.io/kubernetes", KUBERNETES),
+    "containerd": ("github.com/containerd/containerd/v2", CONTAINERD),
+    "runc": ("github.com/opencontainers/runc", RUNC),
+    "cni": ("github.com/containernetworking/plugins", CNI_PLUGINS),
+    "coredns": ("github.com/coredns/coredns", COREDNS),
+}
+"""wrapper directory -> (the module it pins, its version)."""
+
+COREDNS_PLUGINS: Final = (
+    "metadata", "reload", "bind", "ready", "health", "prometheus", "errors", "log", "cache",
+    "transfer", "kubernetes",
+)  # fmt: skip
+"""The plugins ``gomod/coredns/main.go`` compiles in, in its directive order: cluster
+names only (no forward: nothing is resolved outside the sandbox)."""
+
+NFT_ROOT: Final = "nftables"
+"""Debian's package of ``nft``, which kube-proxy's nftables mode execs from PATH; the
+lock holds it and its libraries' closure."""
+NFT_EXCLUDED: Final = {
+    "libc6": "the machine's own C library, which every binary here already loads",
+}
+"""Dependencies of ``nft`` not extracted, and why."""
+SECCOMP_PACKAGE: Final = "libseccomp-dev"
+"""The headers and ``libseccomp.a`` runc links statically (only at build time)."""
