@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo bench shell lint venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image crds permissions dashboards schema clean
+.PHONY: test demo bench shell lint venv policy-venv floor-venv localcluster node pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image crds permissions dashboards schema clean
 
 venv: $(STAMP)
 
@@ -61,6 +61,9 @@ $(FLOOR_STAMP): pyproject.toml constraints-floor.txt
 
 localcluster: venv
 	$(PY) -m hack.localcluster build
+
+node: venv
+	$(PY) -m hack.node build
 
 pulumi-engine: venv
 	$(PY) -m hack.pulumi build

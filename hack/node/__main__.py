@@ -1,0 +1,31 @@
+"""``python -m hack.node build [--force]|lock``: the real node's binaries.
+
+build   build (cached) every binary of the node ahead of the tests (make node); prints
+        the directory they are in
+lock    pin apt's current candidates of the node's Debian packages in hack/node/debian.lock
+"""
+
+from __future__ import annotations
+
+import sys
+
+from hack import gobuild
+from hack.node import debs
+from hack.node.build import ensure_built
+
+
+def main() -> int:
+    if sys.argv[1:] == ["lock"]:
+        packages = debs.lock()
+        print(f"{debs.LOCK_FILE}: {len(packages)} packages; review and commit it")
+        return 0
+    return gobuild.build_command(
+        "python -m hack.node",
+        "Build the real node's binaries (cached); `python -m hack.node lock` re-pins its "
+        "Debian packages.",
+        ensure_built,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

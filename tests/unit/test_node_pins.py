@@ -1,0 +1,66 @@
+"""The real node's pins agree where they are written: versions.py and the wrapper
+go.mod/go.sum files; the Debian lock holds what the node extracts; every binary the node
+promises is built by one recipe, and CoreDNS compiles in exactly the plugins named."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from hack.node import build, debs, versions
+from hack.node.build import GOMOD_DIR
+
+
+@pytest.mark.parametrize("wrapper", sorted(versions.WRAPPER_MODULES))
+def test_wrapper_module_pins_the_version(wrapper: str) -> None:
+    module, version = versions.WRAPPER_MODULES[wrapper]
+    go_mod = (GOMOD_DIR / wrapper / "go.mod").read_text()
+    found = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (\S+)", go_mod, re.MULTILINE)
+    assert found is not None, f"{wrapper}: {module} is not required"
+    assert found.group(1) == version
+    go_sum = (GOMOD_DIR / wrapper / "go.sum").read_text()
+    assert f"{module} {version} h1:" in go_sum, f"{wrapper}: go.sum has no hash of {module}"
+
+
+def test_every_wrapper_directory_is_pinned() -> None:
+    directories = {path.parent.name for path in GOMOD_DIR.glob("*/go.mod")}
+    assert directories == set(versions.WRAPPER_MODULES)
+
+
+def test_node_kubernetes_is_the_control_planes_release() -> None:
+    from hack.localcluster import versions as control_plane
+
+    assert versions.KUBERNETES == control_plane.KUBERNETES
+
+
+def test_debian_lock_parses_and_holds_nft_and_libseccomp() -> None:
+    packages = debs.locked()
+    names = [package.name for package in packages]
+    assert len(names) == len(set(names)), "a package is locked twice"
+    assert {versions.NFT_ROOT, versions.SECCOMP_PACKAGE} <= set(names)
+    assert not set(versions.NFT_EXCLUDED) & set(names)
+    for package in packages:
+        assert re.fullmatch(r"[0-9a-f]{64}", package.sha256), package.name
+        assert package.size > 0
+        assert package.url.startswith("http") and package.url.endswith(".deb")
+
+
+def test_every_binary_is_built_by_exactly_one_recipe() -> None:
+    assert len(build.BINARIES) == len(set(build.BINARIES))
+    assert set(build.BINARIES) == {
+        "kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "runc",
+        "bridge", "host-local", "loopback", "portmap", "coredns", "pause", "nft",
+    }  # fmt: skip
+
+
+def test_coredns_main_compiles_in_exactly_the_named_plugins_in_order() -> None:
+    main_go = (GOMOD_DIR / "coredns" / "main.go").read_text()
+    imported = re.findall(r'_ "github.com/coredns/coredns/plugin/(\w+)"', main_go)
+    # The metrics package registers the plugin named prometheus.
+    named = ["prometheus" if name == "metrics" else name for name in imported]
+    assert sorted(named) == sorted(versions.COREDNS_PLUGINS)
+    directives = re.search(r"directives = \[\]string\{(.*?)\}", main_go, re.DOTALL)
+    assert directives is not None
+    assert tuple(re.findall(r'"(\w+)"', directives.group(1))) == versions.COREDNS_PLUGINS
+    assert '"forward"' not in main_go
