@@ -1,7 +1,7 @@
 """Assemble the Ray image from the cached inputs: locked .debs and locked wheels.
 
-Three layers, largest and least often changed last to first: the Debian base, Ray's
-dependencies, Ray itself (a Ray upgrade with the same dependencies pushes one layer).
+Three layers, the least often changed first: the Debian base, Ray's dependencies, Ray
+itself (a Ray upgrade that keeps its dependencies pushes one layer).
 Every module has its bytecode, compiled by the image's interpreter: Ray's files belong
 to root and the pods run as uid 1000, which could not write a pyc, so each worker would
 compile Ray again as it starts.
