@@ -1,10 +1,22 @@
-"""Stopping a child process the way every harness here does: SIGTERM, a grace period for
-it to finish what it was doing (an operator releasing its lease, Kueue its webhooks), then
-SIGKILL."""
+"""Processes the way every harness here runs them.
+
+``stop``: SIGTERM, a grace period for it to finish what it was doing (an operator
+releasing its lease, Kueue its webhooks), then SIGKILL. ``Spec`` and ``Supervisor``: one
+shape for a harness's processes (what to run, its log, when it is ready, how long it
+gets to stop), started in order and stopped in reverse.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import os
+import signal
 import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 KILLED_WAIT = 30.0
@@ -23,3 +35,169 @@ def stop(process: subprocess.Popen[Any], grace: float) -> int:
             process.kill()
             process.wait(timeout=KILLED_WAIT)
     return process.returncode
+
+
+# -- one shape for every process a harness starts ------------------------------------------
+#
+# envtest's process.State is the model: what to run (argv, environment, directory), where
+# its output goes, how to tell it is ready and within what time, and how long it gets to
+# stop. A Supervisor starts such processes in order, fails naming the log of whichever
+# exits while it waits, and stops them in reverse.
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One process of a harness."""
+
+    name: str
+    argv: Sequence[str]
+    log: Path
+    """Its stdout and stderr, appended to (a restart adds to the same file)."""
+    env: Mapping[str, str] | None = None
+    """Its whole environment; None inherits this process's."""
+    cwd: Path | None = None
+    ready: Callable[[], bool] | None = None
+    """True once it serves; None: ready when started."""
+    ready_timeout: float = 90.0
+    grace: float = 10.0
+    """SIGTERM to SIGKILL when stopped."""
+    die_with_parent: bool = True
+    """The kernel kills it when the thread that started it exits (``PR_SET_PDEATHSIG``):
+    a killed test session leaves it no time to outlive it."""
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    # Linux only: the kernel sends SIGKILL when the starting thread exits.
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@dataclass
+class Running:
+    """A started ``Spec``: its process, or, for a process started elsewhere (``adopt``),
+    its pid alone."""
+
+    spec: Spec
+    process: subprocess.Popen[bytes] | None
+    pid: int
+
+    def alive(self) -> bool:
+        if self.process is not None:
+            return self.process.poll() is None
+        return pid_alive(self.pid)
+
+    def tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.spec.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+def launch(spec: Spec) -> Running:
+    """Start ``spec`` in a session of its own, without waiting for it to be ready."""
+    spec.log.parent.mkdir(parents=True, exist_ok=True)
+    with spec.log.open("ab") as log:
+        process = subprocess.Popen(
+            list(spec.argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            cwd=spec.cwd, env=dict(spec.env) if spec.env is not None else None,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if spec.die_with_parent else None,
+        )  # fmt: skip
+    return Running(spec, process, process.pid)
+
+
+@dataclass
+class Supervisor:
+    """Processes started in order, each ready before the next, stopped in reverse; a
+    wait fails at once, with the log's end, when any of them exits."""
+
+    label: str
+    running: dict[str, Running] = field(default_factory=dict)
+
+    def start(self, spec: Spec) -> Running:
+        """Launch ``spec`` and wait until it is ready."""
+        started = launch(spec)
+        self.running[spec.name] = started
+        if spec.ready is not None:
+            self.wait(spec.name, spec.ready, spec.ready_timeout)
+        return started
+
+    def adopt(self, spec: Spec, pid: int) -> Running:
+        """A process of ``spec`` that another process started (a ``down`` command's view
+        of what ``up`` left running)."""
+        adopted = Running(spec, None, pid)
+        self.running[spec.name] = adopted
+        return adopted
+
+    def wait(self, what: str, ready: Callable[[], bool], timeout: float = 90.0,
+             interval: float = 0.2) -> None:  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while True:
+            for member in self.running.values():
+                if member.process is not None and member.process.poll() is not None:
+                    raise RuntimeError(
+                        f"{self.label}: {member.spec.name} exited with code "
+                        f"{member.process.returncode} while waiting for {what}; last lines of "
+                        f"{member.spec.log}:\n{member.tail()}"
+                    )
+            if ready():
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{self.label}: {what} not ready after {timeout:.0f}s; logs beside "
+                    f"{next(iter(self.running.values())).spec.log.parent}"
+                    if self.running else f"{self.label}: {what} not ready after {timeout:.0f}s"
+                )  # fmt: skip
+            time.sleep(interval)
+
+    def stop(self, name: str) -> int | None:
+        """Stop one member (SIGTERM, its grace, SIGKILL); its exit status if it was ours."""
+        member = self.running.pop(name, None)
+        if member is None:
+            return None
+        if member.process is not None:
+            return stop(member.process, member.spec.grace)
+        stop_pid(member.pid, member.spec.grace)
+        return None
+
+    def stop_all(self) -> None:
+        """Every member, the last started first."""
+        for name in reversed(list(self.running)):
+            self.stop(name)
+
+    @property
+    def pids(self) -> dict[str, int]:
+        return {name: member.pid for name, member in self.running.items()}
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether ``pid`` runs (a zombie does not count)."""
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def stop_pid(pid: int, grace: float) -> None:
+    """``stop`` for a process that is not our child: SIGTERM, ``grace``, SIGKILL."""
+    if not pid_alive(pid):
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)

@@ -11,10 +11,8 @@ dies with its parent (``die_with_parent``), so a killed pytest leaves nothing be
 from __future__ import annotations
 
 import base64
-import ctypes
 import json
 import os
-import signal
 import socket
 import ssl
 import subprocess
@@ -28,9 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from hack import gobuild, sandbox
+from hack import gobuild, processes, sandbox
 from hack.localcluster import nodes, pki, podstages
 from hack.localcluster.build import BINARIES, Toolset
+from hack.node import node
+from hack.node.node import RealNode
 
 # Made-up addresses on networks we do not own: only the sandbox (hack/sandbox) makes them
 # lead anywhere, by routing them to loopback. These are their one definition.
@@ -43,7 +43,6 @@ LESS_GC: Final[Mapping[str, Mapping[str, str]]] = {"kube-apiserver": gobuild.LES
 for the one component where it pays: under the test tiers the API server spent 15% of its
 CPU in the collector's own workers alone (a three-minute profile); over the same five
 modules its CPU went from 17.5 to 13.3 s and its peak RSS from 0.66 to 1.05 GB."""
-_PR_SET_PDEATHSIG = 1
 
 
 _EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
@@ -129,12 +128,6 @@ def _nothing_listens(port: int) -> bool:
     return True
 
 
-def _die_with_parent() -> None:
-    # Linux only: the kernel kills the child when the process that started it exits.
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 def _progress(message: str) -> None:
     print(f"[localcluster] {message}", file=sys.stderr, flush=True)
 
@@ -160,8 +153,19 @@ class LocalCluster:
     apiserver_port: int = 0
     go_runtime: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """Environment for Go's runtime, by component (``LESS_GC``); Go's defaults if none."""
-    pids: dict[str, int] = field(default_factory=dict)
-    _processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+    real_node: RealNode | None = None
+    """A real node (``hack/node``) to run beside the kwok nodes: its namespaces are made
+    before the API server starts (which then advertises the node's way to it and answers
+    there too), its components once the API server is up, and it stops first."""
+    _providers: list[nodes.NodeProvider] = field(default_factory=list, repr=False)
+    _supervisor: processes.Supervisor = field(
+        default_factory=lambda: processes.Supervisor("the local control plane"), repr=False
+    )
+
+    @property
+    def pids(self) -> dict[str, int]:
+        """The running components' process ids."""
+        return self._supervisor.pids
 
     # -- paths and client configuration -------------------------------------------------
 
@@ -176,6 +180,17 @@ class LocalCluster:
     @property
     def server(self) -> str:
         return f"https://127.0.0.1:{self.apiserver_port}"
+
+    @property
+    def advertise_address(self) -> str:
+        """Where the ``kubernetes`` Service leads: loopback with kwok nodes alone, the
+        real node's way to this sandbox with one."""
+        return node.LINK_IP if self.real_node is not None else "127.0.0.1"
+
+    @property
+    def node_server(self) -> str:
+        """The API server as a real node's components dial it."""
+        return f"https://{self.advertise_address}:{self.apiserver_port}"
 
     @property
     def etcd_endpoint(self) -> str:
@@ -258,28 +273,36 @@ class LocalCluster:
             free_port(),
             free_port(),
         )
-        pki.create(self.pki.directory)
+        extra = (node.LINK_IP,) if self.real_node is not None else ()
+        pki.create(self.pki.directory, extra_server_addresses=extra)
         self._write_kubeconfig()
+        self._providers = [nodes.KwokNodes(node_count)]
+        if self.real_node is not None:
+            self._providers.append(self.real_node)
         try:
+            for provider in self._providers:
+                provider.create()
             for component in COMPONENTS:
                 self._launch(component)
-                if component == "etcd":
-                    self._wait("etcd", self._etcd_healthy)
-                elif component == "kube-apiserver":
-                    self._wait("kube-apiserver", self._apiserver_ready)
-                    if crds is not None:
-                        self.kubectl("apply", "--server-side", "-f", str(crds))
-                        self.wait_for_crds()
+                if component == "kube-apiserver" and crds is not None:
+                    self.kubectl("apply", "--server-side", "-f", str(crds))
+                    self.wait_for_crds()
             self._save_state()
-            nodes.create(self, count=node_count)
-            self._wait("fake nodes Ready", lambda: nodes.all_ready(self), timeout=120)
+            for provider in self._providers:
+                provider.start(self)
+            self._wait("nodes Ready", lambda: all(p.ready(self) for p in self._providers),
+                       timeout=120)  # fmt: skip
         except BaseException:
             self.stop()
             raise
         _progress(f"control plane up in {time.monotonic() - started:.1f}s at {self.server}")
 
     def stop(self) -> None:
-        """Stop every component (reverse order); leaves no process behind."""
+        """Stop every component (reverse order), a real node first; leaves no process
+        behind."""
+        for provider in reversed(self._providers):
+            if left := provider.stop():
+                _progress(f"left behind by {type(provider).__name__}: {left}")
         for component in reversed(COMPONENTS):
             self._terminate(component)
         self._save_state()
@@ -289,10 +312,6 @@ class LocalCluster:
         self._terminate(component)
         time.sleep(down_seconds)
         self._launch(component)
-        if component == "kube-apiserver":
-            self._wait("kube-apiserver", self._apiserver_ready)
-        elif component == "etcd":
-            self._wait("etcd", self._etcd_healthy)
         if component in ("etcd", "kube-apiserver"):
             # The other components would reconnect on client-go's backoff, which took up to
             # 90 s here; restarting them hands the next user a settled cluster at once.
@@ -317,7 +336,8 @@ class LocalCluster:
 
     def alive(self) -> dict[str, bool]:
         """Which components' processes are running."""
-        return {name: _pid_alive(self.pids.get(name)) for name in COMPONENTS}
+        running = self._supervisor.running
+        return {name: name in running and running[name].alive() for name in COMPONENTS}
 
     def compact(self) -> int:
         """Compact etcd up to its current revision (old resourceVersions then give 410)."""
@@ -344,10 +364,21 @@ class LocalCluster:
                 "--log-level=warn",
             ]
         if component == "kube-apiserver":
+            real_node = []
+            if self.real_node is not None:
+                kubelet_client = tls.issue(
+                    "apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters"
+                )
+                real_node = [f"--kubelet-client-certificate={kubelet_client[0]}",
+                             f"--kubelet-client-key={kubelet_client[1]}",
+                             "--kubelet-preferred-address-types=InternalIP"]  # fmt: skip
             return [
                 f"--etcd-servers={self.etcd_endpoint}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                # With a real node, its components and pods dial the advertised address
+                # (inside the sandbox, so all addresses are still only the sandbox's).
+                f"--bind-address={'0.0.0.0' if self.real_node is not None else '127.0.0.1'}",
+                f"--advertise-address={self.advertise_address}",
+                *real_node,
                 f"--secure-port={self.apiserver_port}",
                 f"--cert-dir={self.state_dir / 'apiserver-certs'}",
                 f"--tls-cert-file={tls.serving_cert}",
@@ -400,54 +431,26 @@ class LocalCluster:
             ]
         raise ValueError(f"unknown component {component!r}; one of {', '.join(COMPONENTS)}")
 
-    def _launch(self, component: str) -> None:
-        binary = self.tools.path(component)
-        log = (self.state_dir / "logs" / f"{component}.log").open("ab")
-        process = subprocess.Popen(
-            [str(binary), *self._arguments(component)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent if self.die_with_parent else None,
+    def _spec(self, component: str) -> processes.Spec:
+        """What runs ``component``; etcd and the API server are ready when they say so."""
+        ready = {"etcd": self._etcd_healthy, "kube-apiserver": self._apiserver_ready}
+        return processes.Spec(
+            name=component,
+            argv=[str(self.tools.path(component)), *self._arguments(component)],
+            log=self.state_dir / "logs" / f"{component}.log",
             env={**os.environ, "HOME": str(self.state_dir), **self.go_runtime.get(component, {})},
+            ready=ready.get(component),
+            die_with_parent=self.die_with_parent,
         )
-        log.close()
-        self._processes[component] = process
-        self.pids[component] = process.pid
 
-    def _terminate(self, component: str, grace: float = 10.0) -> None:
-        pid = self.pids.pop(component, None)
-        process = self._processes.pop(component, None)
-        if pid is None or not _pid_alive(pid):
-            return
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            if process is not None and process.poll() is not None:
-                return
-            if process is None and not _pid_alive(pid):
-                return
-            time.sleep(0.05)
-        os.kill(pid, signal.SIGKILL)
-        if process is not None:
-            process.wait()
+    def _launch(self, component: str) -> None:
+        self._supervisor.start(self._spec(component))
+
+    def _terminate(self, component: str) -> None:
+        self._supervisor.stop(component)
 
     def _wait(self, what: str, ready: Callable[[], bool], timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for component, process in self._processes.items():
-                if process.poll() is not None:
-                    log = self.state_dir / "logs" / f"{component}.log"
-                    tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
-                    raise RuntimeError(
-                        f"{component} exited with code {process.returncode} while waiting for "
-                        f"{what}; last lines of {log}:\n{tail}"
-                    )
-            if ready():
-                return
-            time.sleep(0.2)
-        raise TimeoutError(f"{what} not ready after {timeout:.0f}s; logs in {self.state_dir}/logs")
+        self._supervisor.wait(what, ready, timeout)
 
     def _etcd_call(self, path: str, body: dict[str, object]) -> dict[str, Any]:
         request = urllib.request.Request(
@@ -483,10 +486,13 @@ class LocalCluster:
         user = {"client-certificate": str(tls.admin_cert), "client-key": str(tls.admin_key)}
         self.write_kubeconfig(self.kubeconfig, "admin", user)
 
-    def write_kubeconfig(self, path: Path, user_name: str, user: dict[str, str]) -> Path:
+    def write_kubeconfig(
+        self, path: Path, user_name: str, user: dict[str, str], *, server: str | None = None
+    ) -> Path:
         """A kubeconfig for this API server that authenticates as ``user`` (a kubeconfig
-        ``user`` entry: client certificate and key, or ``token``)."""
-        cluster = {"server": self.server, "certificate-authority": str(self.pki.ca_cert)}
+        ``user`` entry: client certificate and key, or ``token``), dialled at ``server``
+        (default: loopback)."""
+        cluster = {"server": server or self.server, "certificate-authority": str(self.pki.ca_cert)}
         config = {
             "apiVersion": "v1",
             "kind": "Config",
@@ -512,31 +518,16 @@ class LocalCluster:
     def load(cls, state_dir: Path) -> LocalCluster:
         """The cluster whose state ``up`` left in ``state_dir``."""
         state = json.loads((state_dir / "state.json").read_text())
-        return cls(
+        cluster = cls(
             state_dir=state_dir,
             tools=Toolset(root=Path(state["bin_dir"]).parent, binaries=BINARIES),
             etcd_port=state["etcd_port"],
             etcd_peer_port=state["etcd_peer_port"],
             apiserver_port=state["apiserver_port"],
-            pids={name: int(pid) for name, pid in state["pids"].items()},
         )
-
-
-def _pid_alive(pid: int | None) -> bool:
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie still answers kill(0); it is dead for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
+        for name, pid in state["pids"].items():
+            cluster._supervisor.adopt(cluster._spec(name), int(pid))
+        return cluster
 
 
 def format_env(cluster: LocalCluster, names: Sequence[str] = ("KUBECONFIG",)) -> str:

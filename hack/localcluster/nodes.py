@@ -1,13 +1,18 @@
-"""Fake nodes for kwok: plain Node objects that kwok keeps Ready and whose pods it runs.
+"""The nodes of a local control plane, from two providers behind one interface
+(``NodeProvider``, as kind's providers are the one shape of its node back ends):
 
-Capacities are generous enough for scale tests (1,000 pods a node) and two nodes carry
-``nvidia.com/gpu`` so GPU worker groups schedule as they would on a real cluster.
+- ``KwokNodes``: plain Node objects that kwok keeps Ready and whose pods it "runs"
+  without containers. Capacities are generous enough for scale tests (1,000 pods a node)
+  and two nodes carry ``nvidia.com/gpu`` so GPU worker groups schedule as they would on a
+  real cluster.
+- ``hack.node.RealNode``: one kubelet with containerd, whose pods run.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from hack.localcluster.cluster import LocalCluster
@@ -43,6 +48,44 @@ def node_manifest(name: str, *, gpus: bool) -> dict[str, object]:
         "spec": {},
         "status": {"capacity": capacity, "allocatable": capacity},
     }
+
+
+class NodeProvider(Protocol):
+    """What a control plane asks of its nodes, in its own order."""
+
+    def create(self) -> None:
+        """Before the control plane starts (a real node's network must exist first)."""
+
+    def start(self, cluster: LocalCluster) -> None:
+        """Once the API server answers: register the nodes."""
+
+    def ready(self, cluster: LocalCluster) -> bool:
+        """Whether every node of this provider is Ready."""
+
+    def stop(self) -> list[str]:
+        """Before the control plane stops; what was left behind (empty when all went well)."""
+
+
+@dataclass(frozen=True)
+class KwokNodes:
+    """``count`` fake nodes for kwok; the last ``gpu_nodes`` of them have GPUs."""
+
+    count: int
+    gpu_nodes: int = 2
+    prefix: str = "kwok-node"
+
+    def create(self) -> None:
+        pass  # Node objects need the API server
+
+    def start(self, cluster: LocalCluster) -> None:
+        if self.count:
+            create(cluster, count=self.count, gpu_nodes=self.gpu_nodes, prefix=self.prefix)
+
+    def ready(self, cluster: LocalCluster) -> bool:
+        return all_ready(cluster)
+
+    def stop(self) -> list[str]:
+        return []  # the objects go with etcd's data; kwok is a control-plane component
 
 
 def create(

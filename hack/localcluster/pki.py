@@ -2,7 +2,9 @@
 
 One CA signs the API server's serving certificate and an admin client certificate in
 ``system:masters`` (RBAC stays on; the admin is simply allowed everything). A separate
-RSA key pair signs service-account tokens.
+RSA key pair signs service-account tokens. The CA's key stays beside its certificate so
+that a real node (``hack/node``) can be given identities of its own later
+(``Pki.issue``): the kubelet's, kube-proxy's, the API server's kubelet client.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ class Pki:
         return self.directory / "ca.crt"
 
     @property
+    def ca_key(self) -> Path:
+        return self.directory / "ca.key"
+
+    @property
     def serving_cert(self) -> Path:
         return self.directory / "apiserver.crt"
 
@@ -53,6 +59,36 @@ class Pki:
     @property
     def service_account_public_key(self) -> Path:
         return self.directory / "sa.pub"
+
+    def issue(
+        self,
+        name: str,
+        common_name: str,
+        organization: str | None = None,
+        *,
+        server_addresses: tuple[str, ...] = (),
+    ) -> tuple[Path, Path]:
+        """A certificate signed by this CA, written as ``NAME.crt`` and ``NAME.key``: a
+        client certificate for ``common_name`` (the user) in ``organization`` (the group),
+        or, with ``server_addresses``, a serving certificate for those IP addresses."""
+        ca_cert = x509.load_pem_x509_certificate(self.ca_cert.read_bytes())
+        ca_key = serialization.load_pem_private_key(self.ca_key.read_bytes(), password=None)
+        if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+            raise TypeError(f"{self.ca_key}: not the EC key this module writes")
+        key = ec.generate_private_key(ec.SECP256R1())
+        serving = bool(server_addresses)
+        certificate = _issue(
+            _name(common_name, organization),
+            key.public_key(),
+            ca_cert.subject,
+            ca_key,
+            usage=ExtendedKeyUsageOID.SERVER_AUTH if serving else ExtendedKeyUsageOID.CLIENT_AUTH,
+            san=[x509.IPAddress(ipaddress.ip_address(a)) for a in server_addresses] or None,
+        )
+        cert_path, key_path = self.directory / f"{name}.crt", self.directory / f"{name}.key"
+        cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+        _write_key(key_path, key)
+        return cert_path, key_path
 
 
 def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
@@ -101,8 +137,10 @@ def _issue(
     return builder.sign(issuer_key, hashes.SHA256())
 
 
-def create(directory: Path) -> Pki:
-    """Write a fresh CA, serving and admin certificates, and service-account keys."""
+def create(directory: Path, *, extra_server_addresses: tuple[str, ...] = ()) -> Pki:
+    """Write a fresh CA, serving and admin certificates, and service-account keys;
+    ``extra_server_addresses`` are further IP addresses the API server is dialled at
+    (a real node's way to it)."""
     directory.mkdir(parents=True, exist_ok=True)
     pki = Pki(directory)
 
@@ -110,6 +148,7 @@ def create(directory: Path) -> Pki:
     ca_name = _name("pulumi-ray-local-ca")
     ca_cert = _issue(ca_name, ca_key.public_key(), ca_name, ca_key, ca=True)
     pki.ca_cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    _write_key(pki.ca_key, ca_key)
 
     serving_key = ec.generate_private_key(ec.SECP256R1())
     serving_names: list[x509.GeneralName] = [
@@ -120,6 +159,7 @@ def create(directory: Path) -> Pki:
         x509.DNSName("kubernetes.default"),
         x509.DNSName("kubernetes.default.svc"),
         x509.DNSName("kubernetes.default.svc.cluster.local"),
+        *(x509.IPAddress(ipaddress.ip_address(a)) for a in extra_server_addresses),
     ]
     serving = _issue(
         _name("kube-apiserver"),

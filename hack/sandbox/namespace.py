@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hack.localcluster.cluster import NODE_IP, POD_CIDR, SERVICE_CLUSTER_IP_RANGE
+from hack.node import cgroups
 from hack.sandbox import DIR_ENV, HOSTS_FILE, NETNS_ENV
 
 ROUTED_TO_LOOPBACK = (POD_CIDR, f"{NODE_IP}/32", SERVICE_CLUSTER_IP_RANGE)
@@ -90,6 +91,10 @@ def enter(inner_arguments: Sequence[str]) -> int:
             for number, handler in previous.items():
                 signal.signal(number, handler)
     finally:
+        # A real node's processes died with the sandbox's namespaces; its cgroups are
+        # the machine's and stay unless removed (hack/node/cgroups.py).
+        for failure in cgroups.sweep(holders_grace=10.0):
+            print(f"sandbox: could not remove a real node's cgroup: {failure}", file=sys.stderr)
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -54,6 +54,8 @@ class RenderedOperator:
     """The Deployment's one container."""
     pod: dict[str, Any]
     """The Deployment's pod spec (grace period, ServiceAccount, volumes)."""
+    deployment: dict[str, Any]
+    """The Deployment itself, as registered."""
 
     @property
     def cluster_role(self) -> dict[str, Any]:
@@ -74,7 +76,9 @@ def render_operator(name: str, args: RayOperatorArgs | None = None) -> RenderedO
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     (account,) = [m for m in rbac if m["kind"] == "ServiceAccount"]
-    return RenderedOperator(name, account["metadata"]["name"], rbac, dict(container), dict(pod))
+    return RenderedOperator(
+        name, account["metadata"]["name"], rbac, dict(container), dict(pod), dict(deployment)
+    )
 
 
 def apply(cluster: LocalCluster, manifests: list[dict[str, Any]], work_dir: Path) -> None:

@@ -1,4 +1,5 @@
-"""``hack.processes.stop``: SIGTERM, the grace period, then SIGKILL; always reaped."""
+"""``hack.processes``: ``stop`` (SIGTERM, the grace period, then SIGKILL; always reaped)
+and the ``Supervisor`` every harness starts its processes with."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from hack import processes
 
@@ -33,3 +38,49 @@ def test_a_finished_process_keeps_its_exit_status() -> None:
     process = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
     process.wait(timeout=30)
     assert processes.stop(process, grace=1) == 3
+
+
+def _spec(tmp_path: Path, name: str, code: str, **extra: Any) -> processes.Spec:
+    return processes.Spec(name=name, argv=[sys.executable, "-c", code],
+                          log=tmp_path / f"{name}.log", **extra)  # fmt: skip
+
+
+def test_a_supervisor_starts_in_order_waits_ready_and_stops_in_reverse(tmp_path: Path) -> None:
+    order = tmp_path / "order"
+    stopper = (
+        "import signal, sys, time\n"
+        "def bye(*_):\n"
+        f"    open({str(order)!r}, 'a').write(sys.argv[1] + ' '); sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, bye)\n"
+        "open(sys.argv[1] + '.up', 'w').close(); time.sleep(60)\n"
+    )
+    supervisor = processes.Supervisor("test")
+    for name in ("first", "second"):
+        marker = tmp_path / name
+        spec = processes.Spec(
+            name=name, argv=[sys.executable, "-c", stopper, str(marker)],
+            log=tmp_path / f"{name}.log", ready=lambda m=marker: m.with_suffix(".up").exists(),
+            ready_timeout=30,
+        )  # fmt: skip
+        supervisor.start(spec)
+        assert (tmp_path / f"{name}.up").exists()  # ready before the next starts
+    assert set(supervisor.pids) == {"first", "second"}
+    supervisor.stop_all()
+    assert order.read_text().split() == [str(tmp_path / "second"), str(tmp_path / "first")]
+    assert supervisor.pids == {}
+
+
+def test_a_wait_fails_naming_the_member_that_exited_and_its_log(tmp_path: Path) -> None:
+    supervisor = processes.Supervisor("test")
+    supervisor.start(_spec(tmp_path, "crasher", "print('bad flag --x'); raise SystemExit(7)"))
+    with pytest.raises(RuntimeError, match=r"crasher exited with code 7(.|\n)*bad flag --x"):
+        supervisor.wait("something", lambda: False, timeout=30)
+
+
+def test_an_adopted_process_is_stopped_by_its_pid(tmp_path: Path) -> None:
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    supervisor = processes.Supervisor("down")
+    adopted = supervisor.adopt(_spec(tmp_path, "elsewhere", "pass", grace=5), process.pid)
+    assert adopted.alive()
+    supervisor.stop("elsewhere")
+    assert process.wait(timeout=30) == -signal.SIGTERM

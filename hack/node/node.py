@@ -1,0 +1,302 @@
+"""One real node beside the kwok nodes: containerd, runc, the CNI bridge, the kubelet,
+kube-proxy and CoreDNS, in namespaces of their own inside the sandbox.
+
+The node is a kind node container without a container engine: ``unshare`` makes its PID,
+network and mount namespaces with ``hack.node.init`` as PID 1 (see there: why every
+process of the node dies with it, and how the machine's sysctls are kept), and every
+component joins them through ``nsenter``. A veth pair joins the node's network to the
+sandbox's::
+
+    sandbox netns                      node netns                         pods
+    API server 0.0.0.0:<port>          eth0 NODE_IP ── cni0 10.245.0.1 ── 10.245.0.x
+    LINK_IP ── veth ────────────────── default via LINK_IP
+    10.245.0.0/16 via NODE_IP          kube-proxy (nftables), CoreDNS :53
+
+The API server advertises ``LINK_IP`` (EndpointSlice validation refuses loopback), so the
+``kubernetes`` Service leads a pod to it through kube-proxy, and pods are reachable from
+the sandbox (the tests, the API server's logs and exec) by their own addresses. The
+ranges are outside the ones the sandbox routes to loopback for kwok. Nothing here can
+reach beyond the sandbox, which has no way out: a pull of an image that was not loaded
+fails on its name lookup, locally.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Final
+
+from hack import gobuild, processes, sandbox
+from hack.node import cgroups, init
+
+if TYPE_CHECKING:
+    from hack.localcluster.cluster import LocalCluster
+
+NODE_NAME: Final = "real-node"
+HOLDER: Final = "namespaces"
+"""The process holding the node's namespaces: ``unshare``, with ``init.py`` under it."""
+LINK_IP: Final = "10.246.0.1"
+"""The sandbox's end of the veth: the API server's advertised address."""
+NODE_IP: Final = "10.246.0.2"
+LINK_PREFIX: Final = 30
+POD_RANGE: Final = "10.245.0.0/16"
+"""Routed from the sandbox to the node; outside kwok's 10.244.0.0/16."""
+POD_SUBNET: Final = "10.245.0.0/24"
+POD_GATEWAY: Final = "10.245.0.1"
+CLUSTER_DNS_IP: Final = "10.96.0.10"
+CLUSTER_DOMAIN: Final = "cluster.local"
+SANDBOX_LINK: Final = "pr-node0"
+CONTAINERD_SOCKET: Final = "/run/containerd/containerd.sock"
+"""In the node's private ``/run`` (``init.py``)."""
+SANDBOX_IMAGE: Final = "registry.k8s.io/pause:3.10.1"
+"""The name containerd gives each pod's sandbox container; the image loaded under it is
+the one built here from Kubernetes' ``pause.c`` (``images.py``)."""
+NODE_LABELS: Final = {"type": "real", "pulumi-ray.dev/real-node": "true"}
+KUBELET_HEALTH_PORT: Final = 10248
+PROXY_HEALTH_PORT: Final = 10256
+DNS_READY_PORT: Final = 8181
+START_TIMEOUT: Final = 180.0
+"""From the first process to the node Ready with DNS answering. Each component is up in
+seconds on an idle machine; the bound is for a loaded one."""
+
+
+def _progress(message: str) -> None:
+    print(f"[node] {message}", file=sys.stderr, flush=True)
+
+
+def _ip(*arguments: str) -> None:
+    result = subprocess.run(["ip", *arguments], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"`ip {' '.join(arguments)}` failed: {result.stderr.strip()}")
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.HTTPError):
+        return False
+
+
+@dataclass(frozen=True)
+class NodeImage:
+    """An image for the node: a tar ``ctr images import`` reads, and the references the
+    node knows it by (the first is the name the tar gives)."""
+
+    tar: Path
+    references: tuple[str, ...]
+
+
+@dataclass
+class RealNode:
+    """The node rooted in ``state_dir``: ``create()`` its namespaces (before the API
+    server starts, so that ``LINK_IP`` exists), ``start(cluster)`` its components once
+    the API server is up, ``stop()`` everything."""
+
+    state_dir: Path
+    tools: gobuild.Built
+    images: Sequence[NodeImage] = ()
+    """Images to load into containerd (``images.py`` makes them)."""
+    init_pid: int = 0
+    holder_pid: int = 0
+    """``unshare``'s: it names the node's cgroup root."""
+    _supervisor: processes.Supervisor = field(
+        default_factory=lambda: processes.Supervisor("the real node"), repr=False
+    )
+    _lock: IO[str] | None = field(default=None, repr=False)
+
+    @property
+    def cgroup_root(self) -> str:
+        return cgroups.root_name(self.holder_pid)
+
+    @property
+    def logs(self) -> Path:
+        return self.state_dir / "logs"
+
+    # -- namespaces -----------------------------------------------------------------------
+
+    def create(self) -> None:
+        """The node's namespaces, PID 1 and the veth; the sandbox's routes to it."""
+        sandbox.require_inside("a real node")
+        self._take_lock()
+        cgroups.sweep()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(exist_ok=True)
+        (self.state_dir / init.READY_FILE).unlink(missing_ok=True)
+        repo_root = Path(__file__).resolve().parents[2]
+        try:
+            holder = self._supervisor.start(processes.Spec(
+                name=HOLDER,
+                argv=["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--net",
+                      "--mount", "--propagation", "private", "--",
+                      sys.executable, "-m", "hack.node.init", str(self.state_dir)],
+                log=self.logs / "init.log",
+                env={**os.environ, "PYTHONPATH": str(repo_root)},
+                ready=(self.state_dir / init.READY_FILE).exists,
+                ready_timeout=30,
+                grace=0,  # SIGKILL: --kill-child passes it to PID 1, the kernel to the rest
+            ))  # fmt: skip
+            self.holder_pid = holder.pid
+            self.init_pid = self._init_pid()
+            cgroups.create_root(self.cgroup_root)
+            _ip("link", "add", SANDBOX_LINK, "type", "veth", "peer", "name", "eth0",
+                "netns", str(self.init_pid))  # fmt: skip
+            _ip("addr", "add", f"{LINK_IP}/{LINK_PREFIX}", "dev", SANDBOX_LINK)
+            _ip("link", "set", SANDBOX_LINK, "up")
+            _ip("route", "add", POD_RANGE, "via", NODE_IP)
+            node_ip = ["nsenter", f"--target={self.init_pid}", "--net", "ip"]
+            for arguments in (
+                ["link", "set", "lo", "up"],
+                ["addr", "add", f"{NODE_IP}/{LINK_PREFIX}", "dev", "eth0"],
+                ["link", "set", "eth0", "up"],
+                ["route", "add", "default", "via", LINK_IP],
+            ):
+                subprocess.run([*node_ip, *arguments], check=True, capture_output=True)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _take_lock(self) -> None:
+        path = Path(os.environ[sandbox.DIR_ENV]) / "real-node.lock"
+        lock = path.open("w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            raise RuntimeError(
+                "a real node already runs in this sandbox (one per sandbox: its addresses "
+                f"{LINK_IP} and {NODE_IP} are fixed)"
+            ) from None
+        self._lock = lock
+
+    def _init_pid(self) -> int:
+        children = Path(f"/proc/{self.holder_pid}/task/{self.holder_pid}/children")
+        pids = children.read_text().split()
+        if len(pids) != 1:
+            raise RuntimeError(f"unshare {self.holder_pid} has children {pids}, expected one")
+        return int(pids[0])
+
+    # -- components -----------------------------------------------------------------------
+
+    def enter(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` run inside the node's namespaces."""
+        return ["nsenter", f"--target={self.init_pid}", "--pid", "--net", "--mount", "--",
+                *argv]  # fmt: skip
+
+    def run(self, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+        """Run a command in the node and wait for it; fails naming what it said."""
+        result = subprocess.run(
+            self.enter(argv), capture_output=True, timeout=timeout, env=self._environment()
+        )
+        if result.returncode != 0:
+            raise RuntimeError(
+                f"in the node: {' '.join(argv)} exited {result.returncode}: "
+                f"{result.stderr.decode(errors='replace').strip()[-2000:]}"
+            )
+        return result
+
+    def ctr(self, *arguments: str) -> str:
+        """containerd's ``ctr`` in the Kubernetes namespace of the node's containerd."""
+        return self.run(
+            str(self.tools.path("ctr")), f"--address={CONTAINERD_SOCKET}", "--namespace=k8s.io",
+            *arguments,
+        ).stdout.decode()  # fmt: skip
+
+    def _environment(self) -> dict[str, str]:
+        path = f"{self.tools.bin_dir}{os.pathsep}/usr/sbin:/usr/bin:/sbin:/bin"
+        return {"PATH": path, "HOME": str(self.state_dir), "LANG": "C.UTF-8"}
+
+    def _launch(self, name: str, argv: Sequence[str], ready: Callable[[], bool],
+                timeout: float = START_TIMEOUT) -> None:  # fmt: skip
+        """Start ``argv`` in the node and wait until ``ready``."""
+        self._supervisor.start(processes.Spec(
+            name=name, argv=self.enter(argv), log=self.logs / f"{name}.log",
+            env=self._environment(), ready=ready, ready_timeout=timeout,
+        ))  # fmt: skip
+
+    def start(self, cluster: LocalCluster) -> None:
+        """containerd with the images, the kubelet, CoreDNS and kube-proxy; returns once
+        the node is Ready."""
+        from hack.node import configs  # configs imports this module
+
+        started = time.monotonic()
+        try:
+            files = configs.write_all(self, cluster)
+            self._launch("containerd", [str(self.tools.path("containerd")),
+                                        f"--config={files.containerd}"],
+                         ready=self._containerd_ready, timeout=60)  # fmt: skip
+            for image in self.images:
+                self.ctr("images", "import", str(image.tar))
+                for alias in image.references[1:]:
+                    self.ctr("images", "tag", "--force", image.references[0], alias)
+            self._launch("kubelet", [str(self.tools.path("kubelet")), *files.kubelet_args],
+                         ready=lambda: _http_ok(
+                             f"http://{NODE_IP}:{KUBELET_HEALTH_PORT}/healthz"))  # fmt: skip
+            self._launch("coredns", [str(self.tools.path("coredns")), f"-conf={files.corefile}"],
+                         ready=lambda: _http_ok(
+                             f"http://{NODE_IP}:{DNS_READY_PORT}/ready"))  # fmt: skip
+            # kube-proxy finds its node's address on the Node the kubelet registered.
+            self._launch("kube-proxy", [str(self.tools.path("kube-proxy")),
+                                        f"--config={files.kube_proxy}"],
+                         ready=lambda: _http_ok(
+                             f"http://{NODE_IP}:{PROXY_HEALTH_PORT}/healthz"))  # fmt: skip
+            self._supervisor.wait(f"node {NODE_NAME} Ready", lambda: self._node_ready(cluster),
+                                  START_TIMEOUT)  # fmt: skip
+        except BaseException:
+            self.stop()
+            raise
+        _progress(f"{NODE_NAME} Ready in {time.monotonic() - started:.1f}s")
+
+    def _containerd_ready(self) -> bool:
+        probe = subprocess.run(
+            self.enter([str(self.tools.path("ctr")), f"--address={CONTAINERD_SOCKET}",
+                        "version"]),
+            capture_output=True, env=self._environment(),
+        )  # fmt: skip
+        return probe.returncode == 0
+
+    def ready(self, cluster: LocalCluster) -> bool:
+        return self._node_ready(cluster)
+
+    @staticmethod
+    def _node_ready(cluster: LocalCluster) -> bool:
+        result = cluster.kubectl("get", "node", NODE_NAME, "-o", "json", check=False)
+        if result.returncode != 0:
+            return False
+        conditions = json.loads(result.stdout).get("status", {}).get("conditions", [])
+        return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+    # -- teardown -------------------------------------------------------------------------
+
+    def stop(self) -> list[str]:
+        """Kill the whole node at once (PID 1's death takes every process of its PID
+        namespace with it, containers and shims included), then remove its cgroups; what
+        was left behind (empty when all went well)."""
+        left: list[str] = []
+        self._supervisor.stop(HOLDER)
+        self._supervisor.stop_all()  # each nsenter exits as its process dies
+        if self.init_pid:
+            _wait_gone(self.init_pid)
+        if self.holder_pid:
+            left += cgroups.remove_root(self.cgroup_root)
+        self.init_pid = self.holder_pid = 0
+        # The veth went with the node's network namespace, its sandbox end with it.
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+        return left
+
+
+def _wait_gone(pid: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
