@@ -279,7 +279,14 @@ class Manager:
         # Renews until the drain is over (``_release``), not merely until ``stop``: a
         # reconcile finishing after SIGTERM must still be the only one acting.
         assert self._elector is not None
-        if not self._elector.hold(self._release):
+        try:
+            held = self._elector.hold(self._release)
+        except Exception:
+            # Whatever ended the renewals, the Lease is no longer renewed: stop acting
+            # and exit non-zero, never linger neither leading nor exiting.
+            log.exception("the Lease renewal failed")
+            held = False
+        if not held:
             self.lost_leadership = True
             self.metrics.leader.labels(self._lease_name).set(0)
             for runner in self._runners:

@@ -22,6 +22,7 @@ import urllib3
 from pydantic_core import from_json
 
 from operator_runtime.runtime import kubeconfig as kubeconfig_module
+from operator_runtime.runtime.credentials import CredentialError
 from operator_runtime.runtime.errors import TransportError
 from operator_runtime.runtime.kubeconfig import ApiServerConfig
 
@@ -38,7 +39,8 @@ class ApiServerAccess:
     tls: ssl.SSLContext
     headers: Callable[[], dict[str, str]]
     """Called per request, so a rotated service-account token or an exec plugin's
-    refreshed one is used as soon as it is read."""
+    refreshed one is used as soon as it is read; raises ``TransportError`` when no
+    credential can be produced."""
 
 
 @dataclass
@@ -159,7 +161,15 @@ class UrllibTransport:
             self._server_pool = self._pool.connection_from_url(self.base_url)
 
     def _credentials(self) -> dict[str, str]:
-        value = self._configuration.credentials.authorization()
+        """The ``Authorization`` header. A credential that cannot be produced (an exec
+        plugin failing, a token file gone) is a failure below the API like a refused
+        connection, and nothing was sent: ``TransportError(maybe_sent=False)``, which
+        the Lease renewal, the informers and the client's retries already handle
+        (client-go's round-tripper returns it as an ordinary error too)."""
+        try:
+            value = self._configuration.credentials.authorization()
+        except CredentialError as exc:
+            raise TransportError(f"credentials: {exc}", maybe_sent=False) from exc
         return {"Authorization": value} if value else {}
 
     def _headers(self, extra: dict[str, str]) -> dict[str, str]:
@@ -210,11 +220,16 @@ class UrllibTransport:
         *,
         preload: bool,
     ) -> urllib3.BaseHTTPResponse:
-        """One attempt (retries are the client's business); socket errors become
-        ``TransportError``. Without ``preload`` the body is left for the caller to stream."""
+        """One attempt (retries are the client's business); every failure below the
+        API (credentials, TLS, proxy, socket) becomes ``TransportError``. Without
+        ``preload`` the body is left for the caller to stream."""
+        try:
+            request_headers = self._headers(headers)
+        except TransportError as exc:
+            raise TransportError(f"{method} {path}: {exc}", maybe_sent=False) from exc
         options: dict[str, Any] = {
             "body": body,
-            "headers": self._headers(headers),
+            "headers": request_headers,
             "timeout": urllib3.Timeout(connect=timeout[0], read=timeout[1]),
             "retries": False,
             "preload_content": preload,
