@@ -51,7 +51,7 @@ def needs(controller: str) -> tuple[Permission, ...]:
 class _FreshCredentials(httpx.Auth):
     """Adds the API server credentials, asked for on each request (tokens rotate)."""
 
-    def __init__(self, headers: Callable[[], dict[str, str]]) -> None:
+    def __init__(self, headers: Callable[[], list[tuple[str, str]]]) -> None:
         self._headers = headers
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:

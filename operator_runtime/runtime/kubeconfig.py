@@ -16,13 +16,14 @@ meets ourselves:
   ``~/.kube/config``), its ``current-context``; the cluster's ``server``,
   ``certificate-authority(-data)``, ``insecure-skip-tls-verify``, ``tls-server-name``;
   the user's ``token``, ``tokenFile``, ``client-certificate(-data)``,
-  ``client-key(-data)`` and ``exec`` (v1 and v1beta1). Relative paths are resolved
-  against the kubeconfig's directory, as kubectl does.
+  ``client-key(-data)``, ``exec`` (v1 and v1beta1) and impersonation (``as``,
+  ``as-uid``, ``as-groups``, ``as-user-extra``: ``impersonation``). Relative paths are
+  resolved against the kubeconfig's directory, as kubectl does.
 
 Everything else still goes to the ``kubernetes`` package, imported only then, and is
 adapted into the same ``ApiServerConfig``, so no kubeconfig that worked stops working:
-several paths in ``$KUBECONFIG``, a user with ``auth-provider``, ``username``/``password``,
-``as``/``as-groups`` impersonation or any key we do not know, a cluster with ``proxy-url``
+several paths in ``$KUBECONFIG``, a user with ``auth-provider``, ``username``/``password``
+or any key we do not know, a cluster with ``proxy-url``
 or any key we do not know, an exec ``apiVersion`` other than v1/v1beta1
 (``library_reason`` decides).
 
@@ -57,6 +58,11 @@ from operator_runtime.runtime.credentials import (
     read_bounded,
     run_exec_plugin,
 )
+from operator_runtime.runtime.impersonation import (
+    Impersonation,
+    ImpersonationError,
+    read_impersonation,
+)
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +78,7 @@ CLUSTER_KEYS = frozenset({
 })  # fmt: skip
 USER_KEYS = frozenset({
     "token", "tokenFile", "client-certificate", "client-certificate-data", "client-key",
-    "client-key-data", "exec", "extensions",
+    "client-key-data", "exec", "extensions", "as", "as-uid", "as-groups", "as-user-extra",
 })  # fmt: skip
 EXEC_KEYS = frozenset({
     "apiVersion", "command", "args", "env", "provideClusterInfo", "interactiveMode",
@@ -99,6 +105,8 @@ class ApiServerConfig:
     client_certificate: bytes | None = field(default=None, repr=False)
     client_key: bytes | None = field(default=None, repr=False)
     credentials: Credentials = field(default_factory=NoCredentials, repr=False)
+    impersonation: Impersonation = field(default_factory=Impersonation)
+    """The user's ``as``, ``as-uid``, ``as-groups`` and ``as-user-extra``."""
     proxy: str | None = None
     """Only from the ``kubernetes`` package (a cluster's ``proxy-url``)."""
     source: str = ""
@@ -394,11 +402,17 @@ def _build(selected: SelectedContext, base: Path) -> ApiServerConfig:
                 certificate, key = first.client_certificate, first.client_key
     except CredentialError as exc:
         raise KubeconfigError(str(exc)) from None
+    try:
+        impersonation = read_impersonation(
+            selected.user, f"{selected.where}: user {selected.user_name!r}"
+        )
+    except ImpersonationError as exc:
+        raise KubeconfigError(str(exc)) from None
     config = ApiServerConfig(
         server=server.rstrip("/"), ca_pem=ca_pem, verify=not skip,
         tls_server_name=reader.string("cluster", "tls-server-name"),
         client_certificate=certificate, client_key=key, credentials=credentials,
-        source=selected.where,
+        impersonation=impersonation, source=selected.where,
     )  # fmt: skip
     config.ssl_context()  # a bad CA or certificate is a load error, naming the kubeconfig
     return config

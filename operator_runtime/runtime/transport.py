@@ -5,6 +5,13 @@ Where the API server is and who we are to it comes from ``kubeconfig`` (an
 generated client (slow, lossy, and ~44 MiB of memory once imported), and control over
 timeouts, streaming and retries.
 
+A request passes the layers of client-go's round-trippers, each small, in this order:
+the headers (``Accept``, ``User-Agent``), auth (``Authorization`` from the
+``Credentials``), impersonation (``Impersonate-*``), then urllib3's pool for TLS (the
+CA, the client certificate, ``tls-server-name``) and the proxy, then the socket. Every
+failure below the API, in any layer, is a ``TransportError`` that says whether the
+request may have been sent, so callers handle one error for "no answer".
+
 ``Transport`` is a protocol so unit tests can answer requests from a fake without
 monkeypatching.
 """
@@ -33,14 +40,16 @@ class ApiServerAccess:
     its TLS (CA, client certificate) and fresh credentials per request.
 
     ``--use-kubernetes-proxy`` needs it: the Ray dashboards are then reached through
-    the API server's service proxy, with the operator's own identity."""
+    the API server's service proxy, with the operator's own identity (impersonation
+    included)."""
 
     url: str
     tls: ssl.SSLContext
-    headers: Callable[[], dict[str, str]]
-    """Called per request, so a rotated service-account token or an exec plugin's
-    refreshed one is used as soon as it is read; raises ``TransportError`` when no
-    credential can be produced."""
+    headers: Callable[[], list[tuple[str, str]]]
+    """The credential and impersonation headers (a name may repeat), asked for per
+    request, so a rotated service-account token or an exec plugin's refreshed one is
+    used as soon as it is read; raises ``TransportError`` when no credential can be
+    produced."""
 
 
 @dataclass
@@ -159,22 +168,39 @@ class UrllibTransport:
         self._path_prefix = urllib.parse.urlsplit(self.base_url).path
         if not configuration.proxy:
             self._server_pool = self._pool.connection_from_url(self.base_url)
+        self._impersonation = configuration.impersonation.headers()
+        names = [name for name, _ in self._impersonation]
+        self._repeated_headers = len(set(names)) < len(names)
 
-    def _credentials(self) -> dict[str, str]:
-        """The ``Authorization`` header. A credential that cannot be produced (an exec
-        plugin failing, a token file gone) is a failure below the API like a refused
-        connection, and nothing was sent: ``TransportError(maybe_sent=False)``, which
-        the Lease renewal, the informers and the client's retries already handle
-        (client-go's round-tripper returns it as an ordinary error too)."""
+    def _credentials(self) -> list[tuple[str, str]]:
+        """The auth layer, then the impersonation layer: ``Authorization`` (the
+        operator's own identity) and the ``Impersonate-*`` headers of who it acts as.
+
+        A credential that cannot be produced (an exec plugin failing, a token file
+        gone) is a failure below the API like a refused connection, and nothing was
+        sent: ``TransportError(maybe_sent=False)``, which the Lease renewal, the
+        informers and the client's retries already handle (client-go's round-tripper
+        returns it as an ordinary error too)."""
         try:
             value = self._configuration.credentials.authorization()
         except CredentialError as exc:
             raise TransportError(f"credentials: {exc}", maybe_sent=False) from exc
-        return {"Authorization": value} if value else {}
+        authorization = [("Authorization", value)] if value else []
+        return authorization + self._impersonation
 
-    def _headers(self, extra: dict[str, str]) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": "ray-operator (python)"}
-        headers.update(self._credentials())
+    def _headers(self, extra: dict[str, str]) -> Mapping[str, str]:
+        layered = self._credentials()
+        headers: dict[str, str] | urllib3.HTTPHeaderDict
+        # A plain dict unless a name repeats (several groups to impersonate): the
+        # common path stays as cheap as it was.
+        headers = urllib3.HTTPHeaderDict() if self._repeated_headers else {}
+        headers["Accept"] = "application/json"
+        headers["User-Agent"] = "ray-operator (python)"
+        for name, value in layered:
+            if isinstance(headers, urllib3.HTTPHeaderDict):
+                headers.add(name, value)
+            else:
+                headers[name] = value
         headers.update(extra)
         return headers
 

@@ -2,6 +2,7 @@
 a client certificate (with tls-server-name), a ServiceAccount's bound token (TokenRequest
 API) as ``token``, as ``tokenFile`` and printed by a real exec plugin (which may print a
 client certificate instead), in-cluster with a token file that the kubelet would rotate,
+impersonation as the API server sees it,
 and a legacy ``auth-provider`` that still goes through the ``kubernetes`` package."""
 
 from __future__ import annotations
@@ -193,3 +194,27 @@ def test_exec_plugin_client_certificate(
     config = load_configuration(str(write(local_cluster, tmp_path / "exec-cert", user)))
     assert config.client_certificate == local_cluster.pki.admin_cert.read_bytes()
     assert status(config, namespace) == 200
+
+
+def test_impersonation_is_the_identity_the_api_server_sees(
+    local_cluster: LocalCluster, namespace: str, tmp_path: Path
+) -> None:
+    user = {"client-certificate": str(local_cluster.pki.admin_cert),
+            "client-key": str(local_cluster.pki.admin_key),
+            "as": "alice", "as-uid": "uid-42", "as-groups": ["dev", "ops"],
+            "as-user-extra": {"example.com/scopes": ["read", "write"]}}  # fmt: skip
+    config = load_configuration(str(write(local_cluster, tmp_path / "as", user)))
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    response = UrllibTransport(config).request(
+        "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", query=[],
+        body=json.dumps(review).encode(), headers={"Content-Type": "application/json"},
+        timeout=(10, 30),
+    )  # fmt: skip
+    assert response.status == 201, response.body
+    seen = response.json()["status"]["userInfo"]
+    assert seen["username"] == "alice"
+    assert seen["uid"] == "uid-42"
+    assert {"dev", "ops"} <= set(seen["groups"])
+    assert seen["extra"] == {"example.com/scopes": ["read", "write"]}
+    # And it is alice, not the admin, whom RBAC judges: she may read nothing here.
+    assert status(config, namespace) == 403

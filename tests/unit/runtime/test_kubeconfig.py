@@ -64,7 +64,6 @@ SERVER = {"server": "https://127.0.0.1:6443"}
     ({**SERVER, "proxy-url": "http://p:3128"}, {}, "cluster 'k' has 'proxy-url'"),
     (SERVER, {"auth-provider": {"name": "oidc"}}, "user 'u' has 'auth-provider'"),
     (SERVER, {"username": "a", "password": "b"}, "user 'u' has 'password'"),
-    (SERVER, {"token": "t", "as": "someone"}, "user 'u' has 'as'"),
     (SERVER, {"exec": {"apiVersion": "client.authentication.k8s.io/v1alpha1",
                        "command": "x"}},
      "user 'u' exec apiVersion 'client.authentication.k8s.io/v1alpha1'"),

@@ -4,11 +4,16 @@ tests/integration/runtime/test_runtime_credential_failure.py."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from operator_runtime.runtime.credentials import CredentialError
 from operator_runtime.runtime.errors import TransportError
-from operator_runtime.runtime.kubeconfig import ApiServerConfig
+from operator_runtime.runtime.impersonation import ImpersonationError, read_impersonation
+from operator_runtime.runtime.kubeconfig import ApiServerConfig, load_kubeconfig
 from operator_runtime.runtime.transport import UrllibTransport
 
 
@@ -38,3 +43,40 @@ def test_a_credential_that_cannot_be_made_is_a_transport_error_and_nothing_is_se
         transport.stream("/api/v1/pods", query=[], timeout=(1, 1))
     with pytest.raises(TransportError, match="SSO session has expired"):
         transport.api_server_access().headers()
+
+
+def test_impersonation_is_read_from_the_kubeconfig_user(tmp_path: Path) -> None:
+    path = tmp_path / "config"
+    path.write_text(json.dumps({
+        "current-context": "c",
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "clusters": [{"name": "k", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {
+            "token": "t", "as": "alice", "as-uid": "42", "as-groups": ["dev", "ops"],
+            "as-user-extra": {"scopes": ["a", "b"], "example.com/x y%": ["v"]},
+        }}],
+    }))  # fmt: skip
+    config = load_kubeconfig(str(path))
+    assert config.impersonation.headers() == [
+        ("Impersonate-User", "alice"), ("Impersonate-Uid", "42"),
+        ("Impersonate-Group", "dev"), ("Impersonate-Group", "ops"),
+        ("Impersonate-Extra-example.com%2Fx%20y%25", "v"),
+        ("Impersonate-Extra-scopes", "a"), ("Impersonate-Extra-scopes", "b"),
+    ]  # fmt: skip
+    assert UrllibTransport(config).api_server_access().headers() == [
+        ("Authorization", "Bearer t"),
+        *config.impersonation.headers(),
+    ]
+
+
+@pytest.mark.parametrize(("user", "message"), [
+    ({"as-groups": ["dev"]}, "need as"),
+    ({"as": "a", "as-groups": "dev"}, "as-groups: not a list of strings"),
+    ({"as": "a", "as-user-extra": {"k": "v"}}, "as-user-extra: not a map"),
+    ({"as": 1}, "as: not a string"),
+])  # fmt: skip
+def test_impersonation_of_the_wrong_shape_is_refused_naming_the_field(
+    user: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ImpersonationError, match=message):
+        read_impersonation(user, "kubeconfig x: user 'u'")
