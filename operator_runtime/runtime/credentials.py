@@ -176,6 +176,8 @@ class ExecPlugin:
     an operator has no terminal), with the cluster when ``provideClusterInfo`` is set."""
     what: str
     """Names the kubeconfig and user in errors."""
+    install_hint: str = ""
+    """The kubeconfig's ``installHint``: shown when the command is not found."""
 
 
 def run_exec_plugin(
@@ -190,8 +192,11 @@ def run_exec_plugin(
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
     except OSError as exc:
+        hint = ""
+        if isinstance(exc, FileNotFoundError) and plugin.install_hint.strip():
+            hint = "; " + " ".join(plugin.install_hint.split())
         raise CredentialError(
-            f"{plugin.what}: exec command {plugin.command!r}: {exc.strerror or exc}"
+            f"{plugin.what}: exec command {plugin.command!r}: {exc.strerror or exc}{hint}"
         ) from None
     stdout, stderr, problem = _collect(process, timeout, limit)
     if problem:

@@ -444,7 +444,11 @@ def _exec_plugin(reader: _Reader, ca_pem: str | None) -> ExecPlugin:
         raise KubeconfigError(f"{where}: interactiveMode Always needs a terminal; "
                               "an operator has none")  # fmt: skip
     cluster = reader.selected.cluster if plugin.get("provideClusterInfo") else None
+    install_hint = plugin.get("installHint") or ""
+    if not isinstance(install_hint, str):
+        raise KubeconfigError(f"{where}: installHint is not a string")
     return ExecPlugin(
         api_version=api_version, command=command, args=tuple(args), env=tuple(env),
         exec_info=exec_info(api_version, cluster, ca_pem), what=where,
+        install_hint=install_hint,
     )  # fmt: skip

@@ -286,3 +286,18 @@ def test_several_kubeconfig_paths_go_to_the_library(
     assert config.server == SERVER["server"]
     assert config.credentials.authorization() == "Bearer from-a"
     assert config.ca_pem == tls.ca_cert.read_text()
+
+
+def test_a_missing_exec_command_shows_the_install_hint(tmp_path: Path) -> None:
+    hint = "gke-gcloud-auth-plugin is needed:\n  gcloud components install gke-gcloud-auth-plugin"
+    path = kubeconfig(tmp_path / "config", SERVER, {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "command": "no-such-auth-plugin-on-this-path", "installHint": hint,
+    }})  # fmt: skip
+    with pytest.raises(KubeconfigError) as refused:
+        load_kubeconfig(str(path))
+    message = str(refused.value)
+    assert "exec command 'no-such-auth-plugin-on-this-path'" in message
+    assert message.endswith(
+        "gke-gcloud-auth-plugin is needed: gcloud components install gke-gcloud-auth-plugin"
+    )
