@@ -204,7 +204,7 @@ def _transport(path: str | None, *, pool_size: int) -> UrllibTransport:
         detail = " ".join(str(exc).split())[:300] or type(exc).__name__
         if not path:
             raise StartupError(
-                f"no usable kubeconfig (not in a cluster; $KUBECONFIG or ~/.kube/config: "
+                f"no usable kubeconfig ($KUBECONFIG, else in-cluster, else ~/.kube/config: "
                 f"{detail}); pass --kubeconfig"
             ) from None
         if detail.startswith(f"kubeconfig {path}"):  # ours already names the file

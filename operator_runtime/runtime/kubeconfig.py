@@ -12,8 +12,9 @@ meets ourselves:
 
 - in-cluster: ``KUBERNETES_SERVICE_HOST``/``_PORT`` and the service-account directory's
   ``token`` (re-read when it changes, see ``credentials``) and ``ca.crt``;
-- one kubeconfig file (``--kubeconfig``, else ``$KUBECONFIG`` naming one path, else
-  ``~/.kube/config``), its ``current-context``; the cluster's ``server``,
+- one kubeconfig file (``--kubeconfig``, else ``$KUBECONFIG`` naming one path, else,
+  outside a pod, ``~/.kube/config``: ``load_configuration`` has the order), its
+  ``current-context``; the cluster's ``server``,
   ``certificate-authority(-data)``, ``insecure-skip-tls-verify``, ``tls-server-name``;
   the user's ``token``, ``tokenFile``, ``client-certificate(-data)``,
   ``client-key(-data)``, ``exec`` (v1 and v1beta1) and impersonation (``as``,
@@ -150,18 +151,21 @@ def _load_client_certificate(
 
 
 def load_configuration(kubeconfig: str | None) -> ApiServerConfig:
-    """``kubeconfig``'s current context; without one, in-cluster if the process runs in
-    a pod, else ``$KUBECONFIG`` or ``~/.kube/config`` (the ``kubernetes`` package's
-    order, which the operator has always followed)."""
+    """controller-runtime's ``GetConfig`` order: ``kubeconfig`` (``--kubeconfig``), else
+    ``$KUBECONFIG``, else in-cluster if the process runs in a pod, else
+    ``~/.kube/config``. A ``$KUBECONFIG`` set in a pod wins over the service account,
+    as it does for any client-go program."""
     if kubeconfig:
         return load_kubeconfig(kubeconfig)
-    in_cluster = load_incluster()
-    if in_cluster is not None:
-        return in_cluster
     paths = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
     if len(paths) > 1:
         return load_with_library(None, "$KUBECONFIG names several files")
-    return load_kubeconfig(paths[0] if paths else os.path.expanduser("~/.kube/config"))
+    if paths:
+        return load_kubeconfig(paths[0])
+    in_cluster = load_incluster()
+    if in_cluster is not None:
+        return in_cluster
+    return load_kubeconfig(os.path.expanduser("~/.kube/config"))
 
 
 def load_incluster(

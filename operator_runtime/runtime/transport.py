@@ -297,6 +297,6 @@ def _pool_manager(configuration: ApiServerConfig, pool_size: int) -> urllib3.Poo
 
 
 def load_configuration(kubeconfig: str | None) -> ApiServerConfig:
-    """The API server from a kubeconfig, else in-cluster, else $KUBECONFIG or
+    """The API server from a kubeconfig, else $KUBECONFIG, else in-cluster, else
     ~/.kube/config (``kubeconfig.load_configuration``)."""
     return kubeconfig_module.load_configuration(kubeconfig)

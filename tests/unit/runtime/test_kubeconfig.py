@@ -301,3 +301,25 @@ def test_a_missing_exec_command_shows_the_install_hint(tmp_path: Path) -> None:
     assert message.endswith(
         "gke-gcloud-auth-plugin is needed: gcloud components install gke-gcloud-auth-plugin"
     )
+
+
+def test_kubeconfig_in_the_environment_wins_over_in_cluster(
+    tmp_path: Path, tls: pki.Pki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """controller-runtime's GetConfig: $KUBECONFIG before the service account."""
+    import operator_runtime.runtime.kubeconfig as module
+
+    directory = tmp_path / "sa"
+    directory.mkdir()
+    (directory / "token").write_text("in-cluster")
+    (directory / "ca.crt").write_bytes(tls.ca_cert.read_bytes())
+    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    monkeypatch.setattr(module, "load_incluster", lambda: load_incluster(env, str(directory)))
+    path = kubeconfig(tmp_path / "config", {**SERVER, "certificate-authority": str(tls.ca_cert)},
+                      {"token": "from-kubeconfig"})  # fmt: skip
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    assert load_configuration(None).credentials.authorization() == "Bearer from-kubeconfig"
+    monkeypatch.delenv("KUBECONFIG")
+    in_cluster = load_configuration(None)
+    assert in_cluster.source == "in-cluster"
+    assert in_cluster.credentials.authorization() == "Bearer in-cluster"
