@@ -122,6 +122,12 @@ class ApiServerConfig:
                 context = ssl.create_default_context()
         except (ssl.SSLError, ValueError) as exc:
             raise KubeconfigError(f"{self.source}: certificate authority: {exc}") from None
+        # Python 3.13 made its default context strict (VERIFY_X509_STRICT), which
+        # refuses certificates Go's verifier takes: a CA whose basicConstraints is not
+        # critical, a server certificate without an authority key identifier (EKS's,
+        # kubernetes-client/python#2394). client-go accepts them, so do we; the chain,
+        # the dates and the host name are still checked.
+        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
         if not self.verify:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
