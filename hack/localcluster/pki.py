@@ -39,6 +39,10 @@ class Pki:
         return self.directory / "apiserver.key"
 
     @property
+    def ca_key(self) -> Path:
+        return self.directory / "ca.key"
+
+    @property
     def admin_cert(self) -> Path:
         return self.directory / "admin.crt"
 
@@ -82,6 +86,7 @@ def _issue(
     ca: bool = False,
     usage: x509.ObjectIdentifier | None = None,
     san: list[x509.GeneralName] | None = None,
+    validity: datetime.timedelta = _VALIDITY,
 ) -> x509.Certificate:
     now = datetime.datetime.now(datetime.UTC)
     builder = (
@@ -91,7 +96,7 @@ def _issue(
         .public_key(public_key)
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
+        .not_valid_after(now + validity)
         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
     )
     if usage is not None:
@@ -110,6 +115,7 @@ def create(directory: Path) -> Pki:
     ca_name = _name("pulumi-ray-local-ca")
     ca_cert = _issue(ca_name, ca_key.public_key(), ca_name, ca_key, ca=True)
     pki.ca_cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    _write_key(pki.ca_key, ca_key)  # kept so tests can issue more client certificates
 
     serving_key = ec.generate_private_key(ec.SECP256R1())
     serving_names: list[x509.GeneralName] = [
@@ -151,3 +157,23 @@ def create(directory: Path) -> Pki:
         )
     )
     return pki
+
+
+def issue_client_certificate(
+    pki: Pki,
+    common_name: str,
+    organization: str | None = None,
+    *,
+    validity: datetime.timedelta = _VALIDITY,
+) -> tuple[bytes, bytes]:
+    """A client certificate and key (PEM) for the user ``common_name`` (in the group
+    ``organization``), signed by the cluster's CA."""
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    ca_name = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes()).subject
+    key = ec.generate_private_key(ec.SECP256R1())
+    certificate = _issue(_name(common_name, organization), key.public_key(), ca_name, ca_key,
+                         usage=ExtendedKeyUsageOID.CLIENT_AUTH, validity=validity)  # fmt: skip
+    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())  # fmt: skip
+    return certificate.public_bytes(serialization.Encoding.PEM), key_pem

@@ -106,6 +106,8 @@ class ApiServerConfig:
     client_certificate: bytes | None = field(default=None, repr=False)
     client_key: bytes | None = field(default=None, repr=False)
     credentials: Credentials = field(default_factory=NoCredentials, repr=False)
+    rotate_client_certificate: bool = False
+    """The client certificate is the exec plugin's: follow the one it prints now."""
     impersonation: Impersonation = field(default_factory=Impersonation)
     """The user's ``as``, ``as-uid``, ``as-groups`` and ``as-user-extra``."""
     proxy: str | None = None
@@ -397,6 +399,7 @@ def _build(selected: SelectedContext, base: Path) -> ApiServerConfig:
     certificate = reader.file_or_data("user", "client-certificate")
     key = reader.file_or_data("user", "client-key")
     credentials: Credentials = NoCredentials()
+    rotate = False
     try:
         token = reader.string("user", "token")
         token_file = reader.path("user", "tokenFile")
@@ -408,6 +411,7 @@ def _build(selected: SelectedContext, base: Path) -> ApiServerConfig:
             plugin = _exec_plugin(reader, ca_pem)
             first = run_exec_plugin(plugin)
             credentials = ExecCredentials(plugin, first)
+            rotate = not certificate  # a kubeconfig's own certificate wins
             if first.client_certificate and not certificate:
                 certificate, key = first.client_certificate, first.client_key
     except CredentialError as exc:
@@ -422,7 +426,7 @@ def _build(selected: SelectedContext, base: Path) -> ApiServerConfig:
         server=server.rstrip("/"), ca_pem=ca_pem, verify=not skip,
         tls_server_name=reader.string("cluster", "tls-server-name"),
         client_certificate=certificate, client_key=key, credentials=credentials,
-        impersonation=impersonation, source=selected.where,
+        rotate_client_certificate=rotate, impersonation=impersonation, source=selected.where,
     )  # fmt: skip
     config.ssl_context()  # a bad CA or certificate is a load error, naming the kubeconfig
     return config

@@ -19,7 +19,9 @@ monkeypatching.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import ssl
+import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -29,9 +31,9 @@ import urllib3
 from pydantic_core import from_json
 
 from operator_runtime.runtime import kubeconfig as kubeconfig_module
-from operator_runtime.runtime.credentials import CredentialError
+from operator_runtime.runtime.credentials import Credential, CredentialError
 from operator_runtime.runtime.errors import TransportError
-from operator_runtime.runtime.kubeconfig import ApiServerConfig
+from operator_runtime.runtime.kubeconfig import ApiServerConfig, KubeconfigError
 
 
 @dataclass(frozen=True)
@@ -159,22 +161,17 @@ class UrllibTransport:
 
     def __init__(self, configuration: ApiServerConfig, *, pool_size: int = 64) -> None:
         self._configuration = configuration
-        self._pool = _pool_manager(configuration, pool_size)
+        self._pool_size = pool_size
         self.base_url = configuration.server.rstrip("/")
-        # Every request goes to one server: without a proxy, its connection pool is
-        # called directly, sparing each request the manager's URL parsing and pool
-        # lookup (a few percent of the operator's CPU in a burst of pod creates).
-        self._server_pool: urllib3.HTTPConnectionPool | None = None
         self._path_prefix = urllib.parse.urlsplit(self.base_url).path
-        if not configuration.proxy:
-            self._server_pool = self._pool.connection_from_url(self.base_url)
+        self._pools = _Pools.build(configuration, self.base_url, pool_size)
+        self._pools_lock = threading.Lock()
         self._impersonation = configuration.impersonation.headers()
         names = [name for name, _ in self._impersonation]
         self._repeated_headers = len(set(names)) < len(names)
 
-    def _credentials(self) -> list[tuple[str, str]]:
-        """The auth layer, then the impersonation layer: ``Authorization`` (the
-        operator's own identity) and the ``Impersonate-*`` headers of who it acts as.
+    def _credential(self) -> Credential:
+        """The auth layer's credential for one request.
 
         A credential that cannot be produced (an exec plugin failing, a token file
         gone) is a failure below the API like a refused connection, and nothing was
@@ -182,27 +179,59 @@ class UrllibTransport:
         informers and the client's retries already handle (client-go's round-tripper
         returns it as an ordinary error too)."""
         try:
-            value = self._configuration.credentials.authorization()
+            return self._configuration.credentials.current()
         except CredentialError as exc:
             raise TransportError(f"credentials: {exc}", maybe_sent=False) from exc
+
+    def _credentials(self) -> list[tuple[str, str]]:
+        """The auth layer, then the impersonation layer: ``Authorization`` (the
+        operator's own identity) and the ``Impersonate-*`` headers of who it acts as."""
+        value = self._credential().authorization
         authorization = [("Authorization", value)] if value else []
         return authorization + self._impersonation
 
-    def _headers(self, extra: dict[str, str]) -> Mapping[str, str]:
-        layered = self._credentials()
+    def _headers(self, credential: Credential, extra: dict[str, str]) -> Mapping[str, str]:
         headers: dict[str, str] | urllib3.HTTPHeaderDict
         # A plain dict unless a name repeats (several groups to impersonate): the
         # common path stays as cheap as it was.
         headers = urllib3.HTTPHeaderDict() if self._repeated_headers else {}
         headers["Accept"] = "application/json"
         headers["User-Agent"] = "ray-operator (python)"
-        for name, value in layered:
+        if credential.authorization:
+            headers["Authorization"] = credential.authorization
+        for name, value in self._impersonation:
             if isinstance(headers, urllib3.HTTPHeaderDict):
                 headers.add(name, value)
             else:
                 headers[name] = value
         headers.update(extra)
         return headers
+
+    def _pools_for(self, credential: Credential) -> _Pools:
+        """The TLS layer: the pools whose connections show ``credential``'s client
+        certificate. A certificate an exec plugin printed since (rotated before it
+        expired, or after a 401) gets new pools; connections of the old ones finish
+        what they carry and are closed."""
+        pools = self._pools
+        certificate = credential.client_certificate
+        if (certificate is None or certificate is pools.certificate
+                or not self._configuration.rotate_client_certificate):  # fmt: skip
+            return pools
+        with self._pools_lock:
+            pools = self._pools
+            if certificate != pools.certificate:
+                rotated = dataclasses.replace(self._configuration,
+                                              client_certificate=certificate,
+                                              client_key=credential.client_key)  # fmt: skip
+                try:
+                    fresh = _Pools.build(rotated, self.base_url, self._pool_size)
+                except KubeconfigError as exc:
+                    raise TransportError(f"exec plugin certificate: {exc}",
+                                         maybe_sent=False) from exc  # fmt: skip
+                self._pools, stale = fresh, pools
+                stale.manager.clear()
+                pools = fresh
+        return pools
 
     def api_server_access(self) -> ApiServerAccess:
         """This transport's URL, TLS and credentials, for a client of another library."""
@@ -250,22 +279,23 @@ class UrllibTransport:
         API (credentials, TLS, proxy, socket) becomes ``TransportError``. Without
         ``preload`` the body is left for the caller to stream."""
         try:
-            request_headers = self._headers(headers)
+            credential = self._credential()
+            pools = self._pools_for(credential)
         except TransportError as exc:
             raise TransportError(f"{method} {path}: {exc}", maybe_sent=False) from exc
         options: dict[str, Any] = {
             "body": body,
-            "headers": request_headers,
+            "headers": self._headers(credential, headers),
             "timeout": urllib3.Timeout(connect=timeout[0], read=timeout[1]),
             "retries": False,
             "preload_content": preload,
         }
         try:
             target = self._target(path, query)
-            if self._server_pool is None:
-                response = self._pool.request(method, self.base_url + target, **options)
+            if pools.server is None:
+                response = pools.manager.request(method, self.base_url + target, **options)
             else:
-                response = self._server_pool.urlopen(method, self._path_prefix + target, **options)
+                response = pools.server.urlopen(method, self._path_prefix + target, **options)
         except urllib3.exceptions.ConnectTimeoutError as exc:  # also refused, unresolved
             # No connection, so no request: safe to send again, even a create.
             raise TransportError(f"{method} {path}: {exc}", maybe_sent=False) from exc
@@ -273,9 +303,27 @@ class UrllibTransport:
             raise TransportError(f"{method} {path}: {exc}") from exc
         if response.status == 401:
             # A cached exec credential the server no longer takes: the next request
-            # fetches a fresh one (client-go does the same).
-            self._configuration.credentials.rejected()
+            # fetches a fresh one (client-go does the same), unless it already has.
+            self._configuration.credentials.rejected(credential)
         return response
+
+
+@dataclass(frozen=True)
+class _Pools:
+    """The connection pools for one client certificate, replaced whole on rotation."""
+
+    manager: urllib3.PoolManager
+    server: urllib3.HTTPConnectionPool | None
+    """Every request goes to one server: without a proxy, its connection pool is
+    called directly, sparing each request the manager's URL parsing and pool lookup
+    (a few percent of the operator's CPU in a burst of pod creates)."""
+    certificate: bytes | None
+
+    @classmethod
+    def build(cls, configuration: ApiServerConfig, base_url: str, pool_size: int) -> _Pools:
+        manager = _pool_manager(configuration, pool_size)
+        server = None if configuration.proxy else manager.connection_from_url(base_url)
+        return cls(manager, server, configuration.client_certificate)
 
 
 def _pool_manager(configuration: ApiServerConfig, pool_size: int) -> urllib3.PoolManager:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from hack.localcluster import LocalCluster
+from hack.localcluster.pki import issue_client_certificate
 from operator_runtime.runtime.credentials import TOKEN_FILE_RECHECK_SECONDS, LibraryCredentials
 from operator_runtime.runtime.errors import TransportError
 from operator_runtime.runtime.kubeconfig import ApiServerConfig, load_incluster
@@ -218,3 +219,60 @@ def test_impersonation_is_the_identity_the_api_server_sees(
     assert seen["extra"] == {"example.com/scopes": ["read", "write"]}
     # And it is alice, not the admin, whom RBAC judges: she may read nothing here.
     assert status(config, namespace) == 403
+
+
+ROTATING_CERTIFICATE_PLUGIN = """\
+import datetime, json, os, sys, time
+with open(os.environ["RUNS"], "a") as log:
+    log.write("run\\n")
+stamp = datetime.datetime.fromtimestamp(time.time() + int(sys.argv[3]), datetime.timezone.utc)
+print(json.dumps({
+    "apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+    "status": {"clientCertificateData": open(sys.argv[1]).read(),
+               "clientKeyData": open(sys.argv[2]).read(),
+               "expirationTimestamp": stamp.strftime("%Y-%m-%dT%H:%M:%SZ")},
+}))
+"""
+
+
+def review(transport: UrllibTransport) -> str:
+    """The user name the API server sees (a SelfSubjectReview)."""
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    response = transport.request(
+        "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", query=[],
+        body=json.dumps(body).encode(), headers={"Content-Type": "application/json"},
+        timeout=(10, 30),
+    )  # fmt: skip
+    assert response.status == 201, response.body
+    return str(response.json()["status"]["userInfo"]["username"])
+
+
+def test_exec_plugin_client_certificate_is_rotated_when_it_expires(
+    local_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """Pinniped, Teleport: the plugin prints a short-lived certificate; the next one
+    (here another user's, so the server shows which was used) replaces it in TLS."""
+    cert, key, runs = tmp_path / "user.crt", tmp_path / "user.key", tmp_path / "runs"
+    lifetime = 3
+
+    def issue(user: str) -> None:
+        pem, key_pem = issue_client_certificate(local_cluster.pki, user)
+        cert.write_bytes(pem)
+        key.write_bytes(key_pem)
+
+    issue("first-user")
+    (tmp_path / "plugin.py").write_text(ROTATING_CERTIFICATE_PLUGIN)
+    user = {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
+        "args": [str(tmp_path / "plugin.py"), str(cert), str(key), str(lifetime)],
+        "interactiveMode": "Never", "env": [{"name": "RUNS", "value": str(runs)}],
+    }}  # fmt: skip
+    started = time.time()
+    transport = UrllibTransport(load_configuration(str(write(local_cluster, tmp_path / "c", user))))
+    assert review(transport) == "first-user"
+    assert time.time() < started + lifetime, "the first review took the whole lifetime"
+    issue("second-user")
+    time.sleep(max(0.0, started + lifetime + 1.2 - time.time()))
+    assert review(transport) == "second-user"
+    assert review(transport) == "second-user"
+    assert len(runs.read_text().splitlines()) == 2, "one run at start, one at the expiry"

@@ -5,12 +5,20 @@ tests/integration/runtime/test_runtime_credential_failure.py."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from operator_runtime.runtime.credentials import CredentialError
+from operator_runtime.runtime.credentials import (
+    Credential,
+    CredentialError,
+    ExecCredential,
+    ExecCredentials,
+    ExecPlugin,
+)
 from operator_runtime.runtime.errors import TransportError
 from operator_runtime.runtime.impersonation import ImpersonationError, read_impersonation
 from operator_runtime.runtime.kubeconfig import ApiServerConfig, load_kubeconfig
@@ -23,11 +31,14 @@ class FailingPlugin:
     def __init__(self) -> None:
         self.runs = 0
 
-    def authorization(self) -> str | None:
+    def current(self) -> Credential:
         self.runs += 1
         raise CredentialError("user 'u' exec: exited 1: the SSO session has expired")
 
-    def rejected(self) -> None:
+    def authorization(self) -> str | None:
+        return self.current().authorization
+
+    def rejected(self, credential: Credential) -> None:
         pass
 
 
@@ -80,3 +91,47 @@ def test_impersonation_of_the_wrong_shape_is_refused_naming_the_field(
 ) -> None:
     with pytest.raises(ImpersonationError, match=message):
         read_impersonation(user, "kubeconfig x: user 'u'")
+
+
+def _plugin_runs(tokens: list[str]) -> tuple[ExecCredentials, list[str]]:
+    """ExecCredentials over a plugin that prints ``tokens`` one run after another."""
+    runs: list[str] = []
+
+    def run(_: ExecPlugin) -> ExecCredential:
+        time.sleep(0.05)  # a real plugin takes a while: threads pile up behind the lock
+        runs.append(tokens[len(runs)])
+        return ExecCredential(runs[-1], None, None, None)
+
+    plugin = ExecPlugin("client.authentication.k8s.io/v1", "p", (), (), "{}", "user 'u'")
+    return ExecCredentials(plugin, ExecCredential("first", None, None, None), run=run), runs
+
+
+def test_a_burst_of_401s_to_one_credential_runs_the_plugin_once() -> None:
+    credentials, runs = _plugin_runs(["second", "third"])
+    refused = credentials.current()
+    seen: list[str | None] = []
+
+    def request_refused_then_again() -> None:
+        credentials.rejected(refused)  # the 401 to the first credential
+        seen.append(credentials.current().authorization)
+
+    threads = [threading.Thread(target=request_refused_then_again) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert runs == ["second"]
+    assert set(seen) == {"Bearer second"}
+
+
+def test_a_late_401_to_an_older_credential_keeps_the_fresh_one() -> None:
+    credentials, runs = _plugin_runs(["second", "third"])
+    old = credentials.current()
+    credentials.rejected(old)
+    fresh = credentials.current()
+    assert fresh.authorization == "Bearer second"
+    credentials.rejected(old)  # a request sent with the old one, answered late
+    assert credentials.current() is fresh
+    assert runs == ["second"]
+    credentials.rejected(fresh)
+    assert credentials.authorization() == "Bearer third"
