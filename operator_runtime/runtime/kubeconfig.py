@@ -76,6 +76,7 @@ EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k
 CLUSTER_KEYS = frozenset({
     "server", "certificate-authority", "certificate-authority-data",
     "insecure-skip-tls-verify", "tls-server-name", "extensions", "disable-compression",
+    "proxy-url",
 })  # fmt: skip
 USER_KEYS = frozenset({
     "token", "tokenFile", "client-certificate", "client-certificate-data", "client-key",
@@ -111,7 +112,8 @@ class ApiServerConfig:
     impersonation: Impersonation = field(default_factory=Impersonation)
     """The user's ``as``, ``as-uid``, ``as-groups`` and ``as-user-extra``."""
     proxy: str | None = None
-    """Only from the ``kubernetes`` package (a cluster's ``proxy-url``)."""
+    """A cluster's ``proxy-url`` (http or https); without it the transport asks the
+    environment (``proxy.environment_proxy``)."""
     source: str = ""
     """Where this came from, for messages: ``kubeconfig /p (context c)``, ``in-cluster``."""
 
@@ -396,6 +398,14 @@ def _build(selected: SelectedContext, base: Path) -> ApiServerConfig:
     if not isinstance(skip, bool):
         raise KubeconfigError(f"{reader.where('cluster', 'insecure-skip-tls-verify')}: "
                               "not true or false")  # fmt: skip
+    proxy = reader.string("cluster", "proxy-url")
+    if proxy is not None and not proxy.startswith(("http://", "https://")):
+        scheme = proxy.split(":")[0]
+        raise KubeconfigError(
+            f"{reader.where('cluster', 'proxy-url')}: {scheme!r} proxies are not supported "
+            "(the operator bundles no SOCKS client); use an HTTP CONNECT proxy (http:// or "
+            "https://)"
+        )
     certificate = reader.file_or_data("user", "client-certificate")
     key = reader.file_or_data("user", "client-key")
     credentials: Credentials = NoCredentials()
@@ -426,7 +436,8 @@ def _build(selected: SelectedContext, base: Path) -> ApiServerConfig:
         server=server.rstrip("/"), ca_pem=ca_pem, verify=not skip,
         tls_server_name=reader.string("cluster", "tls-server-name"),
         client_certificate=certificate, client_key=key, credentials=credentials,
-        rotate_client_certificate=rotate, impersonation=impersonation, source=selected.where,
+        rotate_client_certificate=rotate, impersonation=impersonation, proxy=proxy,
+        source=selected.where,
     )  # fmt: skip
     config.ssl_context()  # a bad CA or certificate is a load error, naming the kubeconfig
     return config

@@ -34,6 +34,7 @@ from operator_runtime.runtime import kubeconfig as kubeconfig_module
 from operator_runtime.runtime.credentials import Credential, CredentialError
 from operator_runtime.runtime.errors import TransportError
 from operator_runtime.runtime.kubeconfig import ApiServerConfig, KubeconfigError
+from operator_runtime.runtime.proxy import environment_proxy
 
 
 @dataclass(frozen=True)
@@ -321,27 +322,27 @@ class _Pools:
 
     @classmethod
     def build(cls, configuration: ApiServerConfig, base_url: str, pool_size: int) -> _Pools:
-        manager = _pool_manager(configuration, pool_size)
-        server = None if configuration.proxy else manager.connection_from_url(base_url)
+        proxy = configuration.proxy or environment_proxy(base_url)
+        manager = _pool_manager(configuration, proxy, pool_size)
+        server = None if proxy else manager.connection_from_url(base_url)
         return cls(manager, server, configuration.client_certificate)
 
 
-def _pool_manager(configuration: ApiServerConfig, pool_size: int) -> urllib3.PoolManager:
-    """The connection pool: one TLS context for every connection, the certificate
-    checked against ``tls-server-name`` when the kubeconfig sets one."""
+def _pool_manager(
+    configuration: ApiServerConfig, proxy: str | None, pool_size: int
+) -> urllib3.PoolManager:
+    """The TLS and proxy layers: one TLS context for every connection, the certificate
+    checked against ``tls-server-name`` when the kubeconfig sets one; through ``proxy``
+    (CONNECT for an https server) when there is one. urllib3 does both."""
     pool_args: dict[str, Any] = {"maxsize": pool_size, "ssl_context": configuration.ssl_context()}
     if configuration.tls_server_name:
         pool_args["server_hostname"] = configuration.tls_server_name
     if not configuration.verify:
         pool_args["cert_reqs"] = ssl.CERT_NONE
         pool_args["assert_hostname"] = False
-    if not configuration.proxy:
+    if not proxy:
         return urllib3.PoolManager(**pool_args)
-    if configuration.proxy.startswith("socks"):
-        from urllib3.contrib.socks import SOCKSProxyManager
-
-        return SOCKSProxyManager(configuration.proxy, **pool_args)
-    return urllib3.ProxyManager(configuration.proxy, **pool_args)
+    return urllib3.ProxyManager(proxy, **pool_args)
 
 
 def load_configuration(kubeconfig: str | None) -> ApiServerConfig:

@@ -61,7 +61,6 @@ SERVER = {"server": "https://127.0.0.1:6443"}
 
 
 @pytest.mark.parametrize(("cluster", "user", "reason"), [
-    ({**SERVER, "proxy-url": "http://p:3128"}, {}, "cluster 'k' has 'proxy-url'"),
     (SERVER, {"auth-provider": {"name": "oidc"}}, "user 'u' has 'auth-provider'"),
     (SERVER, {"username": "a", "password": "b"}, "user 'u' has 'password'"),
     (SERVER, {"exec": {"apiVersion": "client.authentication.k8s.io/v1alpha1",
@@ -323,3 +322,11 @@ def test_kubeconfig_in_the_environment_wins_over_in_cluster(
     in_cluster = load_configuration(None)
     assert in_cluster.source == "in-cluster"
     assert in_cluster.credentials.authorization() == "Bearer in-cluster"
+
+
+def test_a_proxy_url_is_read_and_socks_is_refused_naming_the_key(tmp_path: Path) -> None:
+    http = kubeconfig(tmp_path / "http", {**SERVER, "proxy-url": "http://p:3128"}, {})
+    assert load_kubeconfig(str(http)).proxy == "http://p:3128"
+    socks = kubeconfig(tmp_path / "socks", {**SERVER, "proxy-url": "socks5://p:1080"}, {})
+    with pytest.raises(KubeconfigError, match=r"cluster 'k' proxy-url: 'socks5' proxies"):
+        load_kubeconfig(str(socks))
