@@ -1,7 +1,7 @@
 """Who the operator is to the API server, asked per request: a ``Credential`` (the
 ``Authorization`` header, and an exec plugin's client certificate).
 
-Three sources need more than a constant:
+Two sources need more than a constant:
 
 - a token file (the in-cluster service account's ``token``, a kubeconfig's ``tokenFile``):
   the kubelet rotates bound service-account tokens by swapping the file, so the header
@@ -11,10 +11,7 @@ Three sources need more than a constant:
 - an exec plugin (``client.authentication.k8s.io`` v1 or v1beta1 ``ExecCredential``): run
   when no credential is held or the held one reached its ``expirationTimestamp``, or after
   the server answered 401 to it (to that credential, not an older one), as client-go does;
-  its output and run time are bounded; a certificate it prints is rotated like a token;
-- the ``kubernetes`` package's configuration, for the kubeconfigs we hand to it
-  (``operator_runtime.runtime.kubeconfig`` says which): its refresh hook runs in
-  ``get_api_key_with_prefix``.
+  its output and run time are bounded; a certificate it prints is rotated like a token.
 
 Every source is called from many worker threads at once; each holds a lock while it
 refreshes, so one plugin run serves all of them.
@@ -389,27 +386,6 @@ def _held(credential: ExecCredential) -> tuple[ExecCredential, Credential]:
         f"Bearer {credential.token}" if credential.token else None,
         credential.client_certificate, credential.client_key,
     )  # fmt: skip
-
-
-class LibraryCredentials:
-    """The ``kubernetes`` package's ``Configuration`` (auth-provider, basic auth, ...)."""
-
-    def __init__(self, configuration: Any) -> None:
-        self._configuration = configuration
-        self._lock = threading.Lock()
-
-    def current(self) -> Credential:
-        with self._lock:  # its refresh hook rewrites the configuration in place
-            value = self._configuration.get_api_key_with_prefix(
-                "BearerToken", alias="authorization"
-            )
-        return Credential(str(value)) if value else ANONYMOUS
-
-    def authorization(self) -> str | None:
-        return self.current().authorization
-
-    def rejected(self, credential: Credential) -> None:
-        pass
 
 
 def exec_info(api_version: str, cluster: Mapping[str, Any] | None, ca_pem: str | None) -> str:

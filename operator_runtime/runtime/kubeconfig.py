@@ -21,12 +21,14 @@ meets ourselves:
   ``as-uid``, ``as-groups``, ``as-user-extra``: ``impersonation``). Relative paths are
   resolved against the kubeconfig's directory, as kubectl does.
 
-Everything else still goes to the ``kubernetes`` package, imported only then, and is
-adapted into the same ``ApiServerConfig``, so no kubeconfig that worked stops working:
-several paths in ``$KUBECONFIG``, a user with ``auth-provider``, ``username``/``password``
-or any key we do not know, a cluster with ``proxy-url``
-or any key we do not know, an exec ``apiVersion`` other than v1/v1beta1
-(``library_reason`` decides).
+The forms we do not read are refused at start, naming the key and what to use instead
+(``unsupported_reason``): an ``auth-provider`` (removed from client-go in 1.26: an exec
+plugin replaces each), ``username``/``password`` (basic authentication, removed from the
+API server in 1.19), an exec ``apiVersion`` other than v1/v1beta1 (v1alpha1 was removed
+in 1.24), a ``socks5`` ``proxy-url``, and several paths in ``$KUBECONFIG`` (not merged:
+name one file, or flatten them with ``kubectl config view --flatten``). Other keys we do
+not know are ignored with a warning, as client-go ignores them. The ``kubernetes``
+package is not imported at all.
 
 Inputs are treated as hostile: files are read up to a bound, exec plugins run with a
 bounded time and output, and every error names the kubeconfig, context or user, and field.
@@ -51,7 +53,6 @@ from operator_runtime.runtime.credentials import (
     Credentials,
     ExecCredentials,
     ExecPlugin,
-    LibraryCredentials,
     NoCredentials,
     StaticToken,
     TokenFile,
@@ -82,10 +83,16 @@ USER_KEYS = frozenset({
     "token", "tokenFile", "client-certificate", "client-certificate-data", "client-key",
     "client-key-data", "exec", "extensions", "as", "as-uid", "as-groups", "as-user-extra",
 })  # fmt: skip
-EXEC_KEYS = frozenset({
-    "apiVersion", "command", "args", "env", "provideClusterInfo", "interactiveMode",
-    "installHint",
-})  # fmt: skip
+UNSUPPORTED_USER_KEYS: dict[str, str] = {
+    "auth-provider": "auth-provider plugins were removed from client-go (Kubernetes 1.26); "
+    "use the exec plugin that replaces yours: gke-gcloud-auth-plugin (gcp), kubelogin "
+    "(azure), kubectl oidc-login (oidc)",
+    "username": "basic authentication was removed from the API server (Kubernetes 1.19); "
+    "use a token, a client certificate or an exec plugin",
+    "password": "basic authentication was removed from the API server (Kubernetes 1.19); "
+    "use a token, a client certificate or an exec plugin",
+}
+"""Kubeconfig user keys kubectl users may still have that the operator refuses, and why."""
 
 
 class KubeconfigError(Exception):
@@ -169,7 +176,10 @@ def load_configuration(kubeconfig: str | None) -> ApiServerConfig:
         return load_kubeconfig(kubeconfig)
     paths = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
     if len(paths) > 1:
-        return load_with_library(None, "$KUBECONFIG names several files")
+        raise KubeconfigError(
+            f"$KUBECONFIG names {len(paths)} files; the operator reads one: pass --kubeconfig "
+            "or set $KUBECONFIG to one file (kubectl config view --flatten merges them)"
+        )
     if paths:
         return load_kubeconfig(paths[0])
     in_cluster = load_incluster()
@@ -219,9 +229,15 @@ def load_kubeconfig(path: str) -> ApiServerConfig:
     except UserYamlError as exc:
         raise KubeconfigError(f"kubeconfig {path}: not YAML: {exc}") from None
     selected = select_context(document, f"kubeconfig {path}")
-    reason = library_reason(selected)
+    reason = unsupported_reason(selected)
     if reason is not None:
-        return load_with_library(path, reason)
+        raise KubeconfigError(f"{selected.where}: {reason}")
+    for section, entry, known in (("cluster", selected.cluster, CLUSTER_KEYS),
+                                  ("user", selected.user, USER_KEYS)):  # fmt: skip
+        unknown = sorted(set(entry) - known - UNSUPPORTED_USER_KEYS.keys())
+        if unknown:
+            log.warning("%s: %s keys %s are not read (client-go ignores them too)",
+                        selected.where, section, ", ".join(unknown))  # fmt: skip
     return _build(selected, Path(os.path.abspath(path)).parent)
 
 
@@ -281,59 +297,21 @@ def select_context(document: Any, where: str) -> SelectedContext:
     return SelectedContext(where, name, cluster_name, cluster, user_name, user)
 
 
-def library_reason(selected: SelectedContext) -> str | None:
-    """Why this context goes to the ``kubernetes`` package, or None if we read it."""
-    for key in sorted(set(selected.cluster) - CLUSTER_KEYS):
-        return f"cluster {selected.cluster_name!r} has {key!r}"
-    for key in sorted(set(selected.user) - USER_KEYS):
-        return f"user {selected.user_name!r} has {key!r}"
+def unsupported_reason(selected: SelectedContext) -> str | None:
+    """Why this context cannot be used, naming the key and what to use instead; None
+    when we read it."""
+    for key in sorted(set(selected.user) & UNSUPPORTED_USER_KEYS.keys()):
+        return f"user {selected.user_name!r} {key}: {UNSUPPORTED_USER_KEYS[key]}"
     plugin = selected.user.get("exec")
     token = selected.user.get("token") or selected.user.get("tokenFile")
     if plugin is not None and not token:
         if not isinstance(plugin, dict):
-            return f"user {selected.user_name!r} has an exec that is not a mapping"
+            return f"user {selected.user_name!r} exec: not a mapping"
         if plugin.get("apiVersion") not in EXEC_API_VERSIONS:
-            return f"user {selected.user_name!r} exec apiVersion {plugin.get('apiVersion')!r}"
-        for key in sorted(set(plugin) - EXEC_KEYS):
-            return f"user {selected.user_name!r} exec has {key!r}"
+            return (f"user {selected.user_name!r} exec apiVersion {plugin.get('apiVersion')!r}: "
+                    f"not supported (v1alpha1 was removed in Kubernetes 1.24); use "
+                    f"{EXEC_API_VERSIONS[0]} or {EXEC_API_VERSIONS[1]}")  # fmt: skip
     return None
-
-
-def load_with_library(path: str | None, reason: str) -> ApiServerConfig:
-    """The ``kubernetes`` package's reading of ``path`` (None: its default lookup),
-    adapted into an ``ApiServerConfig``. The package is imported here and only here."""
-    # The package takes its default from $KUBECONFIG once, when it is first imported
-    # (a test that set it later got "~/.kube/config"): hand it today's value.
-    source = path or os.environ.get("KUBECONFIG") or None
-    log.info("kubeconfig %s: read by the kubernetes package (%s)",
-             source or "~/.kube/config", reason)  # fmt: skip
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
-
-    configuration = k8s_client.Configuration()
-    k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-        config_file=source, client_configuration=configuration, persist_config=False
-    )
-    where = f"kubeconfig {path or '$KUBECONFIG'}"
-
-    def read(file: str | None, what: str) -> bytes | None:
-        try:
-            return read_bounded(file, f"{where} {what}") if file else None
-        except CredentialError as exc:
-            raise KubeconfigError(str(exc)) from None
-
-    ca = read(configuration.ssl_ca_cert, "certificate-authority")
-    return ApiServerConfig(
-        server=str(configuration.host).rstrip("/"),
-        ca_pem=_pem_text(ca, f"{where} certificate-authority") if ca else None,
-        verify=bool(configuration.verify_ssl),
-        tls_server_name=getattr(configuration, "tls_server_name", None) or None,
-        client_certificate=read(configuration.cert_file, "client-certificate"),
-        client_key=read(configuration.key_file, "client-key"),
-        credentials=LibraryCredentials(configuration),
-        proxy=configuration.proxy or None,
-        source=where,
-    )  # fmt: skip
 
 
 def _pem_text(data: bytes, what: str) -> str:

@@ -2,8 +2,7 @@
 a client certificate (with tls-server-name), a ServiceAccount's bound token (TokenRequest
 API) as ``token``, as ``tokenFile`` and printed by a real exec plugin (which may print a
 client certificate instead), in-cluster with a token file that the kubelet would rotate,
-impersonation as the API server sees it,
-and a legacy ``auth-provider`` that still goes through the ``kubernetes`` package."""
+and impersonation as the API server sees it."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ import pytest
 
 from hack.localcluster import LocalCluster
 from hack.localcluster.pki import issue_client_certificate
-from operator_runtime.runtime.credentials import TOKEN_FILE_RECHECK_SECONDS, LibraryCredentials
+from operator_runtime.runtime.credentials import TOKEN_FILE_RECHECK_SECONDS
 from operator_runtime.runtime.errors import TransportError
 from operator_runtime.runtime.kubeconfig import ApiServerConfig, load_incluster
 from operator_runtime.runtime.transport import UrllibTransport, load_configuration
@@ -159,18 +158,6 @@ def test_in_cluster_token_file_is_read_again_after_rotation(
     # Promised: read again within TOKEN_FILE_RECHECK_SECONDS; the rest is a loaded machine.
     wait_for("the rotated token", lambda: status(config, namespace) == 200,
              timeout=TOKEN_FILE_RECHECK_SECONDS + 30, interval=0.2)  # fmt: skip
-
-
-def test_auth_provider_still_loads_through_the_kubernetes_package(
-    local_cluster: LocalCluster, namespace: str, accounts: dict[str, str], tmp_path: Path
-) -> None:
-    # An OIDC id-token the API server takes: a ServiceAccount's bound token is a JWT.
-    provider = {"name": "oidc", "config": {"id-token": accounts["reader"],
-                                           "idp-issuer-url": "https://issuer.invalid"}}  # fmt: skip
-    path = write(local_cluster, tmp_path / "oidc", {"auth-provider": provider})
-    config = load_configuration(str(path))
-    assert isinstance(config.credentials, LibraryCredentials)
-    assert status(config, namespace) == 200
 
 
 CERTIFICATE_PLUGIN = """\

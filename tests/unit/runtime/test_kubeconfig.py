@@ -28,11 +28,11 @@ from operator_runtime.runtime.kubeconfig import (
     MAX_KUBECONFIG_BYTES,
     KubeconfigError,
     SelectedContext,
-    library_reason,
     load_configuration,
     load_incluster,
     load_kubeconfig,
     select_context,
+    unsupported_reason,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -60,19 +60,32 @@ def selected(cluster: dict[str, Any], user: dict[str, Any]) -> SelectedContext:
 SERVER = {"server": "https://127.0.0.1:6443"}
 
 
-@pytest.mark.parametrize(("cluster", "user", "reason"), [
-    (SERVER, {"auth-provider": {"name": "oidc"}}, "user 'u' has 'auth-provider'"),
-    (SERVER, {"username": "a", "password": "b"}, "user 'u' has 'password'"),
-    (SERVER, {"exec": {"apiVersion": "client.authentication.k8s.io/v1alpha1",
-                       "command": "x"}},
-     "user 'u' exec apiVersion 'client.authentication.k8s.io/v1alpha1'"),
-    (SERVER, {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "x",
-                       "somethingNew": 1}}, "user 'u' exec has 'somethingNew'"),
+@pytest.mark.parametrize(("user", "message"), [
+    ({"auth-provider": {"name": "oidc"}},
+     "user 'u' auth-provider: auth-provider plugins were removed from client-go"),
+    ({"username": "a", "password": "b"},
+     "user 'u' password: basic authentication was removed from the API server"),
+    ({"exec": {"apiVersion": "client.authentication.k8s.io/v1alpha1", "command": "x"}},
+     "user 'u' exec apiVersion 'client.authentication.k8s.io/v1alpha1': not supported"),
 ])  # fmt: skip
-def test_what_we_do_not_read_goes_to_the_library(
-    cluster: dict[str, Any], user: dict[str, Any], reason: str
+def test_what_we_do_not_support_is_refused_naming_the_key_and_the_fix(
+    tmp_path: Path, user: dict[str, Any], message: str
 ) -> None:
-    assert library_reason(selected(cluster, user)) == reason
+    path = kubeconfig(tmp_path / "config", SERVER, user)
+    with pytest.raises(KubeconfigError) as refused:
+        load_kubeconfig(str(path))
+    assert f"kubeconfig {path} (context 'c'): {message}" in str(refused.value)
+    assert "use " in str(refused.value)
+
+
+def test_keys_we_do_not_know_are_ignored_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = kubeconfig(tmp_path / "config", {**SERVER, "somethingNew": 1},
+                      {"token": "t", "alsoNew": 2})  # fmt: skip
+    assert load_kubeconfig(str(path)).credentials.authorization() == "Bearer t"
+    assert "cluster keys somethingNew are not read" in caplog.text
+    assert "user keys alsoNew are not read" in caplog.text
 
 
 @pytest.mark.parametrize("user", [
@@ -85,7 +98,7 @@ def test_what_we_do_not_read_goes_to_the_library(
 def test_what_an_operator_meets_is_read_by_us(user: dict[str, Any]) -> None:
     cluster = {**SERVER, "certificate-authority-data": "x", "insecure-skip-tls-verify": False,
                "tls-server-name": "n", "extensions": []}  # fmt: skip
-    assert library_reason(selected(cluster, user)) is None
+    assert unsupported_reason(selected(cluster, user)) is None
 
 
 @pytest.mark.parametrize(("document", "message"), [
@@ -273,18 +286,15 @@ def test_token_and_certificate_kubeconfigs_never_import_kubernetes(
     assert done.stdout.strip() == "[]"
 
 
-def test_several_kubeconfig_paths_go_to_the_library(
+def test_several_kubeconfig_paths_are_refused_saying_what_to_do(
     tmp_path: Path, tls: pki.Pki, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = kubeconfig(tmp_path / "a", {**SERVER, "certificate-authority": str(tls.ca_cert)},
                        {"token": "from-a"})  # fmt: skip
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("KUBECONFIG", f"{first}{os.pathsep}{tmp_path / 'absent'}")
-    config = load_configuration(None)
-    assert config.source == "kubeconfig $KUBECONFIG"
-    assert config.server == SERVER["server"]
-    assert config.credentials.authorization() == "Bearer from-a"
-    assert config.ca_pem == tls.ca_cert.read_text()
+    with pytest.raises(KubeconfigError, match=r"\$KUBECONFIG names 2 files.*--kubeconfig"):
+        load_configuration(None)
 
 
 def test_a_missing_exec_command_shows_the_install_hint(tmp_path: Path) -> None:
