@@ -60,11 +60,6 @@ from operator_runtime.runtime.credentials import (
     read_bounded,
     run_exec_plugin,
 )
-from operator_runtime.runtime.impersonation import (
-    Impersonation,
-    ImpersonationError,
-    read_impersonation,
-)
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +78,8 @@ USER_KEYS = frozenset({
     "token", "tokenFile", "client-certificate", "client-certificate-data", "client-key",
     "client-key-data", "exec", "extensions", "as", "as-uid", "as-groups", "as-user-extra",
 })  # fmt: skip
+IMPERSONATION_KEYS = frozenset({"as", "as-uid", "as-groups", "as-user-extra"})
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
 UNSUPPORTED_USER_KEYS: dict[str, str] = {
     "auth-provider": "auth-provider plugins were removed from client-go (Kubernetes 1.26); "
     "use the exec plugin that replaces yours: gke-gcloud-auth-plugin (gcp), kubelogin "
@@ -116,11 +113,12 @@ class ApiServerConfig:
     credentials: Credentials = field(default_factory=NoCredentials, repr=False)
     rotate_client_certificate: bool = False
     """The client certificate is the exec plugin's: follow the one it prints now."""
-    impersonation: Impersonation = field(default_factory=Impersonation)
-    """The user's ``as``, ``as-uid``, ``as-groups`` and ``as-user-extra``."""
+    impersonation: tuple[tuple[str, str], ...] = ()
+    """The ``Impersonate-*`` headers of the user's ``as``, ``as-uid``, ``as-groups`` and
+    ``as-user-extra`` (``impersonation``), a name repeated for each group or value."""
     proxy: str | None = None
     """A cluster's ``proxy-url`` (http or https); without it the transport asks the
-    environment (``proxy.environment_proxy``)."""
+    environment (``proxy_from_environment``)."""
     source: str = ""
     """Where this came from, for messages: ``kubeconfig /p (context c)``, ``in-cluster``."""
 
@@ -186,6 +184,17 @@ def load_configuration(kubeconfig: str | None) -> ApiServerConfig:
     if in_cluster is not None:
         return in_cluster
     return load_kubeconfig(os.path.expanduser("~/.kube/config"))
+
+
+def proxy_from_environment(server: str) -> str | None:
+    """The proxy ``HTTPS_PROXY``/``HTTP_PROXY`` and ``NO_PROXY`` name for ``server``
+    (``operator_runtime.runtime.proxy`` has the rules), or None."""
+    if not any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return None
+    # Imported only when a proxy is set: idle RSS is a budget.
+    from operator_runtime.runtime.proxy import environment_proxy
+
+    return environment_proxy(server)
 
 
 def load_incluster(
@@ -404,12 +413,20 @@ def _build(selected: SelectedContext, base: Path) -> ApiServerConfig:
                 certificate, key = first.client_certificate, first.client_key
     except CredentialError as exc:
         raise KubeconfigError(str(exc)) from None
-    try:
-        impersonation = read_impersonation(
-            selected.user, f"{selected.where}: user {selected.user_name!r}"
+    impersonation: tuple[tuple[str, str], ...] = ()
+    if IMPERSONATION_KEYS & selected.user.keys():
+        # Imported only for a kubeconfig that impersonates: idle RSS is a budget.
+        from operator_runtime.runtime.impersonation import (
+            ImpersonationError,
+            read_impersonation,
         )
-    except ImpersonationError as exc:
-        raise KubeconfigError(str(exc)) from None
+
+        try:
+            impersonation = tuple(read_impersonation(
+                selected.user, f"{selected.where}: user {selected.user_name!r}"
+            ).headers())  # fmt: skip
+        except ImpersonationError as exc:
+            raise KubeconfigError(str(exc)) from None
     config = ApiServerConfig(
         server=server.rstrip("/"), ca_pem=ca_pem, verify=not skip,
         tls_server_name=reader.string("cluster", "tls-server-name"),

@@ -33,8 +33,11 @@ from pydantic_core import from_json
 from operator_runtime.runtime import kubeconfig as kubeconfig_module
 from operator_runtime.runtime.credentials import Credential, CredentialError
 from operator_runtime.runtime.errors import TransportError
-from operator_runtime.runtime.kubeconfig import ApiServerConfig, KubeconfigError
-from operator_runtime.runtime.proxy import environment_proxy
+from operator_runtime.runtime.kubeconfig import (
+    ApiServerConfig,
+    KubeconfigError,
+    proxy_from_environment,
+)
 
 
 @dataclass(frozen=True)
@@ -167,7 +170,7 @@ class UrllibTransport:
         self._path_prefix = urllib.parse.urlsplit(self.base_url).path
         self._pools = _Pools.build(configuration, self.base_url, pool_size)
         self._pools_lock = threading.Lock()
-        self._impersonation = configuration.impersonation.headers()
+        self._impersonation = list(configuration.impersonation)
         names = [name for name, _ in self._impersonation]
         self._repeated_headers = len(set(names)) < len(names)
 
@@ -322,7 +325,7 @@ class _Pools:
 
     @classmethod
     def build(cls, configuration: ApiServerConfig, base_url: str, pool_size: int) -> _Pools:
-        proxy = configuration.proxy or environment_proxy(base_url)
+        proxy = configuration.proxy or proxy_from_environment(base_url)
         manager = _pool_manager(configuration, proxy, pool_size)
         server = None if proxy else manager.connection_from_url(base_url)
         return cls(manager, server, configuration.client_certificate)

@@ -68,7 +68,7 @@ def test_impersonation_is_read_from_the_kubeconfig_user(tmp_path: Path) -> None:
         }}],
     }))  # fmt: skip
     config = load_kubeconfig(str(path))
-    assert config.impersonation.headers() == [
+    assert list(config.impersonation) == [
         ("Impersonate-User", "alice"), ("Impersonate-Uid", "42"),
         ("Impersonate-Group", "dev"), ("Impersonate-Group", "ops"),
         ("Impersonate-Extra-example.com%2Fx%20y%25", "v"),
@@ -76,7 +76,7 @@ def test_impersonation_is_read_from_the_kubeconfig_user(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert UrllibTransport(config).api_server_access().headers() == [
         ("Authorization", "Bearer t"),
-        *config.impersonation.headers(),
+        *config.impersonation,
     ]
 
 
