@@ -303,6 +303,10 @@ class UrllibTransport:
         except urllib3.exceptions.ConnectTimeoutError as exc:  # also refused, unresolved
             # No connection, so no request: safe to send again, even a create.
             raise TransportError(f"{method} {path}: {exc}", maybe_sent=False) from exc
+        except ValueError as exc:
+            # http.client refusing a header value (a token an exec plugin printed with a
+            # line break in it) before a byte was sent.
+            raise TransportError(f"{method} {path}: {exc}", maybe_sent=False) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransportError(f"{method} {path}: {exc}") from exc
         if response.status == 401:

@@ -5,6 +5,7 @@ tests/integration/runtime/test_runtime_credential_failure.py."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from operator_runtime.runtime.credentials import (
     ExecCredential,
     ExecCredentials,
     ExecPlugin,
+    StaticToken,
 )
 from operator_runtime.runtime.errors import TransportError
 from operator_runtime.runtime.impersonation import ImpersonationError, read_impersonation
@@ -135,3 +137,17 @@ def test_a_late_401_to_an_older_credential_keeps_the_fresh_one() -> None:
     assert runs == ["second"]
     credentials.rejected(fresh)
     assert credentials.authorization() == "Bearer third"
+
+
+def test_a_header_http_client_refuses_is_a_transport_error_before_sending() -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    with listener:
+        server = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        transport = UrllibTransport(
+            ApiServerConfig(server=server, credentials=StaticToken("line\nbreak"))
+        )
+        with pytest.raises(TransportError, match="Invalid header value") as raised:
+            transport.request("GET", "/version", query=[], body=None, headers={}, timeout=(1, 1))
+    assert raised.value.maybe_sent is False
