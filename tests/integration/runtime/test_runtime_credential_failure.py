@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hack.localcluster import LocalCluster
 from tests.integration.runtime.conftest import make_client
 from tests.integration.runtime.test_runtime_leader_faults import (
@@ -32,6 +34,8 @@ TOKEN_LIFETIME = 2
 PLUGIN = """\
 import datetime, json, os, sys, time
 if os.path.exists(os.environ["FAIL"]):
+    if sys.argv[2] == "hangs":
+        time.sleep(300)  # waiting for a browser that never comes (killed at 60 s)
     sys.exit("the SSO session has expired")
 stamp = datetime.datetime.fromtimestamp(time.time() + int(sys.argv[1]), datetime.timezone.utc)
 print(json.dumps({
@@ -42,7 +46,9 @@ print(json.dumps({
 """
 
 
-def exec_kubeconfig(cluster: LocalCluster, namespace: str, tmp_path: Path) -> tuple[Path, Path]:
+def exec_kubeconfig(
+    cluster: LocalCluster, namespace: str, tmp_path: Path, mode: str
+) -> tuple[Path, Path]:
     """A kubeconfig whose exec plugin prints a cluster-admin ServiceAccount's token until
     the returned file exists, then fails as a cloud CLI does."""
     cluster.kubectl("-n", namespace, "create", "serviceaccount", "operator")
@@ -56,19 +62,23 @@ def exec_kubeconfig(cluster: LocalCluster, namespace: str, tmp_path: Path) -> tu
     fail = tmp_path / "fail"
     user: dict[str, Any] = {"exec": {
         "apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
-        "args": [str(tmp_path / "plugin.py"), str(TOKEN_LIFETIME)], "interactiveMode": "Never",
+        "args": [str(tmp_path / "plugin.py"), str(TOKEN_LIFETIME), mode],
+        "interactiveMode": "Never",
         "env": [{"name": "FAIL", "value": str(fail)},
                 {"name": "TOKEN_FILE", "value": str(tmp_path / "token")}],
     }}  # fmt: skip
     return cluster.write_kubeconfig(tmp_path / "exec-kubeconfig", "exec", user), fail
 
 
+@pytest.mark.parametrize("mode", ["fails", "hangs"])
 def test_a_leader_whose_exec_plugin_fails_exits_and_the_standby_takes_over(
-    local_cluster: LocalCluster, namespace: str, tmp_path: Path, start_operator: Any
+    local_cluster: LocalCluster, namespace: str, tmp_path: Path, start_operator: Any, mode: str
 ) -> None:
-    lease = "exec-failure-lease"
+    """``hangs``: the plugin never answers (it is killed after a minute), so the renewal
+    is stuck in it past the renew deadline; the process must exit all the same."""
+    lease = f"exec-{mode}-lease"
     client = make_client(local_cluster)
-    path, fail = exec_kubeconfig(local_cluster, namespace, tmp_path)
+    path, fail = exec_kubeconfig(local_cluster, namespace, tmp_path, mode)
     try:
         old = start_operator(*flags(namespace, lease), f"--kubeconfig={path}", name="exec")
         wait_for("the exec operator leads",
@@ -96,13 +106,14 @@ def test_a_leader_whose_exec_plugin_fails_exits_and_the_standby_takes_over(
         exit_code = _exit_code(old, LEASE_DURATION + 10)
         last_renewed = max(renewals) if renewals else failing_at
         exit_after = (exited[0] if exited else time.time()) - last_renewed
-        print(f"\n[report] exec plugin failing: last renewal {last_renewed - failing_at:.2f}s "
+        print(f"\n[report] exec plugin {mode}: last renewal {last_renewed - failing_at:.2f}s "
               f"after the plugin began to fail, exit code {exit_code} {exit_after:.2f}s after "
               f"the last renewal (lease duration {LEASE_DURATION}s), standby acquired "
               f"{wall(spec['acquireTime']) - last_renewed:.2f}s after it")  # fmt: skip
         assert exit_code == 1, "could not renew: exit non-zero, to be restarted"
         assert exit_after <= LEASE_DURATION, "exited within the lease duration"
-        assert _logged(old, "the SSO session has expired"), "the plugin's reason is logged"
+        if mode == "fails":
+            assert _logged(old, "the SSO session has expired"), "the plugin's reason is logged"
         assert _logged(old, "lost the leader Lease")
         assert not _logged(old, "Traceback"), "a credential failure is no crash"
     finally:
