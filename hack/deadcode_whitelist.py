@@ -55,6 +55,7 @@ file_secret_settings
 # The standard library's and other libraries' hooks.
 _.ignore_aliases  # yaml.SafeDumper
 _.auth_flow  # httpx.Auth
+_._pool  # httpx.HTTPTransport reads the pool the dashboard client replaces
 _.do_GET  # http.server.BaseHTTPRequestHandler
 _.log_message
 _.daemon_threads  # socketserver.ThreadingMixIn

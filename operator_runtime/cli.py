@@ -200,11 +200,11 @@ def _transport(path: str | None, *, pool_size: int) -> UrllibTransport:
         raise StartupError(f"kubeconfig {path}: no such file")
     try:
         return UrllibTransport(load_configuration(path), pool_size=pool_size)
-    except Exception as exc:  # ours and the kubernetes package's (fallback): all "bad file"
+    except Exception as exc:  # a kubeconfig, in-cluster or TLS error: all "bad file"
         detail = " ".join(str(exc).split())[:300] or type(exc).__name__
         if not path:
             raise StartupError(
-                f"no usable kubeconfig (not in a cluster; $KUBECONFIG or ~/.kube/config: "
+                f"no usable kubeconfig ($KUBECONFIG, else in-cluster, else ~/.kube/config: "
                 f"{detail}); pass --kubeconfig"
             ) from None
         if detail.startswith(f"kubeconfig {path}"):  # ours already names the file

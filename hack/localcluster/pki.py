@@ -60,17 +60,17 @@ class Pki:
     def service_account_public_key(self) -> Path:
         return self.directory / "sa.pub"
 
-    def issue(
+    def issue_pem(
         self,
-        name: str,
         common_name: str,
         organization: str | None = None,
         *,
         server_addresses: tuple[str, ...] = (),
-    ) -> tuple[Path, Path]:
-        """A certificate signed by this CA, written as ``NAME.crt`` and ``NAME.key``: a
-        client certificate for ``common_name`` (the user) in ``organization`` (the group),
-        or, with ``server_addresses``, a serving certificate for those IP addresses."""
+        validity: datetime.timedelta = _VALIDITY,
+    ) -> tuple[bytes, bytes]:
+        """A certificate signed by this CA and its key, as PEM: a client certificate for
+        ``common_name`` (the user) in ``organization`` (the group), or, with
+        ``server_addresses``, a serving certificate for those IP addresses."""
         ca_cert = x509.load_pem_x509_certificate(self.ca_cert.read_bytes())
         ca_key = serialization.load_pem_private_key(self.ca_key.read_bytes(), password=None)
         if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
@@ -84,21 +84,35 @@ class Pki:
             ca_key,
             usage=ExtendedKeyUsageOID.SERVER_AUTH if serving else ExtendedKeyUsageOID.CLIENT_AUTH,
             san=[x509.IPAddress(ipaddress.ip_address(a)) for a in server_addresses] or None,
+            validity=validity,
         )
+        return certificate.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+    def issue(
+        self,
+        name: str,
+        common_name: str,
+        organization: str | None = None,
+        *,
+        server_addresses: tuple[str, ...] = (),
+    ) -> tuple[Path, Path]:
+        """:meth:`issue_pem`, written as ``NAME.crt`` and ``NAME.key`` in this directory."""
+        cert, key = self.issue_pem(common_name, organization, server_addresses=server_addresses)
         cert_path, key_path = self.directory / f"{name}.crt", self.directory / f"{name}.key"
-        cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-        _write_key(key_path, key)
+        cert_path.write_bytes(cert)
+        key_path.write_bytes(key)
+        key_path.chmod(0o600)
         return cert_path, key_path
 
 
-def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
-    path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
+def _key_pem(key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) -> None:
+    path.write_bytes(_key_pem(key))
     path.chmod(0o600)
 
 
@@ -118,6 +132,7 @@ def _issue(
     ca: bool = False,
     usage: x509.ObjectIdentifier | None = None,
     san: list[x509.GeneralName] | None = None,
+    validity: datetime.timedelta = _VALIDITY,
 ) -> x509.Certificate:
     now = datetime.datetime.now(datetime.UTC)
     builder = (
@@ -127,7 +142,7 @@ def _issue(
         .public_key(public_key)
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
+        .not_valid_after(now + validity)
         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
     )
     if usage is not None:

@@ -32,7 +32,7 @@ from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.context import ControllerContext
-from operator_runtime.runtime.errors import NotFound, TemporaryError
+from operator_runtime.runtime.errors import NotFound, TemporaryError, TransportError
 from operator_runtime.runtime.kinds import Object
 
 AUTH_TOKEN_KEY: Final = "auth_token"
@@ -51,11 +51,16 @@ def needs(controller: str) -> tuple[Permission, ...]:
 class _FreshCredentials(httpx.Auth):
     """Adds the API server credentials, asked for on each request (tokens rotate)."""
 
-    def __init__(self, headers: Callable[[], dict[str, str]]) -> None:
+    def __init__(self, headers: Callable[[], list[tuple[str, str]]]) -> None:
         self._headers = headers
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers.update(self._headers())
+        try:
+            request.headers.update(self._headers())
+        except TransportError as exc:
+            # No credential, no request: to the dashboard client, a connection that
+            # could not be made (it already handles those).
+            raise httpx.ConnectError(str(exc), request=request) from exc
         yield request
 
 

@@ -149,7 +149,7 @@ def build_parser(gates: Iterable[str] = ()) -> argparse.ArgumentParser:
     add("--version", action="store_true", help="print the version and exit")
     add(
         "--kubeconfig",
-        help="kubeconfig file; default: in-cluster config, else $KUBECONFIG or ~/.kube/config",
+        help="kubeconfig file; default: $KUBECONFIG, else in-cluster config, else ~/.kube/config",
     )
     add(
         "--config",

@@ -101,9 +101,10 @@ class InformerSet:
         for informer in informers:
             informer.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop every informer, waiting up to ``timeout`` for each reflector thread."""
         for informer in self.all():
-            informer.stop()
+            informer.stop(timeout)
 
     def synced(self) -> bool:
         return all(informer.has_synced() for informer in self.all())

@@ -1,6 +1,7 @@
-"""Who the operator is to the API server, asked per request: the ``Authorization`` header.
+"""Who the operator is to the API server, asked per request: a ``Credential`` (the
+``Authorization`` header, and an exec plugin's client certificate).
 
-Three sources need more than a constant:
+Two sources need more than a constant:
 
 - a token file (the in-cluster service account's ``token``, a kubeconfig's ``tokenFile``):
   the kubelet rotates bound service-account tokens by swapping the file, so the header
@@ -9,10 +10,8 @@ Three sources need more than a constant:
   changed, so a rotated token is in use within a second, for one ``stat`` a second;
 - an exec plugin (``client.authentication.k8s.io`` v1 or v1beta1 ``ExecCredential``): run
   when no credential is held or the held one reached its ``expirationTimestamp``, or after
-  the server answered 401 to it, as client-go does; its output and run time are bounded;
-- the ``kubernetes`` package's configuration, for the kubeconfigs we hand to it
-  (``operator_runtime.runtime.kubeconfig`` says which): its refresh hook runs in
-  ``get_api_key_with_prefix``.
+  the server answered 401 to it (to that credential, not an older one), as client-go does;
+  its output and run time are bounded; a certificate it prints is rotated like a token.
 
 Every source is called from many worker threads at once; each holds a lock while it
 refreshes, so one plugin run serves all of them.
@@ -29,8 +28,8 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol
 
 MAX_SECRET_BYTES = 1024 * 1024
 """A token, certificate, key or CA bundle larger than this is refused: none is near it
@@ -51,25 +50,49 @@ class CredentialError(Exception):
     """A credential cannot be read or produced; the message names its source and field."""
 
 
-class Credentials(Protocol):
-    """The ``Authorization`` header for the next request."""
+@dataclass(frozen=True)
+class Credential:
+    """What one request shows the API server: an ``Authorization`` value and, from an
+    exec plugin, a client certificate and key. The transport hands the object back to
+    ``Credentials.rejected`` when the server answers 401 to it."""
 
-    def authorization(self) -> str | None:
-        """The header's value (``Bearer <token>``), or None to send none."""
+    authorization: str | None = None
+    """The header's value (``Bearer <token>``), or None to send none."""
+    client_certificate: bytes | None = field(default=None, repr=False)
+    client_key: bytes | None = field(default=None, repr=False)
+
+
+ANONYMOUS: Final = Credential()
+
+
+class Credentials(Protocol):
+    """Who the operator is, asked per request."""
+
+    def current(self) -> Credential:
+        """The credential for the next request (refreshed first if it must be)."""
         ...
 
-    def rejected(self) -> None:
-        """The API server answered 401: a cached credential is stale, get a fresh one."""
+    def authorization(self) -> str | None:
+        """``current().authorization``."""
+        ...
+
+    def rejected(self, credential: Credential) -> None:
+        """The API server answered 401 to a request that showed ``credential``: if it is
+        still the one held, it is stale and the next ``current`` gets a fresh one (a
+        burst of 401s to one credential refreshes it once)."""
         ...
 
 
 class NoCredentials:
     """Anonymous, or a client certificate only."""
 
+    def current(self) -> Credential:
+        return ANONYMOUS
+
     def authorization(self) -> str | None:
         return None
 
-    def rejected(self) -> None:
+    def rejected(self, credential: Credential) -> None:
         pass
 
 
@@ -77,12 +100,19 @@ class NoCredentials:
 class StaticToken:
     """A kubeconfig's ``token``: it never changes while the process runs."""
 
-    token: str
+    token: str = field(repr=False)
+    _credential: Credential = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_credential", Credential(f"Bearer {self.token}"))
+
+    def current(self) -> Credential:
+        return self._credential
 
     def authorization(self) -> str | None:
-        return f"Bearer {self.token}"
+        return self._credential.authorization
 
-    def rejected(self) -> None:
+    def rejected(self, credential: Credential) -> None:
         pass
 
 
@@ -111,7 +141,7 @@ class TokenFile:
         self._clock = clock
         self._lock = threading.Lock()
         self._identity = self._stat()
-        self._token = self._read()
+        self._credential = Credential(f"Bearer {self._read()}")
         self._checked = clock()
 
     def _stat(self) -> tuple[int, int, int, int]:
@@ -127,14 +157,17 @@ class TokenFile:
             raise CredentialError(f"{self._what}: {self._path} is empty")
         return token
 
-    def authorization(self) -> str | None:
+    def current(self) -> Credential:
         now = self._clock()
         if now - self._checked >= self._recheck:
             with self._lock:
                 if now - self._checked >= self._recheck:
                     self._refresh()
                     self._checked = now
-        return f"Bearer {self._token}"
+        return self._credential
+
+    def authorization(self) -> str | None:
+        return self.current().authorization
 
     def _refresh(self) -> None:
         # A file missing or empty for a moment (a writer that is not atomic) keeps the
@@ -142,14 +175,15 @@ class TokenFile:
         try:
             identity = self._stat()
             if identity != self._identity:
-                self._token = self._read()
+                self._credential = Credential(f"Bearer {self._read()}")
                 self._identity = identity
         except CredentialError:
             pass
 
-    def rejected(self) -> None:
+    def rejected(self, credential: Credential) -> None:
         with self._lock:
-            self._checked = float("-inf")
+            if credential is self._credential:
+                self._checked = float("-inf")
 
 
 @dataclass(frozen=True)
@@ -176,6 +210,8 @@ class ExecPlugin:
     an operator has no terminal), with the cluster when ``provideClusterInfo`` is set."""
     what: str
     """Names the kubeconfig and user in errors."""
+    install_hint: str = ""
+    """The kubeconfig's ``installHint``: shown when the command is not found."""
 
 
 def run_exec_plugin(
@@ -190,8 +226,11 @@ def run_exec_plugin(
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
     except OSError as exc:
+        hint = ""
+        if isinstance(exc, FileNotFoundError) and plugin.install_hint.strip():
+            hint = "; " + " ".join(plugin.install_hint.split())
         raise CredentialError(
-            f"{plugin.what}: exec command {plugin.command!r}: {exc.strerror or exc}"
+            f"{plugin.what}: exec command {plugin.command!r}: {exc.strerror or exc}{hint}"
         ) from None
     stdout, stderr, problem = _collect(process, timeout, limit)
     if problem:
@@ -300,13 +339,14 @@ def _expiry(value: Any, what: str) -> datetime.datetime | None:
 
 
 class ExecCredentials:
-    """A plugin's token, cached until its expiry (or a 401), then fetched again.
+    """A plugin's token or client certificate, cached until its expiry or a 401 to it,
+    then fetched again, one run at a time.
 
     The first credential is fetched by the loader (``first``), so a plugin that fails
-    stops the operator at start, and a client certificate it returns goes into the TLS
-    setup. A certificate from a later run is not swapped into open connections: it is
-    used from the first run for the life of the process, as the ``kubernetes`` package
-    did (client-go rotates it); a token from a later run is used at once."""
+    stops the operator at start. A client certificate from a later run is returned by
+    ``current`` like a token, and the transport moves to a TLS pool with it (client-go
+    rotates it too). ``rejected`` drops the held credential only if it is the one the
+    server refused: N requests refused at once run the plugin once, not N times."""
 
     def __init__(
         self, plugin: ExecPlugin, first: ExecCredential, *,
@@ -317,42 +357,35 @@ class ExecCredentials:
         self._run = run
         self._now = now
         self._lock = threading.Lock()
-        self._held: ExecCredential | None = first
+        self._held: tuple[ExecCredential, Credential] | None = _held(first)
 
-    def _valid(self, held: ExecCredential | None) -> bool:
-        return held is not None and (held.expires is None or self._now() < held.expires)
+    def _valid(self, held: tuple[ExecCredential, Credential] | None) -> bool:
+        return held is not None and (held[0].expires is None or self._now() < held[0].expires)
 
-    def authorization(self) -> str | None:
+    def current(self) -> Credential:
         held = self._held
         if not self._valid(held):
-            with self._lock:
+            with self._lock:  # one run serves every thread that waited for it
                 held = self._held
                 if not self._valid(held):
-                    held = self._held = self._run(self._plugin)
+                    held = self._held = _held(self._run(self._plugin))
         assert held is not None
-        return f"Bearer {held.token}" if held.token else None
-
-    def rejected(self) -> None:
-        with self._lock:
-            self._held = None
-
-
-class LibraryCredentials:
-    """The ``kubernetes`` package's ``Configuration`` (auth-provider, basic auth, ...)."""
-
-    def __init__(self, configuration: Any) -> None:
-        self._configuration = configuration
-        self._lock = threading.Lock()
+        return held[1]
 
     def authorization(self) -> str | None:
-        with self._lock:  # its refresh hook rewrites the configuration in place
-            value = self._configuration.get_api_key_with_prefix(
-                "BearerToken", alias="authorization"
-            )
-        return str(value) if value else None
+        return self.current().authorization
 
-    def rejected(self) -> None:
-        pass
+    def rejected(self, credential: Credential) -> None:
+        with self._lock:
+            if self._held is not None and self._held[1] is credential:
+                self._held = None
+
+
+def _held(credential: ExecCredential) -> tuple[ExecCredential, Credential]:
+    return credential, Credential(
+        f"Bearer {credential.token}" if credential.token else None,
+        credential.client_certificate, credential.client_key,
+    )  # fmt: skip
 
 
 def exec_info(api_version: str, cluster: Mapping[str, Any] | None, ca_pem: str | None) -> str:

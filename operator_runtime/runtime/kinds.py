@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -35,6 +36,8 @@ def being_deleted(obj: Object) -> bool:
 
 
 _SUBRESOURCE: Final = re.compile(r"[a-z]+")
+_SEGMENT_SAFE: Final = "!$&'()*+,;=:@"
+"""RFC 3986's sub-delims, ":" and "@": what a path segment holds unescaped."""
 _NAMESPACE_RULE: Final = "a DNS-1123 label (lowercase alphanumerics and '-', at most 63)"
 
 
@@ -91,7 +94,14 @@ class ResourceKind:
             parts.append(f"namespaces/{namespace}")
         parts.append(self.plural)
         if name is not None:
-            parts.append(name)
+            # A path-segment name may hold "?", "#" or a space, which would end the path
+            # or be refused by urllib3: escaped, as client-go escapes it; the server
+            # unescapes it. A DNS subdomain needs none (and skips the call).
+            parts.append(
+                urllib.parse.quote(name, safe=_SEGMENT_SAFE)
+                if self.names is NameRule.PATH_SEGMENT
+                else name
+            )
             if subresource:
                 parts.append(subresource)
         return "/".join(parts)

@@ -12,19 +12,23 @@ meets ourselves:
 
 - in-cluster: ``KUBERNETES_SERVICE_HOST``/``_PORT`` and the service-account directory's
   ``token`` (re-read when it changes, see ``credentials``) and ``ca.crt``;
-- one kubeconfig file (``--kubeconfig``, else ``$KUBECONFIG`` naming one path, else
-  ``~/.kube/config``), its ``current-context``; the cluster's ``server``,
+- one kubeconfig file (``--kubeconfig``, else ``$KUBECONFIG`` naming one path, else,
+  outside a pod, ``~/.kube/config``: ``load_configuration`` has the order), its
+  ``current-context``; the cluster's ``server``,
   ``certificate-authority(-data)``, ``insecure-skip-tls-verify``, ``tls-server-name``;
   the user's ``token``, ``tokenFile``, ``client-certificate(-data)``,
-  ``client-key(-data)`` and ``exec`` (v1 and v1beta1). Relative paths are resolved
-  against the kubeconfig's directory, as kubectl does.
+  ``client-key(-data)``, ``exec`` (v1 and v1beta1) and impersonation (``as``,
+  ``as-uid``, ``as-groups``, ``as-user-extra``: ``impersonation``). Relative paths are
+  resolved against the kubeconfig's directory, as kubectl does.
 
-Everything else still goes to the ``kubernetes`` package, imported only then, and is
-adapted into the same ``ApiServerConfig``, so no kubeconfig that worked stops working:
-several paths in ``$KUBECONFIG``, a user with ``auth-provider``, ``username``/``password``,
-``as``/``as-groups`` impersonation or any key we do not know, a cluster with ``proxy-url``
-or any key we do not know, an exec ``apiVersion`` other than v1/v1beta1
-(``library_reason`` decides).
+The forms we do not read are refused at start, naming the key and what to use instead
+(``unsupported_reason``): an ``auth-provider`` (removed from client-go in 1.26: an exec
+plugin replaces each), ``username``/``password`` (basic authentication, removed from the
+API server in 1.19), an exec ``apiVersion`` other than v1/v1beta1 (v1alpha1 was removed
+in 1.24), a ``socks5`` ``proxy-url``, and several paths in ``$KUBECONFIG`` (not merged:
+name one file, or flatten them with ``kubectl config view --flatten``). Other keys we do
+not know are ignored with a warning, as client-go ignores them. The ``kubernetes``
+package is not imported at all.
 
 Inputs are treated as hostile: files are read up to a bound, exec plugins run with a
 bounded time and output, and every error names the kubeconfig, context or user, and field.
@@ -49,7 +53,6 @@ from operator_runtime.runtime.credentials import (
     Credentials,
     ExecCredentials,
     ExecPlugin,
-    LibraryCredentials,
     NoCredentials,
     StaticToken,
     TokenFile,
@@ -69,15 +72,24 @@ EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k
 CLUSTER_KEYS = frozenset({
     "server", "certificate-authority", "certificate-authority-data",
     "insecure-skip-tls-verify", "tls-server-name", "extensions", "disable-compression",
+    "proxy-url",
 })  # fmt: skip
 USER_KEYS = frozenset({
     "token", "tokenFile", "client-certificate", "client-certificate-data", "client-key",
-    "client-key-data", "exec", "extensions",
+    "client-key-data", "exec", "extensions", "as", "as-uid", "as-groups", "as-user-extra",
 })  # fmt: skip
-EXEC_KEYS = frozenset({
-    "apiVersion", "command", "args", "env", "provideClusterInfo", "interactiveMode",
-    "installHint",
-})  # fmt: skip
+IMPERSONATION_KEYS = frozenset({"as", "as-uid", "as-groups", "as-user-extra"})
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
+UNSUPPORTED_USER_KEYS: dict[str, str] = {
+    "auth-provider": "auth-provider plugins were removed from client-go (Kubernetes 1.26); "
+    "use the exec plugin that replaces yours: gke-gcloud-auth-plugin (gcp), kubelogin "
+    "(azure), kubectl oidc-login (oidc)",
+    "username": "basic authentication was removed from the API server (Kubernetes 1.19); "
+    "use a token, a client certificate or an exec plugin",
+    "password": "basic authentication was removed from the API server (Kubernetes 1.19); "
+    "use a token, a client certificate or an exec plugin",
+}
+"""Kubeconfig user keys kubectl users may still have that the operator refuses, and why."""
 
 
 class KubeconfigError(Exception):
@@ -99,8 +111,14 @@ class ApiServerConfig:
     client_certificate: bytes | None = field(default=None, repr=False)
     client_key: bytes | None = field(default=None, repr=False)
     credentials: Credentials = field(default_factory=NoCredentials, repr=False)
+    rotate_client_certificate: bool = False
+    """The client certificate is the exec plugin's: follow the one it prints now."""
+    impersonation: tuple[tuple[str, str], ...] = ()
+    """The ``Impersonate-*`` headers of the user's ``as``, ``as-uid``, ``as-groups`` and
+    ``as-user-extra`` (``impersonation``), a name repeated for each group or value."""
     proxy: str | None = None
-    """Only from the ``kubernetes`` package (a cluster's ``proxy-url``)."""
+    """A cluster's ``proxy-url`` (http or https); without it the transport asks the
+    environment (``proxy_from_environment``)."""
     source: str = ""
     """Where this came from, for messages: ``kubeconfig /p (context c)``, ``in-cluster``."""
 
@@ -113,6 +131,12 @@ class ApiServerConfig:
                 context = ssl.create_default_context()
         except (ssl.SSLError, ValueError) as exc:
             raise KubeconfigError(f"{self.source}: certificate authority: {exc}") from None
+        # Python 3.13 made its default context strict (VERIFY_X509_STRICT), which
+        # refuses certificates Go's verifier takes: a CA whose basicConstraints is not
+        # critical, a server certificate without an authority key identifier (EKS's,
+        # kubernetes-client/python#2394). client-go accepts them, so do we; the chain,
+        # the dates and the host name are still checked.
+        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
         if not self.verify:
             context.check_hostname = False
             context.verify_mode = ssl.CERT_NONE
@@ -142,18 +166,35 @@ def _load_client_certificate(
 
 
 def load_configuration(kubeconfig: str | None) -> ApiServerConfig:
-    """``kubeconfig``'s current context; without one, in-cluster if the process runs in
-    a pod, else ``$KUBECONFIG`` or ``~/.kube/config`` (the ``kubernetes`` package's
-    order, which the operator has always followed)."""
+    """controller-runtime's ``GetConfig`` order: ``kubeconfig`` (``--kubeconfig``), else
+    ``$KUBECONFIG``, else in-cluster if the process runs in a pod, else
+    ``~/.kube/config``. A ``$KUBECONFIG`` set in a pod wins over the service account,
+    as it does for any client-go program."""
     if kubeconfig:
         return load_kubeconfig(kubeconfig)
+    paths = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    if len(paths) > 1:
+        raise KubeconfigError(
+            f"$KUBECONFIG names {len(paths)} files; the operator reads one: pass --kubeconfig "
+            "or set $KUBECONFIG to one file (kubectl config view --flatten merges them)"
+        )
+    if paths:
+        return load_kubeconfig(paths[0])
     in_cluster = load_incluster()
     if in_cluster is not None:
         return in_cluster
-    paths = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
-    if len(paths) > 1:
-        return load_with_library(None, "$KUBECONFIG names several files")
-    return load_kubeconfig(paths[0] if paths else os.path.expanduser("~/.kube/config"))
+    return load_kubeconfig(os.path.expanduser("~/.kube/config"))
+
+
+def proxy_from_environment(server: str) -> str | None:
+    """The proxy ``HTTPS_PROXY``/``HTTP_PROXY`` and ``NO_PROXY`` name for ``server``
+    (``operator_runtime.runtime.proxy`` has the rules), or None."""
+    if not any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return None
+    # Imported only when a proxy is set: idle RSS is a budget.
+    from operator_runtime.runtime.proxy import environment_proxy
+
+    return environment_proxy(server)
 
 
 def load_incluster(
@@ -197,9 +238,15 @@ def load_kubeconfig(path: str) -> ApiServerConfig:
     except UserYamlError as exc:
         raise KubeconfigError(f"kubeconfig {path}: not YAML: {exc}") from None
     selected = select_context(document, f"kubeconfig {path}")
-    reason = library_reason(selected)
+    reason = unsupported_reason(selected)
     if reason is not None:
-        return load_with_library(path, reason)
+        raise KubeconfigError(f"{selected.where}: {reason}")
+    for section, entry, known in (("cluster", selected.cluster, CLUSTER_KEYS),
+                                  ("user", selected.user, USER_KEYS)):  # fmt: skip
+        unknown = sorted(set(entry) - known - UNSUPPORTED_USER_KEYS.keys())
+        if unknown:
+            log.warning("%s: %s keys %s are not read (client-go ignores them too)",
+                        selected.where, section, ", ".join(unknown))  # fmt: skip
     return _build(selected, Path(os.path.abspath(path)).parent)
 
 
@@ -259,59 +306,21 @@ def select_context(document: Any, where: str) -> SelectedContext:
     return SelectedContext(where, name, cluster_name, cluster, user_name, user)
 
 
-def library_reason(selected: SelectedContext) -> str | None:
-    """Why this context goes to the ``kubernetes`` package, or None if we read it."""
-    for key in sorted(set(selected.cluster) - CLUSTER_KEYS):
-        return f"cluster {selected.cluster_name!r} has {key!r}"
-    for key in sorted(set(selected.user) - USER_KEYS):
-        return f"user {selected.user_name!r} has {key!r}"
+def unsupported_reason(selected: SelectedContext) -> str | None:
+    """Why this context cannot be used, naming the key and what to use instead; None
+    when we read it."""
+    for key in sorted(set(selected.user) & UNSUPPORTED_USER_KEYS.keys()):
+        return f"user {selected.user_name!r} {key}: {UNSUPPORTED_USER_KEYS[key]}"
     plugin = selected.user.get("exec")
     token = selected.user.get("token") or selected.user.get("tokenFile")
     if plugin is not None and not token:
         if not isinstance(plugin, dict):
-            return f"user {selected.user_name!r} has an exec that is not a mapping"
+            return f"user {selected.user_name!r} exec: not a mapping"
         if plugin.get("apiVersion") not in EXEC_API_VERSIONS:
-            return f"user {selected.user_name!r} exec apiVersion {plugin.get('apiVersion')!r}"
-        for key in sorted(set(plugin) - EXEC_KEYS):
-            return f"user {selected.user_name!r} exec has {key!r}"
+            return (f"user {selected.user_name!r} exec apiVersion {plugin.get('apiVersion')!r}: "
+                    f"not supported (v1alpha1 was removed in Kubernetes 1.24); use "
+                    f"{EXEC_API_VERSIONS[0]} or {EXEC_API_VERSIONS[1]}")  # fmt: skip
     return None
-
-
-def load_with_library(path: str | None, reason: str) -> ApiServerConfig:
-    """The ``kubernetes`` package's reading of ``path`` (None: its default lookup),
-    adapted into an ``ApiServerConfig``. The package is imported here and only here."""
-    # The package takes its default from $KUBECONFIG once, when it is first imported
-    # (a test that set it later got "~/.kube/config"): hand it today's value.
-    source = path or os.environ.get("KUBECONFIG") or None
-    log.info("kubeconfig %s: read by the kubernetes package (%s)",
-             source or "~/.kube/config", reason)  # fmt: skip
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
-
-    configuration = k8s_client.Configuration()
-    k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-        config_file=source, client_configuration=configuration, persist_config=False
-    )
-    where = f"kubeconfig {path or '$KUBECONFIG'}"
-
-    def read(file: str | None, what: str) -> bytes | None:
-        try:
-            return read_bounded(file, f"{where} {what}") if file else None
-        except CredentialError as exc:
-            raise KubeconfigError(str(exc)) from None
-
-    ca = read(configuration.ssl_ca_cert, "certificate-authority")
-    return ApiServerConfig(
-        server=str(configuration.host).rstrip("/"),
-        ca_pem=_pem_text(ca, f"{where} certificate-authority") if ca else None,
-        verify=bool(configuration.verify_ssl),
-        tls_server_name=getattr(configuration, "tls_server_name", None) or None,
-        client_certificate=read(configuration.cert_file, "client-certificate"),
-        client_key=read(configuration.key_file, "client-key"),
-        credentials=LibraryCredentials(configuration),
-        proxy=configuration.proxy or None,
-        source=where,
-    )  # fmt: skip
 
 
 def _pem_text(data: bytes, what: str) -> str:
@@ -376,9 +385,18 @@ def _build(selected: SelectedContext, base: Path) -> ApiServerConfig:
     if not isinstance(skip, bool):
         raise KubeconfigError(f"{reader.where('cluster', 'insecure-skip-tls-verify')}: "
                               "not true or false")  # fmt: skip
+    proxy = reader.string("cluster", "proxy-url")
+    if proxy is not None and not proxy.startswith(("http://", "https://")):
+        scheme = proxy.split(":")[0]
+        raise KubeconfigError(
+            f"{reader.where('cluster', 'proxy-url')}: {scheme!r} proxies are not supported "
+            "(the operator bundles no SOCKS client); use an HTTP CONNECT proxy (http:// or "
+            "https://)"
+        )
     certificate = reader.file_or_data("user", "client-certificate")
     key = reader.file_or_data("user", "client-key")
     credentials: Credentials = NoCredentials()
+    rotate = False
     try:
         token = reader.string("user", "token")
         token_file = reader.path("user", "tokenFile")
@@ -390,14 +408,30 @@ def _build(selected: SelectedContext, base: Path) -> ApiServerConfig:
             plugin = _exec_plugin(reader, ca_pem)
             first = run_exec_plugin(plugin)
             credentials = ExecCredentials(plugin, first)
+            rotate = not certificate  # a kubeconfig's own certificate wins
             if first.client_certificate and not certificate:
                 certificate, key = first.client_certificate, first.client_key
     except CredentialError as exc:
         raise KubeconfigError(str(exc)) from None
+    impersonation: tuple[tuple[str, str], ...] = ()
+    if IMPERSONATION_KEYS & selected.user.keys():
+        # Imported only for a kubeconfig that impersonates: idle RSS is a budget.
+        from operator_runtime.runtime.impersonation import (
+            ImpersonationError,
+            read_impersonation,
+        )
+
+        try:
+            impersonation = tuple(read_impersonation(
+                selected.user, f"{selected.where}: user {selected.user_name!r}"
+            ).headers())  # fmt: skip
+        except ImpersonationError as exc:
+            raise KubeconfigError(str(exc)) from None
     config = ApiServerConfig(
         server=server.rstrip("/"), ca_pem=ca_pem, verify=not skip,
         tls_server_name=reader.string("cluster", "tls-server-name"),
         client_certificate=certificate, client_key=key, credentials=credentials,
+        rotate_client_certificate=rotate, impersonation=impersonation, proxy=proxy,
         source=selected.where,
     )  # fmt: skip
     config.ssl_context()  # a bad CA or certificate is a load error, naming the kubeconfig
@@ -430,7 +464,11 @@ def _exec_plugin(reader: _Reader, ca_pem: str | None) -> ExecPlugin:
         raise KubeconfigError(f"{where}: interactiveMode Always needs a terminal; "
                               "an operator has none")  # fmt: skip
     cluster = reader.selected.cluster if plugin.get("provideClusterInfo") else None
+    install_hint = plugin.get("installHint") or ""
+    if not isinstance(install_hint, str):
+        raise KubeconfigError(f"{where}: installHint is not a string")
     return ExecPlugin(
         api_version=api_version, command=command, args=tuple(args), env=tuple(env),
         exec_info=exec_info(api_version, cluster, ca_pem), what=where,
+        install_hint=install_hint,
     )  # fmt: skip

@@ -232,7 +232,10 @@ class Manager:
                 # The write gate makes a reconcile still running when the Lease lapses
                 # fail its next write instead of acting beside a new leader.
                 self.client.set_write_gate(self._may_act)
-                holder = threading.Thread(target=self._hold, args=(stop,), name="lease-renew")
+                # A daemon: it may be stuck in a request when the Lease lapses (an exec
+                # plugin that hangs), and the process must exit all the same.
+                holder = threading.Thread(target=self._hold, args=(stop,), name="lease-renew",
+                                          daemon=True)  # fmt: skip
                 holder.start()
             self.leading.set()
             self.metrics.leader.labels(self._lease_name).set(1)
@@ -242,7 +245,12 @@ class Manager:
                 self._start_workers()
                 log.info("started %d controller(s): %s", len(self._runners),
                          ", ".join(r.controller.name for r in self._runners))  # fmt: skip
-            stop.wait()
+            # The renewal thread reports a lost Lease, unless a request holds it past
+            # the renew deadline: then this loop sees the lapse and stops the process.
+            while not stop.wait(0.1 if holder is not None else None):
+                if self._elector is not None and not self._elector.valid():
+                    log.error("the Lease was not renewed within the renew deadline")
+                    self._lose_lease(stop)
         finally:
             self._shutdown(holder)
         return 1 if self.lost_leadership else 0
@@ -279,12 +287,22 @@ class Manager:
         # Renews until the drain is over (``_release``), not merely until ``stop``: a
         # reconcile finishing after SIGTERM must still be the only one acting.
         assert self._elector is not None
-        if not self._elector.hold(self._release):
-            self.lost_leadership = True
-            self.metrics.leader.labels(self._lease_name).set(0)
-            for runner in self._runners:
-                runner.queue.shut_down()
-            stop.set()
+        try:
+            held = self._elector.hold(self._release)
+        except Exception:
+            # Whatever ended the renewals, the Lease is no longer renewed: stop acting
+            # and exit non-zero, never linger neither leading nor exiting.
+            log.exception("the Lease renewal failed")
+            held = False
+        if not held:
+            self._lose_lease(stop)
+
+    def _lose_lease(self, stop: threading.Event) -> None:
+        self.lost_leadership = True
+        self.metrics.leader.labels(self._lease_name).set(0)
+        for runner in self._runners:
+            runner.queue.shut_down()
+        stop.set()
 
     def _start_workers(self) -> None:
         for runner in self._runners:
@@ -383,15 +401,25 @@ class Manager:
             self._event_sink.close(timeout=2.0)
         self._release.set()
         if holder is not None:
-            holder.join()
+            holder.join(0.0 if self.lost_leadership else None)
         if self._elector is not None and not self.lost_leadership:
             self._elector.release()
         self.metrics.leader.labels(self._lease_name).set(0)
+        # Reflector threads are daemons; after a lost Lease none is waited for (one may
+        # wait for the same stuck credential as the renewal).
+        join = 0.0 if self.lost_leadership else 5.0
         if self._lease_informer is not None:
-            self._lease_informer.stop()
-        self.informers.stop()
-        for server in self.endpoints.values():
-            server.stop()
+            self._lease_informer.stop(join)
+        self.informers.stop(join)
+        # Each endpoint's serve loop notices a stop within its poll interval (0.5 s):
+        # stopped side by side, the process exits that much sooner, which a leader
+        # that lost its Lease must do within the lease duration.
+        stoppers = [threading.Thread(target=server.stop, name="endpoint-stop")
+                    for server in self.endpoints.values()]  # fmt: skip
+        for stopper in stoppers:
+            stopper.start()
+        for stopper in stoppers:
+            stopper.join()
         log.info("shutdown complete")
 
     def _drain(self) -> None:

@@ -5,6 +5,13 @@ Where the API server is and who we are to it comes from ``kubeconfig`` (an
 generated client (slow, lossy, and ~44 MiB of memory once imported), and control over
 timeouts, streaming and retries.
 
+A request passes the layers of client-go's round-trippers, each small, in this order:
+the headers (``Accept``, ``User-Agent``), auth (``Authorization`` from the
+``Credentials``), impersonation (``Impersonate-*``), then urllib3's pool for TLS (the
+CA, the client certificate, ``tls-server-name``) and the proxy, then the socket. Every
+failure below the API, in any layer, is a ``TransportError`` that says whether the
+request may have been sent, so callers handle one error for "no answer".
+
 ``Transport`` is a protocol so unit tests can answer requests from a fake without
 monkeypatching.
 """
@@ -12,7 +19,9 @@ monkeypatching.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import ssl
+import threading
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -22,8 +31,13 @@ import urllib3
 from pydantic_core import from_json
 
 from operator_runtime.runtime import kubeconfig as kubeconfig_module
+from operator_runtime.runtime.credentials import Credential, CredentialError
 from operator_runtime.runtime.errors import TransportError
-from operator_runtime.runtime.kubeconfig import ApiServerConfig
+from operator_runtime.runtime.kubeconfig import (
+    ApiServerConfig,
+    KubeconfigError,
+    proxy_from_environment,
+)
 
 
 @dataclass(frozen=True)
@@ -32,13 +46,16 @@ class ApiServerAccess:
     its TLS (CA, client certificate) and fresh credentials per request.
 
     ``--use-kubernetes-proxy`` needs it: the Ray dashboards are then reached through
-    the API server's service proxy, with the operator's own identity."""
+    the API server's service proxy, with the operator's own identity (impersonation
+    included)."""
 
     url: str
     tls: ssl.SSLContext
-    headers: Callable[[], dict[str, str]]
-    """Called per request, so a rotated service-account token or an exec plugin's
-    refreshed one is used as soon as it is read."""
+    headers: Callable[[], list[tuple[str, str]]]
+    """The credential and impersonation headers (a name may repeat), asked for per
+    request, so a rotated service-account token or an exec plugin's refreshed one is
+    used as soon as it is read; raises ``TransportError`` when no credential can be
+    produced."""
 
 
 @dataclass
@@ -148,25 +165,77 @@ class UrllibTransport:
 
     def __init__(self, configuration: ApiServerConfig, *, pool_size: int = 64) -> None:
         self._configuration = configuration
-        self._pool = _pool_manager(configuration, pool_size)
+        self._pool_size = pool_size
         self.base_url = configuration.server.rstrip("/")
-        # Every request goes to one server: without a proxy, its connection pool is
-        # called directly, sparing each request the manager's URL parsing and pool
-        # lookup (a few percent of the operator's CPU in a burst of pod creates).
-        self._server_pool: urllib3.HTTPConnectionPool | None = None
         self._path_prefix = urllib.parse.urlsplit(self.base_url).path
-        if not configuration.proxy:
-            self._server_pool = self._pool.connection_from_url(self.base_url)
+        self._pools = _Pools.build(configuration, self.base_url, pool_size)
+        self._pools_lock = threading.Lock()
+        self._impersonation = list(configuration.impersonation)
+        names = [name for name, _ in self._impersonation]
+        self._repeated_headers = len(set(names)) < len(names)
 
-    def _credentials(self) -> dict[str, str]:
-        value = self._configuration.credentials.authorization()
-        return {"Authorization": value} if value else {}
+    def _credential(self) -> Credential:
+        """The auth layer's credential for one request.
 
-    def _headers(self, extra: dict[str, str]) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": "ray-operator (python)"}
-        headers.update(self._credentials())
+        A credential that cannot be produced (an exec plugin failing, a token file
+        gone) is a failure below the API like a refused connection, and nothing was
+        sent: ``TransportError(maybe_sent=False)``, which the Lease renewal, the
+        informers and the client's retries already handle (client-go's round-tripper
+        returns it as an ordinary error too)."""
+        try:
+            return self._configuration.credentials.current()
+        except CredentialError as exc:
+            raise TransportError(f"credentials: {exc}", maybe_sent=False) from exc
+
+    def _credentials(self) -> list[tuple[str, str]]:
+        """The auth layer, then the impersonation layer: ``Authorization`` (the
+        operator's own identity) and the ``Impersonate-*`` headers of who it acts as."""
+        value = self._credential().authorization
+        authorization = [("Authorization", value)] if value else []
+        return authorization + self._impersonation
+
+    def _headers(self, credential: Credential, extra: dict[str, str]) -> Mapping[str, str]:
+        headers: dict[str, str] | urllib3.HTTPHeaderDict
+        # A plain dict unless a name repeats (several groups to impersonate): the
+        # common path stays as cheap as it was.
+        headers = urllib3.HTTPHeaderDict() if self._repeated_headers else {}
+        headers["Accept"] = "application/json"
+        headers["User-Agent"] = "ray-operator (python)"
+        if credential.authorization:
+            headers["Authorization"] = credential.authorization
+        for name, value in self._impersonation:
+            if isinstance(headers, urllib3.HTTPHeaderDict):
+                headers.add(name, value)
+            else:
+                headers[name] = value
         headers.update(extra)
         return headers
+
+    def _pools_for(self, credential: Credential) -> _Pools:
+        """The TLS layer: the pools whose connections show ``credential``'s client
+        certificate. A certificate an exec plugin printed since (rotated before it
+        expired, or after a 401) gets new pools; connections of the old ones finish
+        what they carry and are closed."""
+        pools = self._pools
+        certificate = credential.client_certificate
+        if (certificate is None or certificate is pools.certificate
+                or not self._configuration.rotate_client_certificate):  # fmt: skip
+            return pools
+        with self._pools_lock:
+            pools = self._pools
+            if certificate != pools.certificate:
+                rotated = dataclasses.replace(self._configuration,
+                                              client_certificate=certificate,
+                                              client_key=credential.client_key)  # fmt: skip
+                try:
+                    fresh = _Pools.build(rotated, self.base_url, self._pool_size)
+                except KubeconfigError as exc:
+                    raise TransportError(f"exec plugin certificate: {exc}",
+                                         maybe_sent=False) from exc  # fmt: skip
+                self._pools, stale = fresh, pools
+                stale.manager.clear()
+                pools = fresh
+        return pools
 
     def api_server_access(self) -> ApiServerAccess:
         """This transport's URL, TLS and credentials, for a client of another library."""
@@ -210,52 +279,80 @@ class UrllibTransport:
         *,
         preload: bool,
     ) -> urllib3.BaseHTTPResponse:
-        """One attempt (retries are the client's business); socket errors become
-        ``TransportError``. Without ``preload`` the body is left for the caller to stream."""
+        """One attempt (retries are the client's business); every failure below the
+        API (credentials, TLS, proxy, socket) becomes ``TransportError``. Without
+        ``preload`` the body is left for the caller to stream."""
+        try:
+            credential = self._credential()
+            pools = self._pools_for(credential)
+        except TransportError as exc:
+            raise TransportError(f"{method} {path}: {exc}", maybe_sent=False) from exc
         options: dict[str, Any] = {
             "body": body,
-            "headers": self._headers(headers),
+            "headers": self._headers(credential, headers),
             "timeout": urllib3.Timeout(connect=timeout[0], read=timeout[1]),
             "retries": False,
             "preload_content": preload,
         }
         try:
             target = self._target(path, query)
-            if self._server_pool is None:
-                response = self._pool.request(method, self.base_url + target, **options)
+            if pools.server is None:
+                response = pools.manager.request(method, self.base_url + target, **options)
             else:
-                response = self._server_pool.urlopen(method, self._path_prefix + target, **options)
+                response = pools.server.urlopen(method, self._path_prefix + target, **options)
         except urllib3.exceptions.ConnectTimeoutError as exc:  # also refused, unresolved
             # No connection, so no request: safe to send again, even a create.
+            raise TransportError(f"{method} {path}: {exc}", maybe_sent=False) from exc
+        except ValueError as exc:
+            # http.client refusing a header value (a token an exec plugin printed with a
+            # line break in it) before a byte was sent.
             raise TransportError(f"{method} {path}: {exc}", maybe_sent=False) from exc
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransportError(f"{method} {path}: {exc}") from exc
         if response.status == 401:
             # A cached exec credential the server no longer takes: the next request
-            # fetches a fresh one (client-go does the same).
-            self._configuration.credentials.rejected()
+            # fetches a fresh one (client-go does the same), unless it already has.
+            self._configuration.credentials.rejected(credential)
         return response
 
 
-def _pool_manager(configuration: ApiServerConfig, pool_size: int) -> urllib3.PoolManager:
-    """The connection pool: one TLS context for every connection, the certificate
-    checked against ``tls-server-name`` when the kubeconfig sets one."""
+@dataclass(frozen=True)
+class _Pools:
+    """The connection pools for one client certificate, replaced whole on rotation."""
+
+    manager: urllib3.PoolManager
+    server: urllib3.HTTPConnectionPool | None
+    """Every request goes to one server: without a proxy, its connection pool is
+    called directly, sparing each request the manager's URL parsing and pool lookup
+    (a few percent of the operator's CPU in a burst of pod creates)."""
+    certificate: bytes | None
+
+    @classmethod
+    def build(cls, configuration: ApiServerConfig, base_url: str, pool_size: int) -> _Pools:
+        proxy = configuration.proxy or proxy_from_environment(base_url)
+        manager = _pool_manager(configuration, proxy, pool_size)
+        server = None if proxy else manager.connection_from_url(base_url)
+        return cls(manager, server, configuration.client_certificate)
+
+
+def _pool_manager(
+    configuration: ApiServerConfig, proxy: str | None, pool_size: int
+) -> urllib3.PoolManager:
+    """The TLS and proxy layers: one TLS context for every connection, the certificate
+    checked against ``tls-server-name`` when the kubeconfig sets one; through ``proxy``
+    (CONNECT for an https server) when there is one. urllib3 does both."""
     pool_args: dict[str, Any] = {"maxsize": pool_size, "ssl_context": configuration.ssl_context()}
     if configuration.tls_server_name:
         pool_args["server_hostname"] = configuration.tls_server_name
     if not configuration.verify:
         pool_args["cert_reqs"] = ssl.CERT_NONE
         pool_args["assert_hostname"] = False
-    if not configuration.proxy:
+    if not proxy:
         return urllib3.PoolManager(**pool_args)
-    if configuration.proxy.startswith("socks"):
-        from urllib3.contrib.socks import SOCKSProxyManager
-
-        return SOCKSProxyManager(configuration.proxy, **pool_args)
-    return urllib3.ProxyManager(configuration.proxy, **pool_args)
+    return urllib3.ProxyManager(proxy, **pool_args)
 
 
 def load_configuration(kubeconfig: str | None) -> ApiServerConfig:
-    """The API server from a kubeconfig, else in-cluster, else $KUBECONFIG or
+    """The API server from a kubeconfig, else $KUBECONFIG, else in-cluster, else
     ~/.kube/config (``kubeconfig.load_configuration``)."""
     return kubeconfig_module.load_configuration(kubeconfig)

@@ -2,7 +2,7 @@
 a client certificate (with tls-server-name), a ServiceAccount's bound token (TokenRequest
 API) as ``token``, as ``tokenFile`` and printed by a real exec plugin (which may print a
 client certificate instead), in-cluster with a token file that the kubelet would rotate,
-and a legacy ``auth-provider`` that still goes through the ``kubernetes`` package."""
+and impersonation as the API server sees it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from hack.localcluster import LocalCluster
-from operator_runtime.runtime.credentials import TOKEN_FILE_RECHECK_SECONDS, LibraryCredentials
+from operator_runtime.runtime.credentials import TOKEN_FILE_RECHECK_SECONDS
 from operator_runtime.runtime.errors import TransportError
 from operator_runtime.runtime.kubeconfig import ApiServerConfig, load_incluster
 from operator_runtime.runtime.transport import UrllibTransport, load_configuration
@@ -159,18 +159,6 @@ def test_in_cluster_token_file_is_read_again_after_rotation(
              timeout=TOKEN_FILE_RECHECK_SECONDS + 30, interval=0.2)  # fmt: skip
 
 
-def test_auth_provider_still_loads_through_the_kubernetes_package(
-    local_cluster: LocalCluster, namespace: str, accounts: dict[str, str], tmp_path: Path
-) -> None:
-    # An OIDC id-token the API server takes: a ServiceAccount's bound token is a JWT.
-    provider = {"name": "oidc", "config": {"id-token": accounts["reader"],
-                                           "idp-issuer-url": "https://issuer.invalid"}}  # fmt: skip
-    path = write(local_cluster, tmp_path / "oidc", {"auth-provider": provider})
-    config = load_configuration(str(path))
-    assert isinstance(config.credentials, LibraryCredentials)
-    assert status(config, namespace) == 200
-
-
 CERTIFICATE_PLUGIN = """\
 import json, sys
 print(json.dumps({
@@ -193,3 +181,84 @@ def test_exec_plugin_client_certificate(
     config = load_configuration(str(write(local_cluster, tmp_path / "exec-cert", user)))
     assert config.client_certificate == local_cluster.pki.admin_cert.read_bytes()
     assert status(config, namespace) == 200
+
+
+def test_impersonation_is_the_identity_the_api_server_sees(
+    local_cluster: LocalCluster, namespace: str, tmp_path: Path
+) -> None:
+    user = {"client-certificate": str(local_cluster.pki.admin_cert),
+            "client-key": str(local_cluster.pki.admin_key),
+            "as": "alice", "as-uid": "uid-42", "as-groups": ["dev", "ops"],
+            "as-user-extra": {"example.com/scopes": ["read", "write"]}}  # fmt: skip
+    config = load_configuration(str(write(local_cluster, tmp_path / "as", user)))
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    response = UrllibTransport(config).request(
+        "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", query=[],
+        body=json.dumps(review).encode(), headers={"Content-Type": "application/json"},
+        timeout=(10, 30),
+    )  # fmt: skip
+    assert response.status == 201, response.body
+    seen = response.json()["status"]["userInfo"]
+    assert seen["username"] == "alice"
+    assert seen["uid"] == "uid-42"
+    assert {"dev", "ops"} <= set(seen["groups"])
+    assert seen["extra"] == {"example.com/scopes": ["read", "write"]}
+    # And it is alice, not the admin, whom RBAC judges: she may read nothing here.
+    assert status(config, namespace) == 403
+
+
+ROTATING_CERTIFICATE_PLUGIN = """\
+import datetime, json, os, sys, time
+with open(os.environ["RUNS"], "a") as log:
+    log.write("run\\n")
+stamp = datetime.datetime.fromtimestamp(time.time() + int(sys.argv[3]), datetime.timezone.utc)
+print(json.dumps({
+    "apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+    "status": {"clientCertificateData": open(sys.argv[1]).read(),
+               "clientKeyData": open(sys.argv[2]).read(),
+               "expirationTimestamp": stamp.strftime("%Y-%m-%dT%H:%M:%SZ")},
+}))
+"""
+
+
+def review(transport: UrllibTransport) -> str:
+    """The user name the API server sees (a SelfSubjectReview)."""
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    response = transport.request(
+        "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", query=[],
+        body=json.dumps(body).encode(), headers={"Content-Type": "application/json"},
+        timeout=(10, 30),
+    )  # fmt: skip
+    assert response.status == 201, response.body
+    return str(response.json()["status"]["userInfo"]["username"])
+
+
+def test_exec_plugin_client_certificate_is_rotated_when_it_expires(
+    local_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """Pinniped, Teleport: the plugin prints a short-lived certificate; the next one
+    (here another user's, so the server shows which was used) replaces it in TLS."""
+    cert, key, runs = tmp_path / "user.crt", tmp_path / "user.key", tmp_path / "runs"
+    lifetime = 3
+
+    def issue(user: str) -> None:
+        pem, key_pem = local_cluster.pki.issue_pem(user)
+        cert.write_bytes(pem)
+        key.write_bytes(key_pem)
+
+    issue("first-user")
+    (tmp_path / "plugin.py").write_text(ROTATING_CERTIFICATE_PLUGIN)
+    user = {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
+        "args": [str(tmp_path / "plugin.py"), str(cert), str(key), str(lifetime)],
+        "interactiveMode": "Never", "env": [{"name": "RUNS", "value": str(runs)}],
+    }}  # fmt: skip
+    started = time.time()
+    transport = UrllibTransport(load_configuration(str(write(local_cluster, tmp_path / "c", user))))
+    assert review(transport) == "first-user"
+    assert time.time() < started + lifetime, "the first review took the whole lifetime"
+    issue("second-user")
+    time.sleep(max(0.0, started + lifetime + 1.2 - time.time()))
+    assert review(transport) == "second-user"
+    assert review(transport) == "second-user"
+    assert len(runs.read_text().splitlines()) == 2, "one run at start, one at the expiry"

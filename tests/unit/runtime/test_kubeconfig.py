@@ -28,11 +28,11 @@ from operator_runtime.runtime.kubeconfig import (
     MAX_KUBECONFIG_BYTES,
     KubeconfigError,
     SelectedContext,
-    library_reason,
     load_configuration,
     load_incluster,
     load_kubeconfig,
     select_context,
+    unsupported_reason,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -60,21 +60,32 @@ def selected(cluster: dict[str, Any], user: dict[str, Any]) -> SelectedContext:
 SERVER = {"server": "https://127.0.0.1:6443"}
 
 
-@pytest.mark.parametrize(("cluster", "user", "reason"), [
-    ({**SERVER, "proxy-url": "http://p:3128"}, {}, "cluster 'k' has 'proxy-url'"),
-    (SERVER, {"auth-provider": {"name": "oidc"}}, "user 'u' has 'auth-provider'"),
-    (SERVER, {"username": "a", "password": "b"}, "user 'u' has 'password'"),
-    (SERVER, {"token": "t", "as": "someone"}, "user 'u' has 'as'"),
-    (SERVER, {"exec": {"apiVersion": "client.authentication.k8s.io/v1alpha1",
-                       "command": "x"}},
-     "user 'u' exec apiVersion 'client.authentication.k8s.io/v1alpha1'"),
-    (SERVER, {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "x",
-                       "somethingNew": 1}}, "user 'u' exec has 'somethingNew'"),
+@pytest.mark.parametrize(("user", "message"), [
+    ({"auth-provider": {"name": "oidc"}},
+     "user 'u' auth-provider: auth-provider plugins were removed from client-go"),
+    ({"username": "a", "password": "b"},
+     "user 'u' password: basic authentication was removed from the API server"),
+    ({"exec": {"apiVersion": "client.authentication.k8s.io/v1alpha1", "command": "x"}},
+     "user 'u' exec apiVersion 'client.authentication.k8s.io/v1alpha1': not supported"),
 ])  # fmt: skip
-def test_what_we_do_not_read_goes_to_the_library(
-    cluster: dict[str, Any], user: dict[str, Any], reason: str
+def test_what_we_do_not_support_is_refused_naming_the_key_and_the_fix(
+    tmp_path: Path, user: dict[str, Any], message: str
 ) -> None:
-    assert library_reason(selected(cluster, user)) == reason
+    path = kubeconfig(tmp_path / "config", SERVER, user)
+    with pytest.raises(KubeconfigError) as refused:
+        load_kubeconfig(str(path))
+    assert f"kubeconfig {path} (context 'c'): {message}" in str(refused.value)
+    assert "use " in str(refused.value)
+
+
+def test_keys_we_do_not_know_are_ignored_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = kubeconfig(tmp_path / "config", {**SERVER, "somethingNew": 1},
+                      {"token": "t", "alsoNew": 2})  # fmt: skip
+    assert load_kubeconfig(str(path)).credentials.authorization() == "Bearer t"
+    assert "cluster keys somethingNew are not read" in caplog.text
+    assert "user keys alsoNew are not read" in caplog.text
 
 
 @pytest.mark.parametrize("user", [
@@ -87,7 +98,7 @@ def test_what_we_do_not_read_goes_to_the_library(
 def test_what_an_operator_meets_is_read_by_us(user: dict[str, Any]) -> None:
     cluster = {**SERVER, "certificate-authority-data": "x", "insecure-skip-tls-verify": False,
                "tls-server-name": "n", "extensions": []}  # fmt: skip
-    assert library_reason(selected(cluster, user)) is None
+    assert unsupported_reason(selected(cluster, user)) is None
 
 
 @pytest.mark.parametrize(("document", "message"), [
@@ -275,15 +286,57 @@ def test_token_and_certificate_kubeconfigs_never_import_kubernetes(
     assert done.stdout.strip() == "[]"
 
 
-def test_several_kubeconfig_paths_go_to_the_library(
+def test_several_kubeconfig_paths_are_refused_saying_what_to_do(
     tmp_path: Path, tls: pki.Pki, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = kubeconfig(tmp_path / "a", {**SERVER, "certificate-authority": str(tls.ca_cert)},
                        {"token": "from-a"})  # fmt: skip
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("KUBECONFIG", f"{first}{os.pathsep}{tmp_path / 'absent'}")
-    config = load_configuration(None)
-    assert config.source == "kubeconfig $KUBECONFIG"
-    assert config.server == SERVER["server"]
-    assert config.credentials.authorization() == "Bearer from-a"
-    assert config.ca_pem == tls.ca_cert.read_text()
+    with pytest.raises(KubeconfigError, match=r"\$KUBECONFIG names 2 files.*--kubeconfig"):
+        load_configuration(None)
+
+
+def test_a_missing_exec_command_shows_the_install_hint(tmp_path: Path) -> None:
+    hint = "gke-gcloud-auth-plugin is needed:\n  gcloud components install gke-gcloud-auth-plugin"
+    path = kubeconfig(tmp_path / "config", SERVER, {"exec": {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "command": "no-such-auth-plugin-on-this-path", "installHint": hint,
+    }})  # fmt: skip
+    with pytest.raises(KubeconfigError) as refused:
+        load_kubeconfig(str(path))
+    message = str(refused.value)
+    assert "exec command 'no-such-auth-plugin-on-this-path'" in message
+    assert message.endswith(
+        "gke-gcloud-auth-plugin is needed: gcloud components install gke-gcloud-auth-plugin"
+    )
+
+
+def test_kubeconfig_in_the_environment_wins_over_in_cluster(
+    tmp_path: Path, tls: pki.Pki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """controller-runtime's GetConfig: $KUBECONFIG before the service account."""
+    import operator_runtime.runtime.kubeconfig as module
+
+    directory = tmp_path / "sa"
+    directory.mkdir()
+    (directory / "token").write_text("in-cluster")
+    (directory / "ca.crt").write_bytes(tls.ca_cert.read_bytes())
+    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+    monkeypatch.setattr(module, "load_incluster", lambda: load_incluster(env, str(directory)))
+    path = kubeconfig(tmp_path / "config", {**SERVER, "certificate-authority": str(tls.ca_cert)},
+                      {"token": "from-kubeconfig"})  # fmt: skip
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    assert load_configuration(None).credentials.authorization() == "Bearer from-kubeconfig"
+    monkeypatch.delenv("KUBECONFIG")
+    in_cluster = load_configuration(None)
+    assert in_cluster.source == "in-cluster"
+    assert in_cluster.credentials.authorization() == "Bearer in-cluster"
+
+
+def test_a_proxy_url_is_read_and_socks_is_refused_naming_the_key(tmp_path: Path) -> None:
+    http = kubeconfig(tmp_path / "http", {**SERVER, "proxy-url": "http://p:3128"}, {})
+    assert load_kubeconfig(str(http)).proxy == "http://p:3128"
+    socks = kubeconfig(tmp_path / "socks", {**SERVER, "proxy-url": "socks5://p:1080"}, {})
+    with pytest.raises(KubeconfigError, match=r"cluster 'k' proxy-url: 'socks5' proxies"):
+        load_kubeconfig(str(socks))

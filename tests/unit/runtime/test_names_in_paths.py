@@ -82,6 +82,13 @@ def test_rbac_names_follow_the_path_segment_rule() -> None:
             ROLE.path("a", name)
 
 
+def test_a_path_segment_name_is_escaped_in_its_path() -> None:
+    """ "?" and "#" pass the path-segment rule, and would end the path unescaped."""
+    assert ROLE.path("a", "odd?name#x y").endswith("/roles/odd%3Fname%23x%20y")
+    assert ROLE.path("a", "odd?name#x y", "status").endswith("/roles/odd%3Fname%23x%20y/status")
+    assert ROLE.path("a", "system:controller:x@y").endswith("/roles/system:controller:x@y")
+
+
 def test_a_discovered_kind_still_refuses_traversal() -> None:
     registry = KindRegistry(kinds=(), discover=lambda _: [
         {"name": "widgets", "kind": "Widget", "namespaced": True}
