@@ -24,7 +24,7 @@ from tests.kept import Keeper, keeping, stop_unwanted
 from tests.kubeclient import fresh_namespace
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SANDBOXED_TIERS = ("integration", "contract", "e2e")
+SANDBOXED_TIERS = ("integration", "contract", "e2e", "node")
 OUTSIDE_SANDBOX_EXIT = 4
 """pytest's own code for a usage error: the tests were started the wrong way."""
 
@@ -54,7 +54,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     )
 
 
-TIER_ORDER = ("e2e", "integration", "contract", "components", "unit")
+TIER_ORDER = ("node", "e2e", "integration", "contract", "components", "unit")
 KEPT_HEAD = "module_ray_head"
 """The fixture of the Ray head a worker keeps from module to module (``tests/rayhead.py``)."""
 HEAD_STRETCH_TIERS = ("integration", "contract")
@@ -82,8 +82,15 @@ def run_rank(
     return (tier, 0, 0)
 
 
-GROUPS = ("tests/e2e/", "tests/components/", "tests/integration/batch/test_kueue_")
-"""What one worker runs whole, in pytest's order: e2e, whose control plane of its own
+GROUPS = (
+    "tests/node/",
+    "tests/e2e/",
+    "tests/components/",
+    "tests/integration/batch/test_kueue_",
+)
+"""What one worker runs whole, in pytest's order: the real node's tier, whose control
+plane and node of its own (``tests/node/conftest.py``) one worker then starts once; e2e,
+whose control plane of its own
 (``tests/e2e/conftest.py``) one worker then starts once; components, whose in-process
 program runs (``components._program``) leave the thread without an event loop, which
 Pulumi's mocks in a later module of the same worker need (a module order that happens

@@ -1,0 +1,136 @@
+"""The real-node tier: pods that run, on a kubelet with containerd and runc, beside a
+control plane of its own (``hack/node``).
+
+One control plane with one real node and no kwok node serves the whole tier (one
+pytest-xdist worker runs it: ``tests/conftest.py`` ``GROUPS``), so every pod lands on the
+real node. Images come from files (``hack/node/images.py``): the pause image built from
+Kubernetes' ``pause.c``, and the operator's from ``make image``, whose Python the test
+pods run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components import RayOperatorArgs
+from hack.image import built as operator_image
+from hack.image.ray import RAY_IMAGE
+from hack.image.ray import built as ray_image
+from hack.localcluster import LocalCluster, ensure_built
+from hack.node import build as node_build
+from hack.node import images
+from hack.node.node import SANDBOX_IMAGE, NodeImage, RealNode
+from tests.integration.tenancy import RenderedOperator, apply, render_operator
+from tests.kubeclient import fresh_namespace
+from tests.waiting import wait_for
+
+CRD_DIR = Path(__file__).resolve().parents[2] / "operator_runtime" / "api" / "crds"
+OPERATOR_IMAGE = "registry.invalid/pulumi-ray/operator:node-tier"
+"""The reference the tier's pods give the operator's image: under ``.invalid``, so a
+pull could never reach anything, and loaded on the node, so none is tried."""
+
+
+OPERATOR_READY_SECONDS = 180.0
+"""From the Deployment's create to its pod Ready: the kubelet starts the container, the
+operator imports and starts, and its readiness probe passes. The probe's own settings
+allow about a minute; the rest is for a loaded machine."""
+
+
+def node_images(directory: Path) -> list[NodeImage]:
+    """The tars the node loads: pause, the operator's image under ``OPERATOR_IMAGE``, and
+    the Ray image under ``RAY_IMAGE``."""
+    tools = node_build.ensure_built()
+    pause = images.pause_layout(tools.path("pause"), directory / "pause")
+    return [
+        images.node_image(pause, SANDBOX_IMAGE, directory / "pause.tar"),
+        images.node_image(operator_image().layout, OPERATOR_IMAGE, directory / "operator.tar"),
+        images.node_image(ray_image().layout, RAY_IMAGE, directory / "ray.tar"),
+    ]
+
+
+def start_real_node_cluster(state_dir: Path) -> LocalCluster:
+    """A control plane whose only node is real; stopped with ``stop()``."""
+    image_dir = state_dir / "images"
+    image_dir.mkdir(parents=True, exist_ok=True)
+    node = RealNode(state_dir=Path(tempfile.mkdtemp(prefix="node-", dir=state_dir)),
+                    tools=node_build.ensure_built(), images=node_images(image_dir))  # fmt: skip
+    cluster = LocalCluster(state_dir=state_dir / "control-plane", tools=ensure_built(),
+                           die_with_parent=True, real_node=node)  # fmt: skip
+    cluster.start(node_count=0, crds=CRD_DIR)
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    cluster = start_real_node_cluster(tmp_path_factory.mktemp("real-node"))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def real_namespace(real_cluster: LocalCluster) -> Iterator[str]:
+    with fresh_namespace(real_cluster, prefix="node") as name:
+        yield name
+
+
+@dataclass(frozen=True)
+class DeployedOperator:
+    rendered: RenderedOperator
+    pod: dict[str, Any]
+    """Its pod, as it was when it turned Ready."""
+    digest: str
+    """The image's manifest digest, which the Deployment pins."""
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    conditions = pod.get("status", {}).get("conditions", [])
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+@contextlib.contextmanager
+def deploy_operator(cluster: LocalCluster, namespace: str, work_dir: Path
+                    ) -> Iterator[DeployedOperator]:  # fmt: skip
+    """The ``RayOperator`` component's ServiceAccount, RBAC and Deployment, as it renders
+    them for ``namespace`` (watching it alone), applied; its pod Ready by its own probes;
+    its cluster-scoped RBAC deleted after."""
+    digest = operator_image().digest
+    reference = f"{OPERATOR_IMAGE.rsplit(':', 1)[0]}@{digest}"
+    rendered = render_operator(
+        namespace, RayOperatorArgs(image=reference, watch_namespaces=[namespace])
+    )
+    deployment = json.loads(json.dumps(rendered.deployment))
+    selector = ",".join(
+        f"{k}={v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items()
+    )
+
+    def pods() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = cluster.get_json("-n", namespace, "pods", "-l", selector)[
+            "items"
+        ]
+        return found
+
+    try:
+        apply(cluster, [*rendered.rbac, deployment], work_dir)
+        pod = wait_for(
+            "the operator's pod to be Ready by its own probes",
+            lambda: next((p for p in pods() if _ready(p)), None),
+            timeout=OPERATOR_READY_SECONDS, interval=1.0,
+            explain=lambda: [(p["metadata"]["name"], p.get("status", {}).get("containerStatuses"))
+                             for p in pods()],
+        )  # fmt: skip
+        yield DeployedOperator(rendered, pod, digest)
+    finally:
+        for manifest in rendered.rbac:
+            if manifest["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+                cluster.kubectl("delete", manifest["kind"].lower(), manifest["metadata"]["name"],
+                                "--wait=false", check=False)  # fmt: skip

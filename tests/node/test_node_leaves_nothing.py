@@ -1,0 +1,125 @@
+"""A real node leaves the machine as it found it, even when the run that started it is
+killed outright with a pod running.
+
+The node under test runs in a sandbox of its own, nested in this one (``hack.sandbox``
+inside the sandbox: a network and mount namespace of its own, its own lock), started by
+``python -m tests.node.nested``, which brings up a control plane with a real node, runs a
+pod to Ready and then waits to be killed. The test SIGKILLs it, and then compares what
+a leak would change: the machine's sysctls (the kubelet's own six and every other
+writable one under kernel, vm and fs), the processes, the cgroups, and this sandbox's
+mounts and links.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from hack import sandbox
+from hack.node import cgroups
+from hack.node.init import KUBELET_TUNABLES
+from tests.waiting import wait_for
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+NESTED_READY_SECONDS = 300.0
+"""A control plane, a real node and a pod from nothing on a loaded two-core machine."""
+VOLATILE = {"kernel/ns_last_pid", "kernel/random/boot_id", "kernel/random/uuid"}
+
+
+def sysctls() -> dict[str, str]:
+    """Every writable entry under kernel, vm and fs: what a kubelet, kube-proxy or runtime
+    could change for the whole machine."""
+    values = {}
+    for top in ("kernel", "vm", "fs"):
+        for path in Path("/proc/sys", top).rglob("*"):
+            name = str(path.relative_to("/proc/sys"))
+            if name in VOLATILE or not path.is_file() or not path.stat().st_mode & 0o200:
+                continue
+            try:
+                values[name] = path.read_text()
+            except OSError:
+                continue  # some entries are write-only or refuse reads
+    return values
+
+
+def pid_namespaces() -> set[str]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found.add(os.readlink(entry / "ns" / "pid"))
+            except OSError:
+                continue
+    return found
+
+
+def nested_processes(marker: str, known: set[str]) -> list[str]:
+    """The processes of the nested run: those that name its state directory (the control
+    plane's and the node's components, the nested sandbox itself) and those in another
+    PID namespace than the ``known`` ones (the node's: containerd's shims, the pods'
+    processes). Other test workers start processes meanwhile; they are neither."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            elsewhere = os.readlink(entry / "ns" / "pid") not in known
+        except OSError:
+            continue  # gone meanwhile
+        if marker in command or elsewhere:
+            found.append(f"{entry.name}: {command[:200]}")
+    return found
+
+
+def test_a_killed_run_leaves_no_process_cgroup_mount_link_or_sysctl(tmp_path: Path) -> None:
+    assert set(KUBELET_TUNABLES) <= set(sysctls())
+    sysctls_before, known = sysctls(), pid_namespaces()
+    mounts_before = Path("/proc/self/mountinfo").read_text()
+    links_before = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    cgroups_before = cgroups.leftovers()
+
+    ready_file = tmp_path / "ready"
+    nested = subprocess.Popen(
+        [sys.executable, "-m", "hack.sandbox", "--", sys.executable, "-m", "tests.node.nested",
+         str(tmp_path / "state"), str(ready_file)],
+        cwd=REPO_ROOT, stdout=(tmp_path / "nested.log").open("wb"), stderr=subprocess.STDOUT,
+        # Without the marker of this sandbox, hack.sandbox makes one of its own, nested.
+        env={**{k: v for k, v in os.environ.items() if k != sandbox.NETNS_ENV},
+             "PYTHONPATH": str(REPO_ROOT)},
+    )  # fmt: skip
+    try:
+        wait_for(
+            "the nested run's node to run a pod", lambda: ready_file.exists() or nested.poll(),
+            timeout=NESTED_READY_SECONDS, interval=0.5,
+            explain=lambda: (tmp_path / "nested.log").read_text()[-3000:],
+        )  # fmt: skip
+        assert ready_file.exists(), (tmp_path / "nested.log").read_text()[-3000:]
+        inner = int(ready_file.read_text())
+        assert len(cgroups.leftovers()) > len(cgroups_before)  # the node's own cgroups
+        assert any("containerd-shim" in p for p in nested_processes(str(tmp_path), known))
+        os.kill(inner, signal.SIGKILL)  # the run dies as a killed pytest would
+        nested.wait(timeout=60)
+    finally:
+        if nested.poll() is None:
+            nested.kill()
+            nested.wait()
+
+    # The kernel takes a moment to finish off SIGKILLed processes.
+    wait_for(
+        "the nested run's processes to be gone",
+        lambda: not nested_processes(str(tmp_path), known),
+        timeout=30, interval=0.2,
+        explain=lambda: nested_processes(str(tmp_path), known),
+    )  # fmt: skip
+    assert cgroups.leftovers() == cgroups_before
+    assert Path("/proc/self/mountinfo").read_text() == mounts_before
+    assert (
+        subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout == links_before
+    )
+    after = sysctls()
+    changed = {k: (v, after.get(k)) for k, v in sysctls_before.items() if after.get(k) != v}
+    assert not changed, f"sysctls changed by the node: {changed}"
