@@ -262,7 +262,7 @@ def write_all(node: real.RealNode, cluster: LocalCluster) -> NodeFiles:
     kubelet_args = [
         f"--config={kubelet_file}",
         f"--kubeconfig={kubelet_kubeconfig}",
-        f"--root-dir={state / 'kubelet'}",
+        "--root-dir=/var/lib/kubelet",  # the state directory's var/lib/kubelet (init.py)
         f"--hostname-override={real.NODE_NAME}",
         f"--node-ip={real.NODE_IP}",
         f"--node-labels={labels}",

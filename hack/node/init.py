@@ -14,6 +14,11 @@ Before it reports ready it makes the node's mounts, which nothing outside the no
   under its root directory reach the containers that bind them;
 - a private tmpfs on ``/run``, for containerd's sockets and state (a short socket path,
   and nothing written to the machine's ``/run``);
+- the state directory's ``var`` over ``/var``: the kubelet writes paths no flag moves
+  (``/var/lib/kubelet/device-plugins``, ``/var/log/pods``, ``/var/log/containers``), and
+  so does libcni (``/var/lib/cni/results``); they land in the state directory, and the
+  kubelet's root directory gets a short path (its unix sockets' paths must fit in 108
+  bytes, which a pytest temporary directory does not);
 - the machine-wide sysctls the kubelet insists on (``KUBELET_TUNABLES``), each shadowed
   by a file that already holds the value it wants. The kubelet reads a value it likes and
   writes nothing, and a write would land in the file: the machine's ``kernel.panic`` and
@@ -65,6 +70,13 @@ def make_mounts(state_dir: Path) -> None:
     """The node's private mounts (see the module's docstring)."""
     _mount("none", "/", None, _MS_REC | _MS_SHARED)
     _mount("tmpfs", "/run", "tmpfs", 0, "mode=755,size=64m")
+    var = state_dir / "var"
+    for directory in ("lib/kubelet", "log", "tmp"):
+        (var / directory).mkdir(parents=True, exist_ok=True)
+    (var / "tmp").chmod(0o1777)
+    if not (var / "run").is_symlink():
+        (var / "run").symlink_to("/run")
+    _mount(str(var), "/var", None, _MS_BIND)
     values = state_dir / "sysctl"
     values.mkdir(exist_ok=True)
     for entry, value in KUBELET_TUNABLES.items():

@@ -6,8 +6,8 @@ inside the sandbox: a network and mount namespace of its own, its own lock), sta
 ``python -m tests.node.nested``, which brings up a control plane with a real node, runs a
 pod to Ready and then waits to be killed. The test SIGKILLs it, and then compares what
 a leak would change: the machine's sysctls (the kubelet's own six and every other
-writable one under kernel, vm and fs), the processes, the cgroups, and this sandbox's
-mounts and links.
+writable one under kernel, vm and fs), its files where node components write by default,
+the processes, the cgroups, and this sandbox's mounts and links.
 """
 
 from __future__ import annotations
@@ -43,6 +43,20 @@ def sysctls() -> dict[str, str]:
             except OSError:
                 continue  # some entries are write-only or refuse reads
     return values
+
+
+MACHINE_DIRECTORIES = ("/etc", "/opt", "/usr/local", "/var")
+"""Where a kubelet, containerd or the CNI plugins write by default (``/var/lib/kubelet``,
+``/var/log/pods``, ``/var/lib/cni``, ``/etc/cni``, ``/opt/containerd``)."""
+
+
+def machine_files() -> set[str]:
+    return {
+        os.path.join(root, name)
+        for top in MACHINE_DIRECTORIES
+        for root, directories, files in os.walk(top)
+        for name in directories + files
+    }
 
 
 def pid_namespaces() -> set[str]:
@@ -81,12 +95,14 @@ def test_a_killed_run_leaves_no_process_cgroup_mount_link_or_sysctl(tmp_path: Pa
     mounts_before = Path("/proc/self/mountinfo").read_text()
     links_before = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     cgroups_before = cgroups.leftovers()
+    files_before = machine_files()
 
     ready_file = tmp_path / "ready"
+    log = (tmp_path / "nested.log").open("wb")
     nested = subprocess.Popen(
         [sys.executable, "-m", "hack.sandbox", "--", sys.executable, "-m", "tests.node.nested",
          str(tmp_path / "state"), str(ready_file)],
-        cwd=REPO_ROOT, stdout=(tmp_path / "nested.log").open("wb"), stderr=subprocess.STDOUT,
+        cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
         # Without the marker of this sandbox, hack.sandbox makes one of its own, nested.
         env={**{k: v for k, v in os.environ.items() if k != sandbox.NETNS_ENV},
              "PYTHONPATH": str(REPO_ROOT)},
@@ -107,6 +123,7 @@ def test_a_killed_run_leaves_no_process_cgroup_mount_link_or_sysctl(tmp_path: Pa
         if nested.poll() is None:
             nested.kill()
             nested.wait()
+        log.close()
 
     # The kernel takes a moment to finish off SIGKILLed processes.
     wait_for(
@@ -120,6 +137,7 @@ def test_a_killed_run_leaves_no_process_cgroup_mount_link_or_sysctl(tmp_path: Pa
     assert (
         subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout == links_before
     )
+    assert not machine_files() - files_before, sorted(machine_files() - files_before)[:20]
     after = sysctls()
     changed = {k: (v, after.get(k)) for k, v in sysctls_before.items() if after.get(k) != v}
     assert not changed, f"sysctls changed by the node: {changed}"
