@@ -33,10 +33,27 @@ KUBERAY_USER: Final = "65532:65532"
 """The non-root user KubeRay's published image runs as (distroless's ``nonroot``)."""
 
 
+def fully_qualified(reference: str) -> str:
+    """``reference`` as the kubelet asks containerd for it: Docker's normalization, so
+    ``rayproject/ray:2.52.1`` is ``docker.io/rayproject/ray:2.52.1`` and ``busybox`` is
+    ``docker.io/library/busybox:latest``. containerd stores names as imported, and the
+    kubelet never finds an image imported under the short form."""
+    first, _, rest = reference.partition("/")
+    if not rest:
+        reference = f"docker.io/library/{reference}"
+    elif "." not in first and ":" not in first and first != "localhost":
+        reference = f"docker.io/{reference}"
+    if "@" not in reference and ":" not in reference.rsplit("/", 1)[-1]:
+        reference += ":latest"
+    return reference
+
+
 def node_image(layout: Path, reference: str, out: Path) -> NodeImage:
     """``layout`` (an OCI image layout with one image) as the node loads it: a tar that
-    ``ctr images import`` names ``reference``, also known by its manifest's digest
-    (``REPOSITORY@sha256:...``), the form a stack that pins images gives."""
+    ``ctr images import`` names ``reference`` (fully qualified), also known by its
+    manifest's digest (``REPOSITORY@sha256:...``), the form a stack that pins images
+    gives."""
+    reference = fully_qualified(reference)
     (manifest,) = json.loads((layout / "index.json").read_text())["manifests"]
     repository = reference.rsplit("@", 1)[0]
     if ":" in repository.rsplit("/", 1)[-1]:

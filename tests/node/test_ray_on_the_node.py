@@ -13,6 +13,7 @@ submitter fit.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,6 +72,14 @@ def cluster_spec(workers: int, **container: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def alive_in_ray_status(status: str) -> int:
+    """The alive nodes ``ray status`` lists: its Active and Idle sections count them by
+    node type (``" 2 cpu"``), or list them one per line by id (``" node_..."``)."""
+    alive = status.split("Active:", 1)[-1].split("Pending:", 1)[0]
+    counted = re.findall(r"^\s+(\d+) \S+$", alive, flags=re.MULTILINE)
+    return sum(map(int, counted)) + sum(1 for line in alive.splitlines() if "node_" in line)
+
+
 def _apply(cluster: LocalCluster, namespace: str, manifest: dict[str, Any]) -> None:
     cluster.kubectl("-n", namespace, "apply", "--server-side", "-f", "-",
                     input=json.dumps(manifest))  # fmt: skip
@@ -81,9 +90,26 @@ def _pods(cluster: LocalCluster, namespace: str, selector: str) -> list[dict[str
     return items
 
 
+HOPELESS = {
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+}
+"""Waiting reasons no amount of waiting mends: a test fails at once, naming the pod."""
+
+
 def _all_ready(pods: list[dict[str, Any]], count: int) -> bool:
     def ready(pod: dict[str, Any]) -> bool:
-        conditions = pod.get("status", {}).get("conditions", [])
+        status = pod.get("status", {})
+        for container in status.get("initContainerStatuses", []) + status.get(
+            "containerStatuses", []
+        ):
+            waiting = container.get("state", {}).get("waiting", {})
+            assert waiting.get("reason") not in HOPELESS, (pod["metadata"]["name"], waiting)
+        conditions = status.get("conditions", [])
         return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
     return len(pods) == count and all(map(ready, pods))
@@ -128,14 +154,16 @@ def test_a_head_and_two_workers_run_tasks_on_three_nodes(
     (head,) = _pods(real_cluster, ns, "ray.io/cluster=three,ray.io/node-type=head")
     head_name = head["metadata"]["name"]
 
+    seen: list[str] = []
+
     def alive_nodes() -> int:
-        status = real_cluster.kubectl("-n", ns, "exec", head_name, "-c", "ray-head", "--",
-                                      "ray", "status", check=False).stdout  # fmt: skip
-        active = status.split("Active:", 1)[-1].split("Pending:", 1)[0]
-        return sum(1 for line in active.splitlines() if "node_" in line)
+        ran = real_cluster.kubectl("-n", ns, "exec", head_name, "-c", "ray-head", "--",
+                                   "ray", "status", check=False)  # fmt: skip
+        seen[:] = [ran.stdout[-2000:], ran.stderr[-2000:]]
+        return alive_in_ray_status(ran.stdout)
 
     wait_for("three alive nodes in `ray status`", lambda: alive_nodes() == 3, timeout=120,
-             interval=2.0)  # fmt: skip
+             interval=2.0, explain=lambda: seen)  # fmt: skip
     program = textwrap.dedent("""
         import ray
         ray.init()
