@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,17 +21,12 @@ import pytest
 
 from components import RayOperatorArgs
 from hack.image import built as operator_image
-from hack.image.ray import RAY_IMAGE
-from hack.image.ray import built as ray_image
-from hack.localcluster import LocalCluster, ensure_built
-from hack.node import build as node_build
-from hack.node import images
-from hack.node.node import SANDBOX_IMAGE, NodeImage, RealNode
+from hack.localcluster import LocalCluster
+from hack.node.cluster import start_real_node_cluster as start_cluster
 from tests.integration.tenancy import RenderedOperator, apply, render_operator
 from tests.kubeclient import fresh_namespace
 from tests.waiting import wait_for
 
-CRD_DIR = Path(__file__).resolve().parents[2] / "operator_runtime" / "api" / "crds"
 OPERATOR_IMAGE = "registry.invalid/pulumi-ray/operator:node-tier"
 """The reference the tier's pods give the operator's image: under ``.invalid``, so a
 pull could never reach anything, and loaded on the node, so none is tried."""
@@ -44,28 +38,10 @@ operator imports and starts, and its readiness probe passes. The probe's own set
 allow about a minute; the rest is for a loaded machine."""
 
 
-def node_images(directory: Path) -> list[NodeImage]:
-    """The tars the node loads: pause, the operator's image under ``OPERATOR_IMAGE``, and
-    the Ray image under ``RAY_IMAGE``."""
-    tools = node_build.ensure_built()
-    pause = images.pause_layout(tools.path("pause"), directory / "pause")
-    return [
-        images.node_image(pause, SANDBOX_IMAGE, directory / "pause.tar"),
-        images.node_image(operator_image().layout, OPERATOR_IMAGE, directory / "operator.tar"),
-        images.node_image(ray_image().layout, RAY_IMAGE, directory / "ray.tar"),
-    ]
-
-
 def start_real_node_cluster(state_dir: Path) -> LocalCluster:
-    """A control plane whose only node is real; stopped with ``stop()``."""
-    image_dir = state_dir / "images"
-    image_dir.mkdir(parents=True, exist_ok=True)
-    node = RealNode(state_dir=Path(tempfile.mkdtemp(prefix="node-", dir=state_dir)),
-                    tools=node_build.ensure_built(), images=node_images(image_dir))  # fmt: skip
-    cluster = LocalCluster(state_dir=state_dir / "control-plane", tools=ensure_built(),
-                           die_with_parent=True, real_node=node)  # fmt: skip
-    cluster.start(node_count=0, crds=CRD_DIR)
-    return cluster
+    """A control plane whose only node is real, with our operator's image loaded under
+    ``OPERATOR_IMAGE``; stopped with ``stop()``."""
+    return start_cluster(state_dir, OPERATOR_IMAGE)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,51 @@
+"""A local control plane whose only node is real: what the real-node tests and
+``make demo`` start.
+
+Images come from files, never from a registry: the pause image built from Kubernetes'
+``pause.c``, the operator's from ``make image`` and the Ray stand-in from ``make
+ray-image``, each imported under the name the pods ask for.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from hack.image import built as operator_image
+from hack.image.ray import RAY_IMAGE
+from hack.image.ray import built as ray_image
+from hack.localcluster import LocalCluster, ensure_built
+from hack.node import build as node_build
+from hack.node import images
+from hack.node.node import SANDBOX_IMAGE, NodeImage, RealNode
+
+CRD_DIR = Path(__file__).resolve().parents[2] / "operator_runtime" / "api" / "crds"
+
+
+def node_images(directory: Path, operator_reference: str) -> list[NodeImage]:
+    """The tars the node loads: pause, the operator's image under ``operator_reference``
+    and the Ray image under ``RAY_IMAGE`` (each also under its digest)."""
+    pause = images.pause_layout(node_build.ensure_built().path("pause"), directory / "pause")
+    return [
+        images.node_image(pause, SANDBOX_IMAGE, directory / "pause.tar"),
+        images.node_image(operator_image().layout, operator_reference, directory / "operator.tar"),
+        images.node_image(ray_image().layout, RAY_IMAGE, directory / "ray.tar"),
+    ]
+
+
+def start_real_node_cluster(state_dir: Path, operator_reference: str,
+                            extra: tuple[NodeImage, ...] = ()) -> LocalCluster:  # fmt: skip
+    """A control plane with our CRDs and one real node (no kwok node) that has the
+    ``node_images`` and ``extra`` loaded; it dies with this process, and ``stop()``
+    stops it."""
+    image_dir = state_dir / "images"
+    image_dir.mkdir(parents=True, exist_ok=True)
+    node = RealNode(
+        state_dir=Path(tempfile.mkdtemp(prefix="node-", dir=state_dir)),
+        tools=node_build.ensure_built(),
+        images=[*node_images(image_dir, operator_reference), *extra],
+    )
+    cluster = LocalCluster(state_dir=state_dir / "control-plane", tools=ensure_built(),
+                           die_with_parent=True, real_node=node)  # fmt: skip
+    cluster.start(node_count=0, crds=CRD_DIR)
+    return cluster
