@@ -20,8 +20,10 @@ from typing import Any
 import pytest
 
 from components import RayOperatorArgs
+from hack import kuberay
 from hack.image import built as operator_image
 from hack.localcluster import LocalCluster
+from hack.node import images
 from hack.node.cluster import start_real_node_cluster as start_cluster
 from tests.integration.tenancy import RenderedOperator, apply, render_operator
 from tests.kubeclient import fresh_namespace
@@ -32,21 +34,32 @@ OPERATOR_IMAGE = "registry.invalid/pulumi-ray/operator:node-tier"
 pull could never reach anything, and loaded on the node, so none is tried."""
 
 
+KUBERAY_IMAGE = f"registry.invalid/kuberay/operator:{kuberay.VERSION}"
+"""KubeRay's operator built from its Go module (``make kuberay``), one static binary."""
+
 OPERATOR_READY_SECONDS = 180.0
 """From the Deployment's create to its pod Ready: the kubelet starts the container, the
 operator imports and starts, and its readiness probe passes. The probe's own settings
 allow about a minute; the rest is for a loaded machine."""
 
 
-def start_real_node_cluster(state_dir: Path) -> LocalCluster:
+def start_real_node_cluster(state_dir: Path, *, with_kuberay: bool = False) -> LocalCluster:
     """A control plane whose only node is real, with our operator's image loaded under
-    ``OPERATOR_IMAGE``; stopped with ``stop()``."""
-    return start_cluster(state_dir, OPERATOR_IMAGE)
+    ``OPERATOR_IMAGE`` (and, ``with_kuberay``, KubeRay's under ``KUBERAY_IMAGE``);
+    stopped with ``stop()``."""
+    extra = ()
+    if with_kuberay:
+        directory = state_dir / "images"
+        directory.mkdir(parents=True, exist_ok=True)
+        layout = images.kuberay_layout(kuberay.ensure_built().path("ray-operator"),
+                                       directory / "kuberay")  # fmt: skip
+        extra = (images.node_image(layout, KUBERAY_IMAGE, directory / "kuberay.tar"),)
+    return start_cluster(state_dir, OPERATOR_IMAGE, extra)
 
 
 @pytest.fixture(scope="session")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    cluster = start_real_node_cluster(tmp_path_factory.mktemp("real-node"))
+    cluster = start_real_node_cluster(tmp_path_factory.mktemp("real-node"), with_kuberay=True)
     try:
         yield cluster
     finally:
@@ -73,6 +86,74 @@ def _ready(pod: dict[str, Any]) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
+def _ready_pod(cluster: LocalCluster, namespace: str, selector: str) -> dict[str, Any]:
+    """The operator's pod once Ready by its own probes."""
+
+    def pods() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = cluster.get_json("-n", namespace, "pods", "-l", selector)[
+            "items"
+        ]
+        return found
+
+    ready: dict[str, Any] = wait_for(
+        "the operator's pod to be Ready by its own probes",
+        lambda: next((p for p in pods() if _ready(p)), None),
+        timeout=OPERATOR_READY_SECONDS, interval=1.0,
+        explain=lambda: [(p["metadata"]["name"], p.get("status", {}).get("containerStatuses"))
+                         for p in pods()],
+    )  # fmt: skip
+    return ready
+
+
+def kuberay_manifests(namespace: str) -> list[dict[str, Any]]:
+    """KubeRay's operator as a Deployment watching ``namespace`` alone, its probes and
+    ports as its chart sets them (health on 8082, metrics on 8080), non-root with a
+    read-only root. Its RBAC is ours, not the chart's: every right on every namespaced
+    kind of ``namespace``, which covers what it touches there (pods, services, jobs,
+    events, ray.io, its Lease) and nothing outside."""
+    meta = {"name": "kuberay-operator", "namespace": namespace,
+            "labels": {"app.kubernetes.io/name": "kuberay-operator"}}  # fmt: skip
+    probe = {"httpGet": {"port": 8082}, "periodSeconds": 5, "failureThreshold": 6}
+    container = {
+        "name": "kuberay-operator", "image": KUBERAY_IMAGE, "imagePullPolicy": "IfNotPresent",
+        "args": [f"--watch-namespace={namespace}", "--log-stdout-encoder=json"],
+        "ports": [{"name": "http-metrics", "containerPort": 8080},
+                  {"name": "health", "containerPort": 8082}],
+        "readinessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/readyz"}},
+        "livenessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/healthz"}},
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
+                      "limits": {"memory": "512Mi"}},
+        "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True,
+                            "allowPrivilegeEscalation": False,
+                            "capabilities": {"drop": ["ALL"]},
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+    }  # fmt: skip
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
+         "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                     "name": meta["name"]},
+         "subjects": [{"kind": "ServiceAccount", "name": meta["name"],
+                       "namespace": namespace}]},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": meta["labels"]},
+            "template": {"metadata": {"labels": meta["labels"]}, "spec": {
+                "serviceAccountName": meta["name"], "containers": [container]}},
+        }},
+    ]  # fmt: skip
+
+
+@contextlib.contextmanager
+def deploy_kuberay(cluster: LocalCluster, namespace: str, work_dir: Path
+                   ) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """KubeRay's operator (``kuberay_manifests``) applied; its pod once Ready."""
+    apply(cluster, kuberay_manifests(namespace), work_dir)
+    yield _ready_pod(cluster, namespace, "app.kubernetes.io/name=kuberay-operator")
+
+
 @contextlib.contextmanager
 def deploy_operator(cluster: LocalCluster, namespace: str, work_dir: Path
                     ) -> Iterator[DeployedOperator]:  # fmt: skip
@@ -89,22 +170,9 @@ def deploy_operator(cluster: LocalCluster, namespace: str, work_dir: Path
         f"{k}={v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items()
     )
 
-    def pods() -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = cluster.get_json("-n", namespace, "pods", "-l", selector)[
-            "items"
-        ]
-        return found
-
     try:
         apply(cluster, [*rendered.rbac, deployment], work_dir)
-        pod = wait_for(
-            "the operator's pod to be Ready by its own probes",
-            lambda: next((p for p in pods() if _ready(p)), None),
-            timeout=OPERATOR_READY_SECONDS, interval=1.0,
-            explain=lambda: [(p["metadata"]["name"], p.get("status", {}).get("containerStatuses"))
-                             for p in pods()],
-        )  # fmt: skip
-        yield DeployedOperator(rendered, pod, digest)
+        yield DeployedOperator(rendered, _ready_pod(cluster, namespace, selector), digest)
     finally:
         for manifest in rendered.rbac:
             if manifest["kind"] in ("ClusterRole", "ClusterRoleBinding"):

@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 
+from hack import kuberay
 from hack.image.ray import RAY_IMAGE, RAY_VERSION
 from hack.localcluster import LocalCluster
 from tests.kubeclient import fresh_namespace
-from tests.node.conftest import OPERATOR_IMAGE, deploy_operator
+from tests.node.conftest import OPERATOR_IMAGE, deploy_kuberay, deploy_operator
 from tests.waiting import wait_for
 
 RAY_READY_SECONDS = 420.0
@@ -120,14 +121,16 @@ def _pod_states(cluster: LocalCluster, namespace: str) -> list[tuple[str, object
             for p in _pods(cluster, namespace, "ray.io/cluster")]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def ray_namespace(real_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
-                  ) -> Iterator[str]:  # fmt: skip
-    """A namespace with the operator running in it as a real pod, watching it."""
+@pytest.fixture(scope="module", params=["ours", f"kuberay-{kuberay.VERSION}"])
+def ray_namespace(request: pytest.FixtureRequest, real_cluster: LocalCluster,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # fmt: skip
+    """A namespace with an operator running in it as a real pod, watching it: ours, and
+    KubeRay's, which every scenario runs under too."""
     work_dir = tmp_path_factory.mktemp("operator")
+    deploy = deploy_operator if request.param == "ours" else deploy_kuberay
     with (
         fresh_namespace(real_cluster, prefix="ray") as name,
-        deploy_operator(real_cluster, name, work_dir),
+        deploy(real_cluster, name, work_dir),
     ):
         yield name
 
