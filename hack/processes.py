@@ -12,8 +12,11 @@ import contextlib
 import ctypes
 import os
 import signal
+import ssl
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +38,16 @@ def stop(process: subprocess.Popen[Any], grace: float) -> int:
             process.kill()
             process.wait(timeout=KILLED_WAIT)
     return process.returncode
+
+
+def http_ok(url: str, *, context: ssl.SSLContext | None = None) -> bool:
+    """Whether ``url`` answers 200 within two seconds: the readiness check of a process
+    with a health endpoint (``Spec.ready``)."""
+    try:
+        with urllib.request.urlopen(url, timeout=2, context=context) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.HTTPError):
+        return False
 
 
 # -- one shape for every process a harness starts ------------------------------------------

@@ -29,8 +29,6 @@ import os
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,11 +238,7 @@ class Kueue:
 
 
 def _ready(health_port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{health_port}/readyz", timeout=2) as r:
-            return bool(r.status == 200)
-    except (OSError, urllib.error.HTTPError):
-        return False
+    return processes.http_ok(f"http://127.0.0.1:{health_port}/readyz")
 
 
 def _stop(

@@ -473,13 +473,7 @@ class LocalCluster:
         return context
 
     def _apiserver_ready(self) -> bool:
-        try:
-            with urllib.request.urlopen(
-                f"{self.server}/readyz", timeout=2, context=self._admin_ssl_context()
-            ) as response:
-                return bool(response.status == 200)
-        except (OSError, urllib.error.HTTPError):
-            return False
+        return processes.http_ok(f"{self.server}/readyz", context=self._admin_ssl_context())
 
     def _write_kubeconfig(self) -> None:
         tls = self.pki

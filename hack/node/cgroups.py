@@ -17,7 +17,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -108,18 +108,37 @@ def _holder_alive(name: str) -> bool:
     return True
 
 
-def sweep(*, holders_grace: float = 0.0) -> list[str]:
+HOLDERS_FILE = "real-node.holders"
+"""In a sandbox's directory: the holder pid of each node started in that sandbox, a line
+each, so the sandbox's exit waits for its own nodes' holders and no other's."""
+
+
+def record_holder(sandbox_dir: Path, holder_pid: int) -> None:
+    with (sandbox_dir / HOLDERS_FILE).open("a") as holders:
+        holders.write(f"{holder_pid}\n")
+
+
+def recorded_holders(sandbox_dir: Path) -> set[int]:
+    try:
+        return {int(line) for line in (sandbox_dir / HOLDERS_FILE).read_text().split()}
+    except FileNotFoundError:
+        return set()
+
+
+def sweep(*, awaited: Collection[int] = (), holders_grace: float = 0.0) -> list[str]:
     """Remove the roots of nodes whose holder is dead, after waiting up to
-    ``holders_grace`` seconds for live holders to die (the sandbox's exit: they were
-    SIGKILLed with their parent a moment ago); what could not be removed."""
+    ``holders_grace`` seconds for the ``awaited`` holders to die (a sandbox's exit: its
+    own nodes' holders were SIGKILLed with their parent a moment ago; another sandbox's
+    live node is not waited for); what could not be removed."""
     names = {
         path.name
         for hierarchy in hierarchies()
         for path in hierarchy.glob(f"{ROOT_PREFIX}*")
         if path.is_dir()
     }
+    waited = {root_name(pid) for pid in awaited}
     deadline = time.monotonic() + holders_grace
-    while any(map(_holder_alive, names)) and time.monotonic() < deadline:
+    while any(map(_holder_alive, waited)) and time.monotonic() < deadline:
         time.sleep(0.05)
     failures = []
     for name in sorted(names):

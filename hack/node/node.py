@@ -25,11 +25,10 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,14 +76,6 @@ def _ip(*arguments: str) -> None:
     result = subprocess.run(["ip", *arguments], capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"`ip {' '.join(arguments)}` failed: {result.stderr.strip()}")
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except (OSError, urllib.error.HTTPError):
-        return False
 
 
 @dataclass(frozen=True)
@@ -146,6 +137,7 @@ class RealNode:
                 grace=0,  # SIGKILL: --kill-child passes it to PID 1, the kernel to the rest
             ))  # fmt: skip
             self.holder_pid = holder.pid
+            cgroups.record_holder(Path(os.environ[sandbox.DIR_ENV]), holder.pid)
             self.init_pid = self._init_pid()
             cgroups.create_root(self.cgroup_root)
             _ip("link", "add", SANDBOX_LINK, "type", "veth", "peer", "name", "eth0",
@@ -239,15 +231,15 @@ class RealNode:
                 for alias in image.references[1:]:
                     self.ctr("images", "tag", "--force", image.references[0], alias)
             self._launch("kubelet", [str(self.tools.path("kubelet")), *files.kubelet_args],
-                         ready=lambda: _http_ok(
+                         ready=lambda: processes.http_ok(
                              f"http://{NODE_IP}:{KUBELET_HEALTH_PORT}/healthz"))  # fmt: skip
             self._launch("coredns", [str(self.tools.path("coredns")), f"-conf={files.corefile}"],
-                         ready=lambda: _http_ok(
+                         ready=lambda: processes.http_ok(
                              f"http://{NODE_IP}:{DNS_READY_PORT}/ready"))  # fmt: skip
             # kube-proxy finds its node's address on the Node the kubelet registered.
             self._launch("kube-proxy", [str(self.tools.path("kube-proxy")),
                                         f"--config={files.kube_proxy}"],
-                         ready=lambda: _http_ok(
+                         ready=lambda: processes.http_ok(
                              f"http://{NODE_IP}:{PROXY_HEALTH_PORT}/healthz"))  # fmt: skip
             self._supervisor.wait(f"node {NODE_NAME} Ready", lambda: self._node_ready(cluster),
                                   START_TIMEOUT)  # fmt: skip
@@ -257,12 +249,15 @@ class RealNode:
         _progress(f"{NODE_NAME} Ready in {time.monotonic() - started:.1f}s")
 
     def _containerd_ready(self) -> bool:
-        probe = subprocess.run(
-            self.enter([str(self.tools.path("ctr")), f"--address={CONTAINERD_SOCKET}",
-                        "version"]),
-            capture_output=True, env=self._environment(),
-        )  # fmt: skip
-        return probe.returncode == 0
+        """containerd listens on its socket, which it opens once its plugins are loaded.
+        The socket is on the node's private ``/run``, reached from here through its
+        init's root; a connect costs no process, unlike ``ctr version``."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(f"/proc/{self.init_pid}/root{CONTAINERD_SOCKET}")
+            except OSError:
+                return False
+        return True
 
     def ready(self, cluster: LocalCluster) -> bool:
         return self._node_ready(cluster)

@@ -93,7 +93,8 @@ def enter(inner_arguments: Sequence[str]) -> int:
     finally:
         # A real node's processes died with the sandbox's namespaces; its cgroups are
         # the machine's and stay unless removed (hack/node/cgroups.py).
-        for failure in cgroups.sweep(holders_grace=10.0):
+        own = cgroups.recorded_holders(scratch)
+        for failure in cgroups.sweep(awaited=own, holders_grace=10.0):
             print(f"sandbox: could not remove a real node's cgroup: {failure}", file=sys.stderr)
         shutil.rmtree(scratch, ignore_errors=True)
 
