@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from hack import gobuild
 
@@ -19,7 +20,7 @@ MODULE = "github.com/ray-project/kuberay/ray-operator"
 GOMOD_DIR = Path(__file__).resolve().parent / "gomod"
 RECIPE_REVISION = 1
 
-__all__ = ["VERSION", "ensure_built", "start_operator"]
+__all__ = ["VERSION", "ensure_built", "pod_manifests", "start_operator"]
 
 
 def _built() -> gobuild.Built:
@@ -82,3 +83,45 @@ def start_operator(
         )
     finally:
         log.close()
+
+
+def pod_manifests(namespace: str, image: str) -> list[dict[str, Any]]:
+    """KubeRay's operator as a pod: ``image`` (``hack.node.images.kuberay_layout`` of
+    this build) in a Deployment watching ``namespace`` alone, its probes and ports as its
+    chart sets them (health on 8082, metrics on 8080), non-root with a read-only root.
+    Its RBAC is ours, not the chart's: every right on every namespaced kind of
+    ``namespace``, which covers what it touches there (pods, services, jobs, events,
+    ray.io, its Lease) and nothing outside."""
+    meta = {"name": "kuberay-operator", "namespace": namespace,
+            "labels": {"app.kubernetes.io/name": "kuberay-operator"}}  # fmt: skip
+    probe = {"httpGet": {"port": 8082}, "periodSeconds": 5, "failureThreshold": 6}
+    container = {
+        "name": "kuberay-operator", "image": image, "imagePullPolicy": "IfNotPresent",
+        "args": [f"--watch-namespace={namespace}", "--log-stdout-encoder=json"],
+        "ports": [{"name": "http-metrics", "containerPort": 8080},
+                  {"name": "health", "containerPort": 8082}],
+        "readinessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/readyz"}},
+        "livenessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/healthz"}},
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
+                      "limits": {"memory": "512Mi"}},
+        "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True,
+                            "allowPrivilegeEscalation": False,
+                            "capabilities": {"drop": ["ALL"]},
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+    }  # fmt: skip
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
+         "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                     "name": meta["name"]},
+         "subjects": [{"kind": "ServiceAccount", "name": meta["name"],
+                       "namespace": namespace}]},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": meta["labels"]},
+            "template": {"metadata": {"labels": meta["labels"]}, "spec": {
+                "serviceAccountName": meta["name"], "containers": [container]}},
+        }},
+    ]  # fmt: skip

@@ -105,52 +105,11 @@ def _ready_pod(cluster: LocalCluster, namespace: str, selector: str) -> dict[str
     return ready
 
 
-def kuberay_manifests(namespace: str) -> list[dict[str, Any]]:
-    """KubeRay's operator as a Deployment watching ``namespace`` alone, its probes and
-    ports as its chart sets them (health on 8082, metrics on 8080), non-root with a
-    read-only root. Its RBAC is ours, not the chart's: every right on every namespaced
-    kind of ``namespace``, which covers what it touches there (pods, services, jobs,
-    events, ray.io, its Lease) and nothing outside."""
-    meta = {"name": "kuberay-operator", "namespace": namespace,
-            "labels": {"app.kubernetes.io/name": "kuberay-operator"}}  # fmt: skip
-    probe = {"httpGet": {"port": 8082}, "periodSeconds": 5, "failureThreshold": 6}
-    container = {
-        "name": "kuberay-operator", "image": KUBERAY_IMAGE, "imagePullPolicy": "IfNotPresent",
-        "args": [f"--watch-namespace={namespace}", "--log-stdout-encoder=json"],
-        "ports": [{"name": "http-metrics", "containerPort": 8080},
-                  {"name": "health", "containerPort": 8082}],
-        "readinessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/readyz"}},
-        "livenessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/healthz"}},
-        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
-                      "limits": {"memory": "512Mi"}},
-        "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True,
-                            "allowPrivilegeEscalation": False,
-                            "capabilities": {"drop": ["ALL"]},
-                            "seccompProfile": {"type": "RuntimeDefault"}},
-    }  # fmt: skip
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
-         "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                     "name": meta["name"]},
-         "subjects": [{"kind": "ServiceAccount", "name": meta["name"],
-                       "namespace": namespace}]},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": meta["labels"]},
-            "template": {"metadata": {"labels": meta["labels"]}, "spec": {
-                "serviceAccountName": meta["name"], "containers": [container]}},
-        }},
-    ]  # fmt: skip
-
-
 @contextlib.contextmanager
 def deploy_kuberay(cluster: LocalCluster, namespace: str, work_dir: Path
                    ) -> Iterator[dict[str, Any]]:  # fmt: skip
     """KubeRay's operator (``kuberay_manifests``) applied; its pod once Ready."""
-    apply(cluster, kuberay_manifests(namespace), work_dir)
+    apply(cluster, kuberay.pod_manifests(namespace, KUBERAY_IMAGE), work_dir)
     yield _ready_pod(cluster, namespace, "app.kubernetes.io/name=kuberay-operator")
 
 
