@@ -78,6 +78,12 @@ class Built:
         )
 
 
+def module_lines(modules: Iterable[tuple[str, str]]) -> str:
+    """``MODULE VERSION`` a line each, sorted: the ``VERSIONS`` file of a build from
+    several wrapper modules."""
+    return "".join(f"{module} {version}\n" for module, version in sorted(modules))
+
+
 def go() -> str:
     found = shutil.which("go")
     if found is None:

@@ -151,11 +151,8 @@ def ray_head_keeper() -> Iterator[Keeper[Any]]:
 
 @pytest.fixture(scope="session")
 def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    cluster = start_for_tests(tmp_path_factory.mktemp("localcluster"), go_runtime=LESS_GC)
-    try:
+    with start_for_tests(tmp_path_factory.mktemp("localcluster"), go_runtime=LESS_GC) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture

@@ -76,14 +76,11 @@ def _build(bin_dir: Path) -> None:
 
 def ensure_built(*, force: bool = False) -> Toolset:
     """Build the binaries unless the cache already holds this stamp; return them."""
-    versions_text = "".join(
-        f"{module} {version}\n" for module, version in sorted(versions.WRAPPER_MODULES.values())
-    )
     return gobuild.ensure(
         toolset(),
         family=FAMILY,
         build=_build,
-        versions_text=versions_text,
+        versions_text=gobuild.module_lines(versions.WRAPPER_MODULES.values()),
         force=force,
         make_target="localcluster",
     )

@@ -297,6 +297,12 @@ class LocalCluster:
             raise
         _progress(f"control plane up in {time.monotonic() - started:.1f}s at {self.server}")
 
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, *_exception: object) -> None:
+        self.stop()
+
     def stop(self) -> None:
         """Stop every component (reverse order), a real node first; leaves no process
         behind."""

@@ -192,9 +192,8 @@ def _build(bin_dir: Path) -> None:
 
 def ensure_built(force: bool = False) -> gobuild.Built:
     """Build the node's binaries unless the cache already holds this stamp; return them."""
-    versions_text = "".join(
-        f"{module} {version}\n" for module, version in sorted(versions.WRAPPER_MODULES.values())
-    ) + "".join(f"debian {p.name} {p.version}\n" for p in debs.locked())
+    debian = "".join(f"debian {p.name} {p.version}\n" for p in debs.locked())
+    versions_text = gobuild.module_lines(versions.WRAPPER_MODULES.values()) + debian
     return gobuild.ensure(
         node_tools(),
         family=FAMILY,

@@ -59,11 +59,8 @@ def start_real_node_cluster(state_dir: Path, *, with_kuberay: bool = False) -> L
 
 @pytest.fixture(scope="session")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    cluster = start_real_node_cluster(tmp_path_factory.mktemp("real-node"), with_kuberay=True)
-    try:
+    with start_real_node_cluster(tmp_path_factory.mktemp("real-node"), with_kuberay=True) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture
