@@ -59,7 +59,8 @@ def start_real_node_cluster(state_dir: Path, *, with_kuberay: bool = False) -> L
 
 @pytest.fixture(scope="session")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with start_real_node_cluster(tmp_path_factory.mktemp("real-node"), with_kuberay=True) as cluster:
+    state_dir = tmp_path_factory.mktemp("real-node")
+    with start_real_node_cluster(state_dir, with_kuberay=True) as cluster:
         yield cluster
 
 
