@@ -94,14 +94,18 @@ def pod_manifests(namespace: str, image: str) -> list[dict[str, Any]]:
     ray.io, its Lease) and nothing outside."""
     meta = {"name": "kuberay-operator", "namespace": namespace,
             "labels": {"app.kubernetes.io/name": "kuberay-operator"}}  # fmt: skip
-    probe = {"httpGet": {"port": 8082}, "periodSeconds": 5, "failureThreshold": 6}
+
+    def probe(path: str) -> dict[str, Any]:
+        return {"httpGet": {"port": 8082, "path": path}, "periodSeconds": 5,
+                "failureThreshold": 6}  # fmt: skip
+
     container = {
         "name": "kuberay-operator", "image": image, "imagePullPolicy": "IfNotPresent",
         "args": [f"--watch-namespace={namespace}", "--log-stdout-encoder=json"],
         "ports": [{"name": "http-metrics", "containerPort": 8080},
                   {"name": "health", "containerPort": 8082}],
-        "readinessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/readyz"}},
-        "livenessProbe": {**probe, "httpGet": {**probe["httpGet"], "path": "/healthz"}},
+        "readinessProbe": probe("/readyz"),
+        "livenessProbe": probe("/healthz"),
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
                       "limits": {"memory": "512Mi"}},
         "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True,
