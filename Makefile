@@ -119,7 +119,8 @@ test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay ku
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
 
 # The README's quickstart through the engine built here, on one real node with our
-# operator's image and the Ray stand-in loaded (hack/demo.py); all four are cached.
+# operator's image and the Ray stand-in loaded (hack/demo.py). The binaries come from
+# the cache; the two images are rebuilt from cached packages (some 40 s on two cores).
 demo: venv localcluster node pulumi-engine image ray-image
 	$(SANDBOX) $(PY) -m hack.demo
 
