@@ -1,5 +1,5 @@
 # The two commands of the README. Each sets itself up, idempotently:
-#   make demo   start a local control plane, install the CRDs, run a sample RayCluster and RayJob
+#   make demo   the README's quickstart (pulumi up) on a real node, a RayJob to Complete, teardown
 #   make test   lint, then every test tier (unit, components, integration, e2e)
 #   make image  the operator's OCI image, without a container daemon (dist/image/)
 # Built binaries live in ~/.cache/pulumi-ray (override with PULUMI_RAY_CACHE).
@@ -118,7 +118,10 @@ lint: venv
 test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image node lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
 
-demo: venv localcluster
+# The README's quickstart through the engine built here, on one real node with our
+# operator's image and the Ray stand-in loaded (hack/demo.py). The binaries come from
+# the cache; the two images are rebuilt from cached packages (some 40 s on two cores).
+demo: venv localcluster node pulumi-engine image ray-image
 	$(SANDBOX) $(PY) -m hack.demo
 
 # KUBERAY_CHART=DIR adds KubeRay's Helm chart (a local copy, benchmarks/README.md) beside

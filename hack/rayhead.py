@@ -1,6 +1,5 @@
 """A real Ray head for the tests that need one (the contract tier, the RayJob integration
-tests) and for ``make demo``: ``ray start --head`` from the ``ray`` package of the test
-extras.
+tests): ``ray start --head`` from the ``ray`` package of the test extras.
 
 It binds the dashboard to all addresses (``--dashboard-host=0.0.0.0``) and everything
 else to 127.0.0.1, on ports picked free at start, with its own ``--temp-dir``; usage

@@ -1,5 +1,5 @@
-"""The tests' real Ray head (``hack/rayhead.py``; ``make demo`` starts one too) and the
-module-scoped fixture the tiers that need one import into their conftest:
+"""The tests' real Ray head (``hack/rayhead.py``) and the module-scoped fixture the
+tiers that need one import into their conftest:
 
     from tests.rayhead import module_ray_head, ray_head  # noqa: F401 (fixtures)
 

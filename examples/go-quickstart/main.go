@@ -24,12 +24,12 @@ func main() {
 		// The spec is a KubeRay RayClusterSpec in camelCase, checked by the provider at run
 		// time (the schema carries it as a map, so the compiler checks the fields around it).
 		template := pulumi.Map{"spec": pulumi.Map{"containers": pulumi.Array{pulumi.Map{
-			"name": pulumi.String("ray"), "image": pulumi.String("rayproject/ray:2.52.0"),
+			"name": pulumi.String("ray"), "image": pulumi.String("rayproject/ray:2.52.1"),
 		}}}}
 		cluster, err := ray.NewRayCluster(ctx, "demo", &ray.RayClusterArgs{
 			Namespace: pulumi.String("default"),
 			Spec: pulumi.Map{
-				"rayVersion":    pulumi.String("2.52.0"),
+				"rayVersion":    pulumi.String("2.52.1"),
 				"headGroupSpec": pulumi.Map{"template": template},
 				"workerGroupSpecs": pulumi.Array{pulumi.Map{
 					"groupName":   pulumi.String("cpu"),

@@ -3,7 +3,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as ray from "@pulumi-ray/ray";
 
-const rayContainer = { name: "ray", image: "rayproject/ray:2.52.0" };
+const rayContainer = { name: "ray", image: "rayproject/ray:2.52.1" };
 
 const operator = new ray.RayOperator("ray-operator", {
     image: new pulumi.Config().get("operatorImage"),
@@ -16,7 +16,7 @@ const cluster = new ray.RayCluster(
         // The spec is a KubeRay RayClusterSpec in camelCase, checked by the provider at
         // run time (the schema carries it as a map, so tsc checks the fields around it).
         spec: {
-            rayVersion: "2.52.0",
+            rayVersion: "2.52.1",
             headGroupSpec: { template: { spec: { containers: [rayContainer] } } },
             workerGroupSpecs: [
                 {

@@ -34,8 +34,10 @@ def node_images(directory: Path, operator_reference: str) -> list[NodeImage]:
 
 
 def start_real_node_cluster(state_dir: Path, operator_reference: str,
-                            extra: tuple[NodeImage, ...] = ()) -> LocalCluster:  # fmt: skip
-    """A control plane with our CRDs and one real node (no kwok node) that has the
+                            extra: tuple[NodeImage, ...] = (), *,
+                            install_crds: bool = True) -> LocalCluster:  # fmt: skip
+    """A control plane with our CRDs (unless not ``install_crds``: ``make demo``'s stack
+    installs them, as a user's does) and one real node (no kwok node) that has the
     ``node_images`` and ``extra`` loaded; it dies with this process, and ``stop()``
     stops it."""
     image_dir = state_dir / "images"
@@ -47,5 +49,5 @@ def start_real_node_cluster(state_dir: Path, operator_reference: str,
     )
     cluster = LocalCluster(state_dir=state_dir / "control-plane", tools=ensure_built(),
                            die_with_parent=True, real_node=node)  # fmt: skip
-    cluster.start(node_count=0, crds=CRD_DIR)
+    cluster.start(node_count=0, crds=CRD_DIR if install_crds else None)
     return cluster

@@ -11,7 +11,12 @@ from pathlib import Path
 
 from hack import gobuild
 from hack.pulumi.build import Engine, engine, ensure_built
-from hack.pulumi.environment import engine_env, format_env, python_executable
+from hack.pulumi.environment import (
+    engine_env,
+    format_env,
+    python_executable,
+    use_project_virtualenv,
+)
 
 __all__ = [
     "Engine",
@@ -21,6 +26,7 @@ __all__ = [
     "format_env",
     "python_executable",
     "start_for_tests",
+    "use_project_virtualenv",
 ]
 
 

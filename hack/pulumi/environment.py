@@ -15,6 +15,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import yaml
+
 from hack.pulumi.build import Engine, ensure_built
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +37,21 @@ def python_executable() -> Path:
     """The interpreter programs run with: the project's virtualenv, else the current one."""
     venv_python = REPO_ROOT / ".venv" / "bin" / "python"
     return venv_python if venv_python.exists() else Path(sys.executable)
+
+
+def use_project_virtualenv(work_dir: Path) -> None:
+    """Point the Python program in ``work_dir`` (a copy, wherever it lies) at the project's
+    virtualenv: its Pulumi.yaml's ``virtualenv`` option, read by language hosts that take
+    it from the engine. The v3.79 host we build runs ``PULUMI_PYTHON_CMD`` instead
+    (:func:`engine_env`); both name ``.venv``."""
+    project_file = work_dir / "Pulumi.yaml"
+    project = yaml.safe_load(project_file.read_text())
+    runtime = project["runtime"]
+    project["runtime"] = {
+        "name": runtime if isinstance(runtime, str) else runtime["name"],
+        "options": {"virtualenv": str(python_executable().parents[1])},
+    }
+    project_file.write_text(yaml.safe_dump(project, sort_keys=False))
 
 
 def engine_env(

@@ -18,7 +18,7 @@ import yaml
 from components.schema import PACKAGE_NAME
 from hack.localcluster import LocalCluster
 from hack.localcluster.deployed_operator import OperatorAsServiceAccount
-from hack.pulumi import python_executable, sdk
+from hack.pulumi import sdk, use_project_virtualenv
 from hack.pulumi.componentplugin import write_provider_plugin
 from operator_runtime.api import crds
 
@@ -195,24 +195,22 @@ def program_copy(
             work_dir,
             ignore=shutil.ignore_patterns("__pycache__", "node_modules", "bin"),
         )
-    project = yaml.safe_load((work_dir / "Pulumi.yaml").read_text())
     runtime = runtime_name(work_dir)
     if runtime == "python":
-        # Read by language hosts that take it from the engine; the v3.79 host we can build
-        # uses PULUMI_PYTHON_CMD instead (see hack/pulumi/environment.py). Both name .venv.
-        project["runtime"]["options"] = {"virtualenv": str(python_executable().parents[1])}
-    else:
-        # Any other language consumes the components through the component provider: the
-        # executable plugin, since the Python host we build cannot run the plugin
-        # directory (hack/pulumi/componentplugin.py). Named here, not taken from PATH.
-        plugin = write_provider_plugin(work_dir / "plugin")
-        project["plugins"] = {"providers": [{"name": "ray", "path": str(plugin.parent)}]}
-        if runtime in ("nodejs", "go") and sdks is None:
-            raise ValueError(f"a {runtime} program needs the generated SDKs: pass sdks=")
-        if runtime == "nodejs" and sdks is not None:
-            sdk.link_node_modules(work_dir, sdks.nodejs)
-        if runtime == "go" and sdks is not None:
-            sdk.use_go_sdk(work_dir, sdks.go)
+        use_project_virtualenv(work_dir)
+        return work_dir
+    # Any other language consumes the components through the component provider: the
+    # executable plugin, since the Python host we build cannot run the plugin directory
+    # (hack/pulumi/componentplugin.py). Named here, not taken from PATH.
+    project = yaml.safe_load((work_dir / "Pulumi.yaml").read_text())
+    plugin = write_provider_plugin(work_dir / "plugin")
+    project["plugins"] = {"providers": [{"name": "ray", "path": str(plugin.parent)}]}
+    if runtime in ("nodejs", "go") and sdks is None:
+        raise ValueError(f"a {runtime} program needs the generated SDKs: pass sdks=")
+    if runtime == "nodejs" and sdks is not None:
+        sdk.link_node_modules(work_dir, sdks.nodejs)
+    if runtime == "go" and sdks is not None:
+        sdk.use_go_sdk(work_dir, sdks.go)
     (work_dir / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
     return work_dir
 

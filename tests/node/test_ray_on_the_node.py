@@ -13,7 +13,6 @@ submitter fit.
 from __future__ import annotations
 
 import json
-import re
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ import pytest
 from hack import kuberay
 from hack.image.ray import RAY_IMAGE, RAY_VERSION
 from hack.localcluster import LocalCluster
+from hack.raystatus import ray_status
 from tests.kubeclient import fresh_namespace
 from tests.node.conftest import OPERATOR_IMAGE, deploy_kuberay, deploy_operator
 from tests.waiting import wait_for
@@ -71,14 +71,6 @@ def cluster_spec(workers: int, **container: Any) -> dict[str, Any]:
             "template": {"spec": {"containers": [ray_container("ray-worker", **container)]}},
         }],
     }  # fmt: skip
-
-
-def alive_in_ray_status(status: str) -> int:
-    """The alive nodes ``ray status`` lists: its Active and Idle sections count them by
-    node type (``" 2 cpu"``), or list them one per line by id (``" node_..."``)."""
-    alive = status.split("Active:", 1)[-1].split("Pending:", 1)[0]
-    counted = re.findall(r"^\s+(\d+) \S+$", alive, flags=re.MULTILINE)
-    return sum(map(int, counted)) + sum(1 for line in alive.splitlines() if "node_" in line)
 
 
 def _apply(cluster: LocalCluster, namespace: str, manifest: dict[str, Any]) -> None:
@@ -160,10 +152,9 @@ def test_a_head_and_two_workers_run_tasks_on_three_nodes(
     seen: list[str] = []
 
     def alive_nodes() -> int:
-        ran = real_cluster.kubectl("-n", ns, "exec", head_name, "-c", "ray-head", "--",
-                                   "ray", "status", check=False)  # fmt: skip
-        seen[:] = [ran.stdout[-2000:], ran.stderr[-2000:]]
-        return alive_in_ray_status(ran.stdout)
+        status = ray_status(real_cluster, ns, head_name, "ray-head")
+        seen[:] = [status.output[-2000:]]
+        return status.alive
 
     wait_for("three alive nodes in `ray status`", lambda: alive_nodes() == 3, timeout=120,
              interval=2.0, explain=lambda: seen)  # fmt: skip
