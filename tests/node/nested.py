@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.node.conftest import OPERATOR_IMAGE, start_real_node_cluster
+from tests.node.harness import OPERATOR_IMAGE, start_real_node_cluster
 from tests.waiting import wait_for
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from hack.localcluster import LocalCluster
 from hack.node.node import NODE_NAME
 from tests.integration.raycluster.conftest import raycluster
-from tests.node.conftest import deploy_operator
+from tests.node.harness import deploy_operator
 from tests.waiting import wait_for
 
 RECONCILE_SECONDS = 60.0

@@ -21,11 +21,17 @@ from typing import Any
 import pytest
 
 from hack import kuberay
-from hack.image.ray import RAY_IMAGE, RAY_VERSION
 from hack.localcluster import LocalCluster
 from hack.raystatus import ray_status
 from tests.kubeclient import fresh_namespace
-from tests.node.conftest import OPERATOR_IMAGE, deploy_kuberay, deploy_operator
+from tests.node.harness import (
+    OPERATOR_IMAGE,
+    all_ready,
+    cluster_spec,
+    deploy_kuberay,
+    deploy_operator,
+    pods,
+)
 from tests.waiting import wait_for
 
 RAY_READY_SECONDS = 420.0
@@ -47,75 +53,14 @@ SERVE_APP = textwrap.dedent("""
 """)
 
 
-def ray_container(name: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "name": name,
-        "image": RAY_IMAGE,
-        "imagePullPolicy": "IfNotPresent",
-        "resources": {"requests": {"cpu": "200m", "memory": "1Gi"},
-                      "limits": {"cpu": "1", "memory": "2Gi"}},
-        **extra,
-    }  # fmt: skip
-
-
-def cluster_spec(workers: int, **container: Any) -> dict[str, Any]:
-    """A RayCluster's spec: a head and ``workers`` workers in one group (none: no group).
-    Every Ray node costs the node a GCS or raylet, a dashboard agent and a runtime-env
-    agent, seconds of CPU to start, so a scenario asks for workers only where it is
-    about them."""
-    workers_group = {
-        "groupName": "cpu", "replicas": workers, "minReplicas": 0, "maxReplicas": workers,
-        "rayStartParams": {},
-        "template": {"spec": {"containers": [ray_container("ray-worker", **container)]}},
-    }  # fmt: skip
-    return {
-        "rayVersion": RAY_VERSION,
-        "headGroupSpec": {
-            "rayStartParams": {},
-            "template": {"spec": {"containers": [ray_container("ray-head", **container)]}},
-        },
-        "workerGroupSpecs": [workers_group] if workers else [],
-    }
-
-
 def _apply(cluster: LocalCluster, namespace: str, manifest: dict[str, Any]) -> None:
     cluster.kubectl("-n", namespace, "apply", "--server-side", "-f", "-",
                     input=json.dumps(manifest))  # fmt: skip
 
 
-def _pods(cluster: LocalCluster, namespace: str, selector: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = cluster.get_json("-n", namespace, "pods", "-l", selector)["items"]
-    return items
-
-
-HOPELESS = {
-    "ErrImagePull",
-    "ImagePullBackOff",
-    "InvalidImageName",
-    "CreateContainerConfigError",
-    "CreateContainerError",
-    "RunContainerError",
-}
-"""Waiting reasons no amount of waiting mends: a test fails at once, naming the pod."""
-
-
-def _all_ready(pods: list[dict[str, Any]], count: int) -> bool:
-    def ready(pod: dict[str, Any]) -> bool:
-        status = pod.get("status", {})
-        for container in status.get("initContainerStatuses", []) + status.get(
-            "containerStatuses", []
-        ):
-            waiting = container.get("state", {}).get("waiting", {})
-            assert waiting.get("reason") not in HOPELESS, (pod["metadata"]["name"], waiting)
-        conditions = status.get("conditions", [])
-        return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-    return len(pods) == count and all(map(ready, pods))
-
-
 def _pod_states(cluster: LocalCluster, namespace: str) -> list[tuple[str, object]]:
     return [(p["metadata"]["name"], p.get("status", {}).get("containerStatuses"))
-            for p in _pods(cluster, namespace, "ray.io/cluster")]  # fmt: skip
+            for p in pods(cluster, namespace, "ray.io/cluster")]  # fmt: skip
 
 
 @pytest.fixture(scope="module", params=["ours", f"kuberay-{kuberay.VERSION}"])
@@ -148,10 +93,10 @@ def test_a_head_and_two_workers_run_tasks_on_three_nodes(
     )
     wait_for(
         "the head and two workers Ready by their probes",
-        lambda: _all_ready(_pods(real_cluster, ns, "ray.io/cluster=three"), 3),
+        lambda: all_ready(pods(real_cluster, ns, "ray.io/cluster=three"), 3),
         timeout=RAY_READY_SECONDS, interval=2.0, explain=lambda: _pod_states(real_cluster, ns),
     )  # fmt: skip
-    (head,) = _pods(real_cluster, ns, "ray.io/cluster=three,ray.io/node-type=head")
+    (head,) = pods(real_cluster, ns, "ray.io/cluster=three,ray.io/node-type=head")
     head_name = head["metadata"]["name"]
 
     seen: list[str] = []

@@ -12,7 +12,7 @@ from typing import Any
 
 from hack.localcluster import LocalCluster
 from hack.node.node import NODE_IP, NODE_NAME, POD_SUBNET
-from tests.node.conftest import OPERATOR_IMAGE
+from tests.node.harness import OPERATOR_IMAGE
 from tests.waiting import wait_for
 
 PYTHON = "python3.11"

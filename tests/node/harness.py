@@ -1,0 +1,178 @@
+"""What the real-node tier and the real-node benchmark share: a control plane whose only
+node is real with both operators' images loaded, each operator deployed as a real pod,
+and the Ray clusters the scenarios run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from components import RayOperatorArgs
+from hack import kuberay
+from hack.image import built as operator_image
+from hack.image.ray import RAY_IMAGE, RAY_VERSION
+from hack.localcluster import LocalCluster
+from hack.node import images
+from hack.node.cluster import start_real_node_cluster as start_cluster
+from tests.integration.tenancy import RenderedOperator, apply, render_operator
+from tests.waiting import wait_for
+
+OPERATOR_IMAGE = "registry.invalid/pulumi-ray/operator:node-tier"
+"""The reference the tier's pods give the operator's image: under ``.invalid``, so a
+pull could never reach anything, and loaded on the node, so none is tried."""
+
+
+KUBERAY_IMAGE = f"registry.invalid/kuberay/operator:{kuberay.VERSION}"
+"""KubeRay's operator built from its Go module (``make kuberay``), one static binary."""
+
+OPERATOR_READY_SECONDS = 180.0
+"""From the Deployment's create to its pod Ready: the kubelet starts the container, the
+operator imports and starts, and its readiness probe passes. The probe's own settings
+allow about a minute; the rest is for a loaded machine."""
+
+
+def start_real_node_cluster(state_dir: Path, *, with_kuberay: bool = False) -> LocalCluster:
+    """A control plane whose only node is real, with our operator's image loaded under
+    ``OPERATOR_IMAGE`` (and, ``with_kuberay``, KubeRay's under ``KUBERAY_IMAGE``);
+    stopped with ``stop()``."""
+    extra = ()
+    if with_kuberay:
+        directory = state_dir / "images"
+        directory.mkdir(parents=True, exist_ok=True)
+        layout = images.kuberay_layout(kuberay.ensure_built().path("ray-operator"),
+                                       directory / "kuberay")  # fmt: skip
+        extra = (images.node_image(layout, KUBERAY_IMAGE, directory / "kuberay.tar"),)
+    return start_cluster(state_dir, OPERATOR_IMAGE, extra)
+
+
+@dataclass(frozen=True)
+class DeployedOperator:
+    rendered: RenderedOperator
+    pod: dict[str, Any]
+    """Its pod, as it was when it turned Ready."""
+    digest: str
+    """The image's manifest digest, which the Deployment pins."""
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    conditions = pod.get("status", {}).get("conditions", [])
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def ready_pod(cluster: LocalCluster, namespace: str, selector: str) -> dict[str, Any]:
+    """The operator's pod once Ready by its own probes."""
+
+    def pods() -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = cluster.get_json("-n", namespace, "pods", "-l", selector)[
+            "items"
+        ]
+        return found
+
+    ready: dict[str, Any] = wait_for(
+        "the operator's pod to be Ready by its own probes",
+        lambda: next((p for p in pods() if _ready(p)), None),
+        timeout=OPERATOR_READY_SECONDS, interval=1.0,
+        explain=lambda: [(p["metadata"]["name"], p.get("status", {}).get("containerStatuses"))
+                         for p in pods()],
+    )  # fmt: skip
+    return ready
+
+
+@contextlib.contextmanager
+def deploy_kuberay(cluster: LocalCluster, namespace: str, work_dir: Path
+                   ) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """KubeRay's operator (``kuberay_manifests``) applied; its pod once Ready."""
+    apply(cluster, kuberay.pod_manifests(namespace, KUBERAY_IMAGE), work_dir)
+    yield ready_pod(cluster, namespace, "app.kubernetes.io/name=kuberay-operator")
+
+
+@contextlib.contextmanager
+def deploy_operator(cluster: LocalCluster, namespace: str, work_dir: Path
+                    ) -> Iterator[DeployedOperator]:  # fmt: skip
+    """The ``RayOperator`` component's ServiceAccount, RBAC and Deployment, as it renders
+    them for ``namespace`` (watching it alone), applied; its pod Ready by its own probes;
+    its cluster-scoped RBAC deleted after."""
+    digest = operator_image().digest
+    reference = f"{OPERATOR_IMAGE.rsplit(':', 1)[0]}@{digest}"
+    rendered = render_operator(
+        namespace, RayOperatorArgs(image=reference, watch_namespaces=[namespace])
+    )
+    deployment = json.loads(json.dumps(rendered.deployment))
+    selector = ",".join(
+        f"{k}={v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items()
+    )
+
+    try:
+        apply(cluster, [*rendered.rbac, deployment], work_dir)
+        yield DeployedOperator(rendered, ready_pod(cluster, namespace, selector), digest)
+    finally:
+        for manifest in rendered.rbac:
+            if manifest["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+                cluster.kubectl("delete", manifest["kind"].lower(), manifest["metadata"]["name"],
+                                "--wait=false", check=False)  # fmt: skip
+
+
+def ray_container(name: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "image": RAY_IMAGE,
+        "imagePullPolicy": "IfNotPresent",
+        "resources": {"requests": {"cpu": "200m", "memory": "1Gi"},
+                      "limits": {"cpu": "1", "memory": "2Gi"}},
+        **extra,
+    }  # fmt: skip
+
+
+def cluster_spec(workers: int, **container: Any) -> dict[str, Any]:
+    """A RayCluster's spec: a head and ``workers`` workers in one group (none: no group).
+    Every Ray node costs the node a GCS or raylet, a dashboard agent and a runtime-env
+    agent, seconds of CPU to start, so a scenario asks for workers only where it is
+    about them."""
+    workers_group = {
+        "groupName": "cpu", "replicas": workers, "minReplicas": 0, "maxReplicas": workers,
+        "rayStartParams": {},
+        "template": {"spec": {"containers": [ray_container("ray-worker", **container)]}},
+    }  # fmt: skip
+    return {
+        "rayVersion": RAY_VERSION,
+        "headGroupSpec": {
+            "rayStartParams": {},
+            "template": {"spec": {"containers": [ray_container("ray-head", **container)]}},
+        },
+        "workerGroupSpecs": [workers_group] if workers else [],
+    }
+
+
+def pods(cluster: LocalCluster, namespace: str, selector: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = cluster.get_json("-n", namespace, "pods", "-l", selector)["items"]
+    return items
+
+
+HOPELESS = {
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+}
+"""Waiting reasons no amount of waiting mends: a test fails at once, naming the pod."""
+
+
+def all_ready(pods: list[dict[str, Any]], count: int) -> bool:
+    def ready(pod: dict[str, Any]) -> bool:
+        status = pod.get("status", {})
+        for container in status.get("initContainerStatuses", []) + status.get(
+            "containerStatuses", []
+        ):
+            waiting = container.get("state", {}).get("waiting", {})
+            assert waiting.get("reason") not in HOPELESS, (pod["metadata"]["name"], waiting)
+        conditions = status.get("conditions", [])
+        return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+    return len(pods) == count and all(map(ready, pods))
