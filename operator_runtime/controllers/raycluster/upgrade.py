@@ -1,11 +1,11 @@
 """The ``Recreate`` upgrade strategy: replace every pod when the pod-shaping spec changes.
 
-The head pod carries, from its creation, a hash of the spec and the operator version
-that computed it. A hash that differs from the spec's current hash means the user
-changed something pods are built from: all pods go, and are rebuilt. What does not
-shape pods is left out of the hash: replica counts and ``workersToDelete`` (the
-autoscaler changes them all the time), tolerations and scheduling gates (Kueue adds
-them after creation) and the strategy itself.
+The head pod carries, from its creation, a hash of the spec (``render.recreate``) and
+the operator version that computed it. A hash that differs from the spec's current
+hash means the user changed something pods are built from: all pods go, and are
+rebuilt. What does not shape pods is left out of the hash: replica counts and
+``workersToDelete`` (the autoscaler changes them all the time), tolerations and
+scheduling gates (Kueue adds them after creation) and the strategy itself.
 
 A different operator version may hash the same spec differently, so when the head
 pod was stamped by another version the stamps are only rewritten: upgrading the
@@ -14,50 +14,14 @@ operator must never restart every Ray cluster.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 from enum import Enum
-from typing import Any
 
-from operator_runtime.api import JSONObject, RayClusterSpec
+from operator_runtime.api import JSONObject
 from operator_runtime.api.annotations import AnnotationKey
+from operator_runtime.render.recreate import recreate_requested, spec_hash
 from operator_runtime.runtime.kinds import Object
 
-_POD_SPEC_IGNORED = ("tolerations", "schedulingGates")
-_GROUP_IGNORED = ("replicas", "minReplicas", "maxReplicas")
-
-
-def spec_hash(spec: RayClusterSpec) -> str:
-    """SHA-1 of the canonical JSON of the pod-shaping spec, base32 (extended hex)."""
-    wire: dict[str, Any] = dict(spec.to_dict())
-    wire.pop("upgradeStrategy", None)
-    _drop_pod_fields(wire.get("headGroupSpec"))
-    for group in wire.get("workerGroupSpecs") or ():
-        if not isinstance(group, dict):
-            continue
-        for key in _GROUP_IGNORED:
-            group.pop(key, None)
-        strategy = group.get("scaleStrategy")
-        if isinstance(strategy, dict):
-            strategy.pop("workersToDelete", None)
-            if not strategy:
-                # Go keeps an empty struct; absent and empty must hash alike.
-                del group["scaleStrategy"]
-        _drop_pod_fields(group)
-    canonical = json.dumps(wire, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    digest = hashlib.sha1(canonical.encode(), usedforsecurity=False).digest()
-    return base64.b32hexencode(digest).decode()
-
-
-def _drop_pod_fields(group: object) -> None:
-    if not isinstance(group, dict):
-        return
-    template = group.get("template")
-    pod_spec = template.get("spec") if isinstance(template, dict) else None
-    if isinstance(pod_spec, dict):
-        for key in _POD_SPEC_IGNORED:
-            pod_spec.pop(key, None)
+__all__ = ["Decision", "decide", "recreate_requested", "restamp_patch", "spec_hash", "stamp"]
 
 
 def stamp(annotations: JSONObject, *, spec_hash_value: str, operator_version: str) -> None:
@@ -90,8 +54,3 @@ def restamp_patch(*, spec_hash_value: str, operator_version: str) -> Object:
     annotations: JSONObject = {}
     stamp(annotations, spec_hash_value=spec_hash_value, operator_version=operator_version)
     return {"metadata": {"annotations": annotations}}
-
-
-def recreate_requested(spec: RayClusterSpec) -> bool:
-    strategy = spec.upgrade_strategy
-    return strategy is not None and strategy.type == "Recreate"
