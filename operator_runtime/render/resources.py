@@ -106,9 +106,10 @@ def _sum(lists: Iterable[dict[str, Amount]]) -> dict[str, Amount]:
     return totals
 
 
-def desired_resources(cluster: RayCluster) -> dict[str, str]:
-    """``desiredCPU``/``desiredMemory``/``desiredGPU``/``desiredTPU``: the head pod plus
-    every non-suspended group's pod x ``replicas`` (as written, not clamped) x hosts."""
+def desired_amounts(cluster: RayCluster) -> dict[str, Amount]:
+    """``cpu``, ``memory``, ``gpu`` (every GPU key summed) and ``tpu``: the head pod plus
+    every non-suspended group's pod x ``replicas`` (as written, not clamped) x hosts, as
+    KubeRay counts ``status.desired*``."""
     parts = [pod_resources(cluster.spec.head_group_spec.template)]
     for group in cluster.spec.worker_group_specs or ():
         if group.suspend:
@@ -122,10 +123,21 @@ def desired_resources(cluster: RayCluster) -> dict[str, str]:
         if is_gpu_resource(name) and value.value != 0:
             gpu = value if gpu.value == 0 else gpu + value
     return {
-        "desiredCPU": format_quantity(totals.get("cpu", zero)),
-        "desiredMemory": format_quantity(totals.get("memory", zero)),
-        "desiredGPU": format_quantity(gpu),
-        "desiredTPU": format_quantity(totals.get(TPU_RESOURCE, zero)),
+        "cpu": totals.get("cpu", zero),
+        "memory": totals.get("memory", zero),
+        "gpu": gpu,
+        "tpu": totals.get(TPU_RESOURCE, zero),
+    }
+
+
+def desired_resources(cluster: RayCluster) -> dict[str, str]:
+    """``desiredCPU``/``desiredMemory``/``desiredGPU``/``desiredTPU``, as quantities."""
+    amounts = desired_amounts(cluster)
+    return {
+        "desiredCPU": format_quantity(amounts["cpu"]),
+        "desiredMemory": format_quantity(amounts["memory"]),
+        "desiredGPU": format_quantity(amounts["gpu"]),
+        "desiredTPU": format_quantity(amounts["tpu"]),
     }
 
 
