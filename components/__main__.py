@@ -62,6 +62,17 @@ from .rendering import (
     load_sources,
     render_sources,
 )
+from .review import (
+    GITHUB_COMMENT_LIMIT,
+    ReviewSettings,
+    as_json,
+    as_markdown,
+    as_text,
+    from_preview,
+    from_sources,
+    parse_level,
+    review,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--stack", help="take the program's config from Pulumi.<STACK>.yaml (default: none)"
     )
     add_render_arguments(render)
+    _add_review_parser(commands)
     dashboards = commands.add_parser(
         "dashboards",
         help="list the Grafana boards, print one's JSON, or write them all to a folder",
@@ -94,6 +106,98 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dashboards.add_argument("--out", metavar="DIR", help="write every board to DIR/<uid>.json")
     return parser
+
+
+def _add_review_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    review = commands.add_parser(
+        "review",
+        help="say what a change does to running Ray workloads (pods, resources, findings)",
+        description="Read `pulumi preview --json` (or two programs or manifests) and give, "
+        "for each ray.io/v1 object that changes, what the operator will do with it.",
+    )
+    review.add_argument(
+        "preview",
+        nargs="?",
+        metavar="PREVIEW_JSON",
+        help="`pulumi preview --json` output; - reads stdin",
+    )
+    review.add_argument("--before", metavar="PROGRAM_DIR_OR_MANIFEST", help="instead of a preview")
+    review.add_argument("--after", metavar="PROGRAM_DIR_OR_MANIFEST", help="with --before")
+    review.add_argument("--stack", help="the programs' config from Pulumi.<STACK>.yaml")
+    review.add_argument(
+        "--format", choices=("markdown", "text", "json"), default="text", help="default: text"
+    )
+    review.add_argument(
+        "--output", metavar="FILE", help="also write the full, untrimmed report to FILE"
+    )
+    review.add_argument(
+        "--max-chars",
+        type=int,
+        default=GITHUB_COMMENT_LIMIT,
+        help="trim Markdown to this many characters (default: GitHub's comment limit)",
+    )
+    review.add_argument(
+        "--level",
+        action="append",
+        default=[],
+        metavar="RULE=warn|block",
+        help="change a rule's level; a block finding exits 1 (repeatable)",
+    )
+    review.add_argument(
+        "--random-pod-delete",
+        action="store_true",
+        help="the operator runs with ENABLE_RANDOM_POD_DELETE=true",
+    )
+    add_render_arguments(review)
+
+
+def _review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        levels = dict(parse_level(text) for text in args.level)
+        options, _ = render_settings(args)
+    except (ValueError, FeatureGateError) as error:
+        print(f"review: {error}", file=err)
+        return 2
+    settings = ReviewSettings(
+        options=options, random_pod_delete=args.random_pod_delete, levels=levels
+    )
+    try:
+        if args.before is not None or args.after is not None:
+            if args.preview is not None or args.before is None or args.after is None:
+                raise InputError("give a preview's JSON, or --before and --after, not both")
+            changes = from_sources(
+                load_sources(args.before, stack=args.stack),
+                load_sources(args.after, stack=args.stack),
+            )
+            source = f"{args.before} -> {args.after}"
+        elif args.preview is not None:
+            text = sys.stdin.read() if args.preview == "-" else _read(args.preview)
+            changes, source = from_preview(text, source=args.preview), args.preview
+        else:
+            raise InputError("give the JSON of `pulumi preview --json`, or --before and --after")
+    except InputError as error:
+        print(f"review: {error}", file=err)
+        return 2
+    report = review(changes, settings, source=source)
+    if args.format == "json":
+        text = as_json(report)
+        full = text
+    elif args.format == "markdown":
+        text = as_markdown(report, limit=args.max_chars, full_report=args.output)
+        full = as_markdown(report, limit=sys.maxsize)
+    else:
+        text = full = as_text(report)
+    if args.output is not None:
+        Path(args.output).write_text(full, encoding="utf-8")
+    out.write(text)
+    return 1 if report.blocked else 0
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror or error}") from None
 
 
 def _dashboards(board: str | None, out_dir: str | None, out: TextIO) -> int:
@@ -118,6 +222,8 @@ def main(
     args = build_parser().parse_args(argv)
     if args.command == "dashboards":
         return _dashboards(args.board, args.out, out)
+    if args.command == "review":
+        return _review(args, out, err)
     try:
         options, cleanup_job = render_settings(args)
     except FeatureGateError as error:

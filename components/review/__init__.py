@@ -1,0 +1,33 @@
+"""``python -m pulumi_ray review``: what a change will do to running Ray workloads.
+
+The pipeline: ``changes`` reads the input (a ``pulumi preview --json``, or two programs
+or manifests as ``render --diff`` takes them) into one ``ObjectChange`` per ray.io/v1
+object; ``report.review`` gives each a ``Verdict`` from its kind's module
+(``raycluster``), which asks the operator's own render functions what the controller
+will do; ``rules`` holds the findings' names and levels; ``formats`` prints the report
+as Markdown, text or JSON, never with a value of the objects in it.
+"""
+
+from .changes import ObjectChange, from_preview, from_sources
+from .formats import GITHUB_COMMENT_LIMIT, MARKER, as_json, as_markdown, as_text
+from .model import Finding, Verdict
+from .report import Report, review
+from .rules import RULES, ReviewSettings, parse_level
+
+__all__ = [
+    "GITHUB_COMMENT_LIMIT",
+    "MARKER",
+    "RULES",
+    "Finding",
+    "ObjectChange",
+    "Report",
+    "ReviewSettings",
+    "Verdict",
+    "as_json",
+    "as_markdown",
+    "as_text",
+    "from_preview",
+    "from_sources",
+    "parse_level",
+    "review",
+]

@@ -1,0 +1,69 @@
+"""The review's rules: each a stable name, a default level and what it guards against.
+
+A CI job raises or lowers a rule by name (``--level recreate-restarts-cluster=block``);
+a ``block`` finding makes the review exit 1, so the job fails before merge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from operator_runtime.render import RenderOptions
+
+from .model import Finding, Level
+
+__all__ = ["RULES", "ReviewSettings", "parse_level"]
+
+RULES: Final[Mapping[str, tuple[Level, str]]] = {
+    "invalid-object": ("block", "the operator would refuse the object"),
+    "recreate-restarts-cluster": (
+        "warn",
+        "upgradeStrategy Recreate and a pod-template change: every pod is deleted",
+    ),
+    "template-not-rolled": (
+        "warn",
+        "a pod-template change that running pods never get (no Recreate strategy)",
+    ),
+    "suspend-deletes-pods": ("warn", "suspending a cluster or a worker group deletes its pods"),
+    "removed-group-pods-remain": (
+        "warn",
+        "a removed worker group's pods keep running: the operator manages only the groups "
+        "in the spec",
+    ),
+    "cluster-deleted": ("warn", "a cluster with pods is deleted"),
+    "gcs-ft-deletion-waits": (
+        "warn",
+        "a GCS fault-tolerant cluster's deletion waits for its Redis cleanup Job",
+    ),
+    "replaced-restarts-cluster": ("warn", "Pulumi replaces the object: every pod is recreated"),
+    "known-at-deploy": ("warn", "part of the verdict depends on a value known only at deploy"),
+    "not-yet-reviewed": ("warn", "the review has no verdict for this kind yet"),
+}
+
+
+@dataclass(frozen=True)
+class ReviewSettings:
+    """How the operator under review is configured, and the rule levels a job chose."""
+
+    options: RenderOptions = field(default_factory=RenderOptions)
+    random_pod_delete: bool = False
+    """``ENABLE_RANDOM_POD_DELETE``: the operator scales autoscaled groups down too."""
+    levels: Mapping[str, Level] = field(default_factory=dict)
+
+    def finding(self, rule: str, ref: str, message: str) -> Finding:
+        level = self.levels.get(rule, RULES[rule][0])
+        return Finding(rule=rule, level=level, ref=ref, message=message)
+
+
+def parse_level(text: str) -> tuple[str, Level]:
+    """``RULE=warn|block`` -> (rule, level); raises ``ValueError`` naming the choices."""
+    rule, _, level = text.partition("=")
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}; the rules are {', '.join(sorted(RULES))}")
+    if level == "warn":
+        return rule, "warn"
+    if level == "block":
+        return rule, "block"
+    raise ValueError(f"{text!r}: give RULE=warn or RULE=block")

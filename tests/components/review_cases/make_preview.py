@@ -1,0 +1,107 @@
+"""Builds the hand-made ``pulumi preview --json`` fixtures of the review tests.
+
+No stored output of the real engine exists in the repository yet; these follow the
+shape the engine documents for ``--json`` (``steps`` with ``op``, ``urn``, ``oldState``
+and ``newState`` as serialized resources with ``type``, ``inputs`` and ``outputs``,
+``detailedDiff`` and ``replaceReasons``), with secrets as the engine writes them
+(the secret signature and ``ciphertext: "[secret]"``) and unknowns as its sentinel.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+SIG = "4dabf18193072939515e22adb298388d"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+STACK = "urn:pulumi:dev::ray-quickstart::"
+TYPE = "kubernetes:ray.io/v1:RayCluster"
+SECRET_VALUE = "hunter2-do-not-print"
+
+
+def secret(plain: bool = False) -> dict[str, Any]:
+    if plain:
+        return {SIG: SECRET_SIG, "plaintext": json.dumps(SECRET_VALUE)}
+    return {SIG: SECRET_SIG, "ciphertext": "[secret]"}
+
+
+def container(cpu: str = "1", memory: str = "2Gi", image: str = "rayproject/ray:2.52.1") -> dict:
+    return {
+        "name": "ray",
+        "image": image,
+        "resources": {"requests": {"cpu": cpu, "memory": memory}},
+        "env": [{"name": "API_TOKEN", "value": secret()}],
+    }
+
+
+def cluster(
+    replicas: int = 2, *, image: str = "rayproject/ray:2.52.1", **spec: Any
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "demo", "namespace": "default"},
+        "spec": {
+            "rayVersion": "2.52.1",
+            "headGroupSpec": {"template": {"spec": {"containers": [container(image=image)]}}},
+            "workerGroupSpecs": [
+                {
+                    "groupName": "cpu",
+                    "replicas": replicas,
+                    "minReplicas": 0,
+                    "maxReplicas": 4,
+                    "template": {"spec": {"containers": [container(image=image)]}},
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+def state(document: dict[str, Any], name: str = "demo") -> dict[str, Any]:
+    outputs = copy.deepcopy(document)
+    outputs["status"] = {"state": "ready"}
+    return {
+        "urn": f"{STACK}ray:index:RayCluster$kubernetes:ray.io/v1:RayCluster::{name}",
+        "custom": True,
+        "type": TYPE,
+        "inputs": document,
+        "outputs": outputs,
+        "parent": f"{STACK}ray:index:RayCluster::{name}",
+    }
+
+
+def step(op: str, old: dict | None, new: dict | None, diff: dict | None = None, **extra: Any):
+    one = state(new or old or {})
+    result: dict[str, Any] = {"op": op, "urn": one["urn"], "provider": "urn:...::default"}
+    if old is not None:
+        result["oldState"] = state(old)
+    if new is not None:
+        result["newState"] = state(new)
+    result["detailedDiff"] = diff
+    result.update(extra)
+    return result
+
+
+def digest(*steps: dict[str, Any]) -> str:
+    stack = {"op": "same", "urn": f"{STACK}pulumi:pulumi:Stack::ray-quickstart-dev"}
+    counts: dict[str, int] = {}
+    for each in steps:
+        counts[each["op"]] = counts.get(each["op"], 0) + 1
+    return json.dumps(
+        {"config": {"ray-quickstart:operatorImage": "[secret]"}, "steps": [stack, *steps],
+         "duration": 1234567890, "changeSummary": {**counts, "same": 15}},
+        indent=2,
+    )
+
+
+def quickstart_replicas() -> str:
+    """The quickstart, worker replicas 2 -> 3."""
+    diff = {"spec.workerGroupSpecs[0].replicas": {"kind": "update", "inputDiff": False}}
+    return digest(step("update", cluster(2), cluster(3), diff, diffReasons=["spec"]))
+
+
+if __name__ == "__main__":
+    print(quickstart_replicas())
