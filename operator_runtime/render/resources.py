@@ -116,7 +116,12 @@ def desired_amounts(cluster: RayCluster) -> dict[str, Amount]:
             continue
         count = (group.replicas or 0) * group.num_of_hosts
         parts.append({k: v.times(count) for k, v in pod_resources(group.template).items()})
-    totals = _sum(parts)
+    return summary_amounts(_sum(parts))
+
+
+def summary_amounts(totals: Mapping[str, Amount]) -> dict[str, Amount]:
+    """Per-resource totals as ``status.desired*`` sums them: ``cpu``, ``memory``, ``gpu``
+    (every GPU resource name) and ``tpu``."""
     zero = Amount(Fraction(0), False)
     gpu = zero
     for name, value in sorted(totals.items()):
