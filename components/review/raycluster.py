@@ -33,7 +33,12 @@ from operator_runtime.render.recreate import (
     recreate_requested,
     spec_hash,
 )
-from operator_runtime.render.resources import Amount, desired_amounts, pod_resources
+from operator_runtime.render.resources import (
+    Amount,
+    desired_amounts,
+    pod_resources,
+    summary_amounts,
+)
 
 from .changes import ObjectChange
 from .model import Finding, Verdict, add_resources, peak_resources
@@ -212,6 +217,7 @@ def _updated(
     orphans: dict[str, Amount] = {}
     uncertain = _spec_uncertain(change)
     hash_changed = spec_hash(old.spec) != spec_hash(new.spec)
+    pods_reshaped = _existing_pods_reshaped(old, new)
     if new.spec.suspend or old.spec.suspend:
         created, deleted = after, before
         if new.spec.suspend and not old.spec.suspend:
@@ -224,8 +230,9 @@ def _updated(
     elif hash_changed and recreate_requested(new.spec):
         created, deleted = after, before
         effects.append(
-            f"upgradeStrategy Recreate and a pod-template change: every pod ({before}) is "
-            f"deleted, then {after} created from the new spec"
+            f"upgradeStrategy Recreate and a change the pod hash covers (templates, groups "
+            f"added or removed, a group's suspend): every pod ({before}) is deleted, then "
+            f"{after} created from the new spec"
         )
         findings.append(
             settings.finding(
@@ -238,7 +245,7 @@ def _updated(
         created, deleted, orphans = _groups(
             change, old, new, olds, news, effects, findings, settings
         )
-        if hash_changed:
+        if pods_reshaped:
             effects.append(
                 "the pod template changes, but running pods are not replaced (no Recreate "
                 "strategy): only pods created from now on get it"
@@ -270,7 +277,7 @@ def _updated(
         after += sum(olds[g] for g in olds if g not in news)
     return _base(
         change,
-        summary=_summary(created, deleted, hash_changed, recreate_requested(new.spec)),
+        summary=_summary(created, deleted, pods_reshaped, recreate_requested(new.spec)),
         effects=tuple(effects),
         pods_before=before,
         pods_after=after,
@@ -285,6 +292,30 @@ def _updated(
         findings=tuple(findings),
         known_at_deploy=bool(uncertain),
     )
+
+
+def _existing_pods_reshaped(old: RayCluster, new: RayCluster) -> bool:
+    """Whether the pods of the head and of the groups in both specs would be built
+    differently: ``spec_hash`` of both specs cut to their common groups, in the old
+    order, with the old ``suspend`` values (a group added, removed or suspended changes
+    the hash, but not how the other pods are built)."""
+    common = [g.group_name for g in old.spec.worker_group_specs or ()]
+    new_groups = {g.group_name: g for g in new.spec.worker_group_specs or ()}
+    common = [name for name in common if name in new_groups]
+    old_groups = {g.group_name: g for g in old.spec.worker_group_specs or ()}
+    old_cut = old.spec.model_copy(
+        update={"worker_group_specs": [old_groups[name] for name in common]}
+    )
+    new_cut = new.spec.model_copy(
+        update={
+            "suspend": old.spec.suspend,
+            "worker_group_specs": [
+                new_groups[name].model_copy(update={"suspend": old_groups[name].suspend})
+                for name in common
+            ],
+        }
+    )
+    return spec_hash(old_cut) != spec_hash(new_cut)
 
 
 def _groups(
@@ -317,7 +348,7 @@ def _groups(
             )
         )
         template = pod_resources(old_groups[name].template)
-        orphans.append({k: v.times(olds[name]) for k, v in template.items()})
+        orphans.append(summary_amounts({k: v.times(olds[name]) for k, v in template.items()}))
     for name, group in new_groups.items():
         want, have = news[name], olds.get(name, 0)
         if name not in old_groups:

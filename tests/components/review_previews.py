@@ -1,4 +1,4 @@
-"""Builds the hand-made ``pulumi preview --json`` fixtures of the review tests.
+"""Builds hand-made ``pulumi preview --json`` fixtures of the review tests.
 
 No stored output of the real engine exists in the repository yet; these follow the
 shape the engine documents for ``--json`` (``steps`` with ``op``, ``urn``, ``oldState``
@@ -27,32 +27,34 @@ def secret(plain: bool = False) -> dict[str, Any]:
     return {SIG: SECRET_SIG, "ciphertext": "[secret]"}
 
 
-def container(cpu: str = "1", memory: str = "2Gi", image: str = "rayproject/ray:2.52.1") -> dict:
+def container(image: str, *, wire: bool) -> dict[str, Any]:
+    """The Ray container: 1 CPU, 2Gi; in wire form its env holds a secret."""
     return {
         "name": "ray",
         "image": image,
-        "resources": {"requests": {"cpu": cpu, "memory": memory}},
-        "env": [{"name": "API_TOKEN", "value": secret()}],
+        "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
+        "env": [{"name": "API_TOKEN", "value": secret() if wire else "plain"}],
     }
 
 
 def cluster(
-    replicas: int = 2, *, image: str = "rayproject/ray:2.52.1", **spec: Any
+    replicas: int = 2, *, image: str = "rayproject/ray:2.52.1", wire: bool = False, **spec: Any
 ) -> dict[str, Any]:
+    """The quickstart's RayCluster: a head and one worker group ``cpu`` (min 0, max 4)."""
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayCluster",
         "metadata": {"name": "demo", "namespace": "default"},
         "spec": {
             "rayVersion": "2.52.1",
-            "headGroupSpec": {"template": {"spec": {"containers": [container(image=image)]}}},
+            "headGroupSpec": {"template": {"spec": {"containers": [container(image, wire=wire)]}}},
             "workerGroupSpecs": [
                 {
                     "groupName": "cpu",
                     "replicas": replicas,
                     "minReplicas": 0,
                     "maxReplicas": 4,
-                    "template": {"spec": {"containers": [container(image=image)]}},
+                    "template": {"spec": {"containers": [container(image, wire=wire)]}},
                 }
             ],
             **spec,
@@ -91,8 +93,12 @@ def digest(*steps: dict[str, Any]) -> str:
     for each in steps:
         counts[each["op"]] = counts.get(each["op"], 0) + 1
     return json.dumps(
-        {"config": {"ray-quickstart:operatorImage": "[secret]"}, "steps": [stack, *steps],
-         "duration": 1234567890, "changeSummary": {**counts, "same": 15}},
+        {
+            "config": {"ray-quickstart:operatorImage": "[secret]"},
+            "steps": [stack, *steps],
+            "duration": 1234567890,
+            "changeSummary": {**counts, "same": 15},
+        },
         indent=2,
     )
 
@@ -100,8 +106,5 @@ def digest(*steps: dict[str, Any]) -> str:
 def quickstart_replicas() -> str:
     """The quickstart, worker replicas 2 -> 3."""
     diff = {"spec.workerGroupSpecs[0].replicas": {"kind": "update", "inputDiff": False}}
-    return digest(step("update", cluster(2), cluster(3), diff, diffReasons=["spec"]))
-
-
-if __name__ == "__main__":
-    print(quickstart_replicas())
+    before, after = cluster(2, wire=True), cluster(3, wire=True)
+    return digest(step("update", before, after, diff, diffReasons=["spec"]))
