@@ -264,7 +264,7 @@ def _updated(
         effects.append("left out of the pod hash, so no pod is replaced for: " + ", ".join(ignored))
     if uncertain:
         effects.append(
-            "a pod-shaping value is known only at deploy or secret: "
+            "a pod-shaping value is known at deploy (or is a secret the engine says changed): "
             + ", ".join(uncertain)
             + "; the pod-template verdict assumes it differs"
         )
@@ -277,7 +277,8 @@ def _updated(
         after += sum(olds[g] for g in olds if g not in news)
     return _base(
         change,
-        summary=_summary(created, deleted, pods_reshaped, recreate_requested(new.spec)),
+        summary=_summary(created, deleted, pods_reshaped, recreate_requested(new.spec))
+        + ("; part of the pod template is known at deploy" if uncertain else ""),
         effects=tuple(effects),
         pods_before=before,
         pods_after=after,
