@@ -101,11 +101,14 @@ _TABLE_HEAD: Final = (
 )
 
 
-def _table(verdicts: Sequence[Verdict], *, compact: bool) -> str:
+def _table(verdicts: Sequence[Verdict], *, compact: int) -> str:
+    """``compact`` 0: a row per object; 1: a row per object with findings and one per
+    verdict for the rest; 2: one row per verdict (the findings name every object)."""
+    flagged = [v for v in verdicts if v.findings] if compact == 1 else []
     if not compact:
-        return "\n".join([_TABLE_HEAD, *(_row(v) for v in verdicts)])
-    flagged = [v for v in verdicts if v.findings]
-    rest = Counter((v.kind, v.op, v.summary) for v in verdicts if not v.findings)
+        flagged = list(verdicts)
+    listed = {id(v) for v in flagged}
+    rest = Counter((v.kind, v.op, v.summary) for v in verdicts if id(v) not in listed)
     lines = [_TABLE_HEAD, *(_row(v) for v in flagged)]
     for (kind, op, summary), count in sorted(rest.items()):
         lines.append(f"| {count} x {_md(kind)} | {_md(op)} | {_md(summary)} | | | | |")
@@ -178,7 +181,7 @@ def as_markdown(
         return f"{MARKER}\n{title}\n"
     where = f" The full report is in `{_md(full_report)}`." if full_report else ""
     reserve = 120 + len(where)  # the note that details were left out
-    for compact, grouped in ((False, False), (True, False), (True, True)):
+    for compact, grouped in ((0, False), (1, False), (1, True), (2, True)):
         sections = [
             f"{MARKER}\n{title}",
             _table(report.verdicts, compact=compact),

@@ -398,14 +398,13 @@ def _segments(path: str) -> set[str]:
     return {part.split("[", 1)[0] for part in path.split(".")}
 
 
-def _summary(created: int, deleted: int, hash_changed: bool, recreate: bool) -> str:
-    if not created and not deleted:
-        if hash_changed and not recreate:
-            return "no pod changes; running pods keep the old template"
-        return "no pod changes"
+def _summary(created: int, deleted: int, reshaped: bool, recreate: bool) -> str:
     parts = []
     if created:
         parts.append(f"{created} pod(s) created")
     if deleted:
         parts.append(f"{deleted} deleted")
-    return ", ".join(parts)
+    text = ", ".join(parts) or "no pod changes"
+    if reshaped and not recreate:
+        text += "; running pods keep the old template"
+    return text

@@ -1,0 +1,96 @@
+"""The review's formats: the Markdown comment (golden, size bound, marker), JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from components.review import (
+    GITHUB_COMMENT_LIMIT,
+    MARKER,
+    ObjectChange,
+    ReviewSettings,
+    as_json,
+    as_markdown,
+    from_preview,
+    review,
+)
+from components.review.changes import changed_paths
+from tests.components.review_previews import cluster, quickstart_replicas
+
+GOLDEN = Path(__file__).parent / "review_golden"
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"{path} is missing; run with UPDATE_GOLDEN=1 and review it"
+    assert text == path.read_text(), f"{path} differs; rerun with UPDATE_GOLDEN=1, review the diff"
+
+
+def test_quickstart_replicas_markdown_is_golden() -> None:
+    report = review(from_preview(quickstart_replicas()), ReviewSettings())
+    _golden("quickstart-replicas.md", as_markdown(report))
+
+
+def _many(count: int) -> list[ObjectChange]:
+    changes = []
+    for index in range(count):
+        before = cluster(2)
+        after = cluster(3, image="rayproject/ray:2.53.0")
+        for document in (before, after):
+            document["metadata"]["name"] = f"team-{index:03d}-cluster"
+        changes.append(
+            ObjectChange(
+                kind="RayCluster",
+                namespace="default",
+                name=f"team-{index:03d}-cluster",
+                op="update",
+                before=before,
+                after=after,
+                changed=tuple(changed_paths(before, after)),
+            )
+        )
+    return changes
+
+
+def test_500_objects_fit_a_comment_with_every_finding() -> None:
+    report = review(_many(500), ReviewSettings())
+    assert len(report.findings) == 500
+    full = as_markdown(report, limit=10**9)
+    assert len(full) > GITHUB_COMMENT_LIMIT  # the case is worth testing
+    comment = as_markdown(report, full_report="review.md")
+    assert len(comment) <= GITHUB_COMMENT_LIMIT
+    assert comment.startswith(MARKER + "\n### Ray review: 500 Ray object(s) change")
+    for finding in report.findings:
+        assert finding.ref.split("/", 1)[1] in comment
+    assert "The full report is in `review.md`" in comment
+
+
+def test_a_small_limit_drops_details_first() -> None:
+    report = review(_many(3), ReviewSettings())
+    full = as_markdown(report, limit=10**9)
+    trimmed = as_markdown(report, limit=len(full) - 10)
+    assert len(trimmed) < len(full)
+    assert trimmed.count("| RayCluster default/team-") == 3  # every verdict row stays
+    assert "object detail(s) left out" in trimmed
+
+
+def test_json_has_a_versioned_schema() -> None:
+    report = review(from_preview(quickstart_replicas()), ReviewSettings())
+    document = json.loads(as_json(report))
+    assert document["schema"] == "pulumi-ray.io/review/v1"
+    assert document["totals"]["pods"] == {
+        "before": 3,
+        "after": 4,
+        "created": 1,
+        "deleted": 0,
+        "peak": 4,
+    }
+    assert document["totals"]["after"]["memory"] == "8Gi"
+    [obj] = document["objects"]
+    assert obj["summary"] == "1 pod(s) created"
