@@ -35,6 +35,17 @@ Exit codes: 0 rendered (a diff, empty or not, is a success); 1 a ray.io/v1 objec
 operator would refuse; 2 the program failed (a component's input error, printed as one
 message), an input that cannot be read, or a bad flag.
 
+``python -m pulumi_ray review PREVIEW_JSON`` reads what ``pulumi preview --json`` wrote
+(or ``--before A --after B``, two programs or manifests) and says, for each ray.io/v1
+object that changes, what the operator will do: pods created and deleted, the resources
+requested before, after and at the peak, and findings at warn or block level
+(``docs/review.md``); ``--format markdown`` is a pull-request comment::
+
+    pulumi preview --json > preview.json
+    python -m pulumi_ray review preview.json --format markdown --output review-full.md
+
+Its exit codes: 0 no blocking finding; 1 a finding at ``block``; 2 an unreadable input.
+
 ``python -m pulumi_ray dashboards`` lists the Grafana boards ``RayOperator(
 grafana_dashboards=True)`` installs; ``dashboards BOARD`` prints one's JSON (what the
 ConfigMap holds, and what Grafana's "Import dashboard" takes); ``dashboards --out DIR``
