@@ -24,7 +24,7 @@ from operator_runtime.render.resources import Amount, format_quantity
 
 from .._program import AUTONAME_SUFFIX
 from ..rendering import SECRET_STANDIN, UNKNOWN_STANDIN
-from .model import LEDGER_KEYS, Finding, Verdict
+from .model import LEDGER_KEYS, Finding, Verdict, add_resources
 from .report import Report
 
 __all__ = ["GITHUB_COMMENT_LIMIT", "MARKER", "SCHEMA", "as_json", "as_markdown", "as_text"]
@@ -150,6 +150,17 @@ def _ledger(report: Report) -> str:
             f"| {label} | {_quantity(before[key])} | {_quantity(after[key])} | "
             f"{_quantity(peak[key])} |"
         )
+    autoscaled = [v for v in report.verdicts if v.highest]
+    if autoscaled:
+        low = add_resources(*(v.lowest for v in autoscaled))
+        high = add_resources(*(v.highest for v in autoscaled))
+        ranges = ", ".join(
+            f"{key.upper() if key != 'memory' else 'memory'} {_quantity(low[key])} to "
+            f"{_quantity(high[key])}"
+            for key in LEDGER_KEYS
+            if high[key].value
+        )
+        lines += ["", f"With the autoscaler, {len(autoscaled)} cluster(s) may range over {ranges}."]
     return "\n".join(lines)
 
 
@@ -263,7 +274,12 @@ def as_json(report: Report) -> str:
                     "before": _amounts(v.before),
                     "after": _amounts(v.after),
                     "peak": _amounts(v.peak),
-                },
+                }
+                | (
+                    {"autoscaler": {"min": _amounts(v.lowest), "max": _amounts(v.highest)}}
+                    if v.highest
+                    else {}
+                ),
                 "knownAtDeploy": v.known_at_deploy,
                 "changed": [_shown(p) for p in v.changed],
             }

@@ -62,6 +62,11 @@ class Verdict:
     before: Resources = field(default_factory=dict)
     after: Resources = field(default_factory=dict)
     peak: Resources = field(default_factory=dict)
+    lowest: Resources = field(default_factory=dict)
+    """With the autoscaler, what the cluster holds at every group's ``minReplicas``
+    after the change (empty without it)."""
+    highest: Resources = field(default_factory=dict)
+    """... and at every group's ``maxReplicas``."""
     changed: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()
     known_at_deploy: bool = False

@@ -22,6 +22,7 @@ autoscaled group may hold more or fewer.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from operator_runtime.api import InvalidObjectError, RayCluster, load_object
@@ -37,14 +38,16 @@ from operator_runtime.render.resources import (
     Amount,
     desired_amounts,
     pod_resources,
+    sum_resources,
     summary_amounts,
+    worker_resources,
 )
 
 from .changes import ObjectChange
 from .model import Finding, Verdict, add_resources, peak_resources
 from .rules import ReviewSettings
 
-__all__ = ["cluster_pods", "cluster_resources", "raycluster_verdict"]
+__all__ = ["autoscaler_bounds", "cluster_pods", "cluster_resources", "raycluster_verdict"]
 
 HEAD = "head"
 _IGNORED_LEAVES = frozenset(POD_SPEC_IGNORED + WORKER_GROUP_IGNORED + ("workersToDelete",))
@@ -70,6 +73,23 @@ def cluster_resources(cluster: RayCluster) -> dict[str, Amount]:
     return desired_amounts(cluster)
 
 
+def autoscaler_bounds(cluster: RayCluster) -> tuple[dict[str, Amount], dict[str, Amount]]:
+    """What an autoscaled cluster requests at its groups' minimum (KubeRay's
+    CalculateMinResources, which the gang schedulers reserve) and at their maximum (the
+    head plus each group's pod x ``maxReplicas`` x hosts; KubeRay counts no such sum, the
+    review adds it for the upper bound). Both empty without the autoscaler."""
+    if not cluster.spec.enable_in_tree_autoscaling or cluster.spec.suspend:
+        return {}, {}
+    lowest = summary_amounts(worker_resources(cluster, minimum=True))
+    parts = [pod_resources(cluster.spec.head_group_spec.template)]
+    for group in cluster.spec.worker_group_specs or ():
+        if group.suspend or group.max_replicas is None:
+            continue
+        count = group.max_replicas * group.num_of_hosts
+        parts.append({k: v.times(count) for k, v in pod_resources(group.template).items()})
+    return lowest, summary_amounts(sum_resources(parts))
+
+
 def _load(document: Mapping[str, object] | None, settings: ReviewSettings) -> RayCluster:
     obj = load_object(dict(document or {}), settings.options.feature_gates)
     assert isinstance(obj, RayCluster)
@@ -83,13 +103,17 @@ def raycluster_verdict(change: ObjectChange, settings: ReviewSettings) -> Verdic
     except InvalidObjectError as error:
         return _invalid(change, settings, str(error))
     if old is None and new is not None:
-        return _created(change, new)
-    if new is None and old is not None:
+        verdict = _created(change, new)
+    elif new is None and old is not None:
         return _deleted(change, old, settings)
-    assert old is not None and new is not None
-    if change.op == "replace":
-        return _replaced(change, old, new, settings)
-    return _updated(change, old, new, settings)
+    else:
+        assert old is not None and new is not None
+        if change.op == "replace":
+            verdict = _replaced(change, old, new, settings)
+        else:
+            verdict = _updated(change, old, new, settings)
+    lowest, highest = autoscaler_bounds(new)
+    return dataclasses.replace(verdict, lowest=lowest, highest=highest)
 
 
 def _base(change: ObjectChange, **fields: object) -> Verdict:

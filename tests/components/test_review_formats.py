@@ -94,3 +94,21 @@ def test_json_has_a_versioned_schema() -> None:
     assert document["totals"]["after"]["memory"] == "8Gi"
     [obj] = document["objects"]
     assert obj["summary"] == "1 pod(s) created"
+
+
+def test_the_ledger_gives_the_autoscalers_range() -> None:
+    before = cluster(2, enableInTreeAutoscaling=True)
+    after = cluster(3, enableInTreeAutoscaling=True)
+    change = ObjectChange(
+        kind="RayCluster",
+        namespace="default",
+        name="demo",
+        op="update",
+        before=before,
+        after=after,
+        changed=tuple(changed_paths(before, after)),
+    )
+    report = review([change], ReviewSettings())
+    assert "may range over CPU 1 to 5, memory 2Gi to 10Gi" in as_markdown(report)
+    bounds = json.loads(as_json(report))["objects"][0]["resources"]["autoscaler"]
+    assert (bounds["min"]["cpu"], bounds["max"]["cpu"]) == ("1", "5")

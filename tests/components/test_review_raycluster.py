@@ -222,3 +222,12 @@ def test_the_pod_hash_is_the_controllers_own() -> None:
 
     assert raycluster.spec_hash is upgrade.spec_hash
     assert raycluster.recreate_requested is upgrade.recreate_requested
+
+
+def test_an_autoscaled_cluster_has_bounds() -> None:
+    # Head 1 CPU; the cpu group ranges over 0..4 workers of 1 CPU.
+    verdict = raycluster_verdict(change(AUTOSCALED, AUTOSCALED | {}), ReviewSettings())
+    assert format_quantity(verdict.lowest["cpu"]) == "1"
+    assert format_quantity(verdict.highest["cpu"]) == "5"
+    plain = raycluster_verdict(change(BASE, cluster(3)), ReviewSettings())
+    assert not plain.lowest and not plain.highest
