@@ -25,7 +25,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from operator_runtime.api import InvalidObjectError, RayCluster, load_object
+from operator_runtime.api import (
+    InvalidObjectError,
+    RayCluster,
+    RayClusterSpec,
+    WorkerGroupSpec,
+    load_object,
+)
 from operator_runtime.render import desired_worker_replicas
 from operator_runtime.render.gcsft import ft_embedded, ft_enabled
 from operator_runtime.render.recreate import (
@@ -241,7 +247,8 @@ def _updated(
     orphans: dict[str, Amount] = {}
     uncertain = _spec_uncertain(change)
     hash_changed = spec_hash(old.spec) != spec_hash(new.spec)
-    pods_reshaped = _existing_pods_reshaped(old, new)
+    reshaped = _reshaped_parts(old, new)
+    pods_reshaped = bool(reshaped)
     if new.spec.suspend or old.spec.suspend:
         created, deleted = after, before
         if new.spec.suspend and not old.spec.suspend:
@@ -271,14 +278,15 @@ def _updated(
         )
         if pods_reshaped:
             effects.append(
-                "the pod template changes, but running pods are not replaced (no Recreate "
-                "strategy): only pods created from now on get it"
+                f"the pods of {' and '.join(reshaped)} would be built differently, but "
+                "running pods are not replaced (no Recreate strategy): only pods created "
+                "from now on get the change"
             )
             findings.append(
                 settings.finding(
                     "template-not-rolled",
                     change.ref,
-                    "pod template changes that running pods will not get",
+                    f"running pods of {' and '.join(reshaped)} keep the old template",
                 )
             )
     ignored = sorted(
@@ -319,28 +327,41 @@ def _updated(
     )
 
 
-def _existing_pods_reshaped(old: RayCluster, new: RayCluster) -> bool:
-    """Whether the pods of the head and of the groups in both specs would be built
-    differently: ``spec_hash`` of both specs cut to their common groups, in the old
-    order, with the old ``suspend`` values (a group added, removed or suspended changes
-    the hash, but not how the other pods are built)."""
-    common = [g.group_name for g in old.spec.worker_group_specs or ()]
-    new_groups = {g.group_name: g for g in new.spec.worker_group_specs or ()}
-    common = [name for name in common if name in new_groups]
+def _reshaped_parts(old: RayCluster, new: RayCluster) -> list[str]:
+    """Which running pods would be built differently: the head, and each group in both
+    specs, each judged by ``spec_hash`` of both specs cut down to that part (a group
+    added, removed or suspended changes the Recreate hash, not how other pods are built)."""
     old_groups = {g.group_name: g for g in old.spec.worker_group_specs or ()}
-    old_cut = old.spec.model_copy(
-        update={"worker_group_specs": [old_groups[name] for name in common]}
-    )
-    new_cut = new.spec.model_copy(
-        update={
-            "suspend": old.spec.suspend,
-            "worker_group_specs": [
-                new_groups[name].model_copy(update={"suspend": old_groups[name].suspend})
-                for name in common
-            ],
-        }
-    )
-    return spec_hash(old_cut) != spec_hash(new_cut)
+    new_groups = {g.group_name: g for g in new.spec.worker_group_specs or ()}
+    parts = []
+    if _cut_differs(old, new, None):
+        parts.append("the head")
+    for name in old_groups:
+        if name in new_groups and _cut_differs(old, new, name):
+            parts.append(f"worker group {name}")
+    return parts
+
+
+def _cut_differs(old: RayCluster, new: RayCluster, group: str | None) -> bool:
+    """``spec_hash`` of both specs with only ``group`` (None: the head, no group), the
+    head of the old spec when a group is judged, and the old ``suspend`` values."""
+
+    def cut(cluster: RayCluster, suspend_from: RayCluster) -> RayClusterSpec:
+        kept = [
+            g.model_copy(update={"suspend": _group(suspend_from, g.group_name).suspend})
+            for g in cluster.spec.worker_group_specs or ()
+            if g.group_name == group
+        ]
+        update: dict[str, object] = {"suspend": old.spec.suspend, "worker_group_specs": kept}
+        if group is not None:
+            update["head_group_spec"] = old.spec.head_group_spec
+        return cluster.spec.model_copy(update=update)
+
+    return spec_hash(cut(old, old)) != spec_hash(cut(new, old))
+
+
+def _group(cluster: RayCluster, name: str) -> WorkerGroupSpec:
+    return next(g for g in cluster.spec.worker_group_specs or () if g.group_name == name)
 
 
 def _groups(

@@ -231,3 +231,20 @@ def test_an_autoscaled_cluster_has_bounds() -> None:
     assert format_quantity(verdict.highest["cpu"]) == "5"
     plain = raycluster_verdict(change(BASE, cluster(3)), ReviewSettings())
     assert not plain.lowest and not plain.highest
+
+
+@pytest.mark.parametrize(
+    ("where", "named"),
+    [
+        ("headGroupSpec", "running pods of the head keep the old template"),
+        ("workerGroupSpecs", "running pods of worker group cpu keep the old template"),
+    ],
+)
+def test_a_template_change_names_the_pods_that_keep_the_old_one(where: str, named: str) -> None:
+    def new_image(document: dict[str, Any]) -> None:
+        spec = document["spec"][where]
+        group = spec[0] if isinstance(spec, list) else spec
+        group["template"]["spec"]["containers"][0]["image"] = "rayproject/ray:2.53.0"
+
+    verdict = raycluster_verdict(change(BASE, edited(BASE, new_image)), ReviewSettings())
+    assert [f.message for f in verdict.findings] == [named]
