@@ -96,6 +96,20 @@ def autoscaler_bounds(cluster: RayCluster) -> tuple[dict[str, Amount], dict[str,
     return lowest, summary_amounts(sum_resources(parts))
 
 
+def _groups_without_replicas(document: Mapping[str, object] | None) -> list[str]:
+    """Groups the document gives no ``replicas`` (the model defaults it to 0, as the CRD
+    does, so only the document tells)."""
+    spec = (document or {}).get("spec")
+    groups = spec.get("workerGroupSpecs") if isinstance(spec, dict) else None
+    if not isinstance(groups, list):
+        return []
+    return [
+        str(group.get("groupName"))
+        for group in groups
+        if isinstance(group, dict) and "replicas" not in group
+    ]
+
+
 def _load(document: Mapping[str, object] | None, settings: ReviewSettings) -> RayCluster:
     obj = load_object(dict(document or {}), settings.options.feature_gates)
     assert isinstance(obj, RayCluster)
@@ -119,7 +133,14 @@ def raycluster_verdict(change: ObjectChange, settings: ReviewSettings) -> Verdic
         else:
             verdict = _updated(change, old, new, settings)
     lowest, highest = autoscaler_bounds(new)
-    return dataclasses.replace(verdict, lowest=lowest, highest=highest)
+    effects = verdict.effects
+    unset = _groups_without_replicas(change.after)
+    if new.spec.enable_in_tree_autoscaling and unset:
+        effects += (
+            f"the autoscaler owns the replicas of {', '.join(unset)} (not in the spec): the "
+            "counts here start them at minReplicas; the running count is the autoscaler's",
+        )
+    return dataclasses.replace(verdict, lowest=lowest, highest=highest, effects=effects)
 
 
 def _base(change: ObjectChange, **fields: object) -> Verdict:

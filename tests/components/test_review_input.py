@@ -151,3 +151,12 @@ def test_two_manifests_as_render_diff_takes_them(tmp_path: Path) -> None:
     assert code == 0, err
     [obj] = json.loads(out)["objects"]
     assert (obj["op"], obj["pods"]["deleted"]) == ("update", 1)
+
+
+def test_an_unknown_count_makes_the_whole_verdict_known_at_deploy() -> None:
+    new = cluster(2, wire=True)
+    new["spec"]["workerGroupSpecs"][0]["replicas"] = UNKNOWN
+    [change] = from_preview(digest(step("update", cluster(2, wire=True), new)))
+    [verdict] = review([change], ReviewSettings()).verdicts
+    assert verdict.summary == "known at deploy"
+    assert [f.rule for f in verdict.findings] == ["known-at-deploy"]

@@ -248,3 +248,9 @@ def test_a_template_change_names_the_pods_that_keep_the_old_one(where: str, name
 
     verdict = raycluster_verdict(change(BASE, edited(BASE, new_image)), ReviewSettings())
     assert [f.message for f in verdict.findings] == [named]
+
+
+def test_autoscaler_owned_replicas_are_said() -> None:
+    owned = edited(AUTOSCALED, lambda d: worker(d).pop("replicas"))
+    verdict = raycluster_verdict(change(owned, owned | {}), ReviewSettings())
+    assert any("the autoscaler owns the replicas of cpu" in e for e in verdict.effects)
