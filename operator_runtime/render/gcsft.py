@@ -45,6 +45,27 @@ def external_storage_namespace(cluster: RayCluster) -> str:
     return cluster.metadata.uid or ""
 
 
+DEFAULT_DELETION_TIMEOUT_SECONDS: Final = 300.0
+"""Seconds after the deletion request when the Redis cleanup finalizer is forced off."""
+
+
+def redis_cleanup_needed(cluster: RayCluster, *, cleanup_enabled: bool) -> bool:
+    """Whether deleting ``cluster`` waits for a Redis cleanup Job (the finalizer is
+    held): GCS FT on, with Redis, and ``ENABLE_GCS_FT_REDIS_CLEANUP`` not off."""
+    return cleanup_enabled and ft_enabled(cluster) and not ft_embedded(cluster)
+
+
+def deletion_timeout(annotations: Mapping[str, str]) -> float:
+    """``ray.io/gcs-ft-deletion-timeout`` in seconds; the default for a missing, zero,
+    negative or unreadable value."""
+    raw = annotations.get(AnnotationKey.GCS_FT_DELETION_TIMEOUT, "")
+    try:
+        seconds = int(raw)
+    except ValueError:
+        return DEFAULT_DELETION_TIMEOUT_SECONDS
+    return float(seconds) if seconds > 0 else DEFAULT_DELETION_TIMEOUT_SECONDS
+
+
 def configure_worker(*, container: JSONObject, cluster: RayCluster) -> None:
     if not ft_enabled(cluster):
         return

@@ -24,7 +24,6 @@ from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers import finalizers
 from operator_runtime.controllers.parse_errors import describe_parse_error
 from operator_runtime.controllers.raycluster.options import (
-    DEFAULT_GCS_FT_DELETION_TIMEOUT,
     HEAD_TERMINATION_REQUEUE_SECONDS,
     SHORT_REQUEUE_SECONDS,
 )
@@ -36,7 +35,10 @@ from operator_runtime.controllers.raycluster.run import (
     need,
 )
 from operator_runtime.render import RedisCleanupJobParams, RenderError, build_redis_cleanup_job
-from operator_runtime.render.gcsft import ft_embedded, ft_enabled
+from operator_runtime.render.gcsft import (
+    deletion_timeout,
+    redis_cleanup_needed,
+)
 from operator_runtime.runtime.errors import AlreadyExists, ApiError, NotFound
 from operator_runtime.runtime.kinds import RAY_CLUSTER, Object
 from operator_runtime.runtime.reconcile import ObjectKey, Result
@@ -71,15 +73,6 @@ def holds_deletion(raw: Object) -> bool:
     return deleting and FINALIZER in finalizers.finalizers(raw)
 
 
-def deletion_timeout(annotations: dict[str, str]) -> float:
-    raw = annotations.get(AnnotationKey.GCS_FT_DELETION_TIMEOUT, "")
-    try:
-        seconds = int(raw)
-    except ValueError:
-        return DEFAULT_GCS_FT_DELETION_TIMEOUT
-    return float(seconds) if seconds > 0 else DEFAULT_GCS_FT_DELETION_TIMEOUT
-
-
 def job_outcome(job: Object) -> str:
     """``Complete``, ``Failed`` (FailureTarget counts: it precedes Failed by a while
     when the deadline hits) or "" while it runs."""
@@ -99,7 +92,7 @@ def gcs_ft_finalizer(run: ClusterRun) -> Result | None:
     cluster, raw = run.cluster, run.raw
     if raw["metadata"].get("deletionTimestamp"):
         return None
-    if not (run.tools.options.gcs_ft_redis_cleanup and ft_enabled(cluster)) or ft_embedded(cluster):
+    if not redis_cleanup_needed(cluster, cleanup_enabled=run.tools.options.gcs_ft_redis_cleanup):
         return None
     if FINALIZER in finalizers.finalizers(raw):
         return None
@@ -134,7 +127,7 @@ def finish_deletion(tools: ClusterTools, key: ObjectKey, raw: Object) -> Result:
             Action.CLEANUP.value,
         )
         return Result(requeue_after=left)
-    if not (tools.options.gcs_ft_redis_cleanup and ft_enabled(cluster)) or ft_embedded(cluster):
+    if not redis_cleanup_needed(cluster, cleanup_enabled=tools.options.gcs_ft_redis_cleanup):
         log.info("%s: nothing to clean up in Redis; removing finalizer %s", key, FINALIZER)
         _patch_finalizer(tools, raw, present=False)
         return Result()

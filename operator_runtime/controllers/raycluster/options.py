@@ -30,8 +30,6 @@ SHORT_REQUEUE_SECONDS: Final = 2.0
 """Look again soon after a status change or a failed step (KubeRay's 2 s)."""
 HEAD_TERMINATION_REQUEUE_SECONDS: Final = 10.0
 """A head pod takes far longer than 2 s to terminate; poll it less often."""
-DEFAULT_GCS_FT_DELETION_TIMEOUT: Final = 300.0
-"""Seconds after the deletion request when the Redis cleanup finalizer is forced off."""
 POD_CREATES_PER_PASS: Final = 100
 """At most this many pods are queued for creation by one pass over a cluster; the rest
 waits for the next pass (the cache shows the new pods, then the key comes round again).

@@ -8,10 +8,11 @@ from pathlib import Path
 import yaml
 from prometheus_client import CollectorRegistry
 
-from operator_runtime.controllers.raycluster.gcsft import deletion_timeout, job_outcome
+from operator_runtime.controllers.raycluster.gcsft import job_outcome
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
 from operator_runtime.controllers.raycluster.options import RayClusterOptions
 from operator_runtime.controllers.rendercli import main as render_main
+from operator_runtime.render.gcsft import deletion_timeout
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.kinds import RAY_CLUSTER
 from operator_runtime.runtime.reconcile import metadata_changed
