@@ -159,6 +159,11 @@ def _add_review_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         action="store_true",
         help="the operator runs with ENABLE_RANDOM_POD_DELETE=true",
     )
+    review.add_argument(
+        "--no-gcs-ft-redis-cleanup",
+        action="store_true",
+        help="the operator runs with ENABLE_GCS_FT_REDIS_CLEANUP=false",
+    )
     add_render_arguments(review)
 
 
@@ -170,7 +175,10 @@ def _review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"review: {error}", file=err)
         return 2
     settings = ReviewSettings(
-        options=options, random_pod_delete=args.random_pod_delete, levels=levels
+        options=options,
+        random_pod_delete=args.random_pod_delete,
+        gcs_ft_redis_cleanup=not args.no_gcs_ft_redis_cleanup,
+        levels=levels,
     )
     try:
         if args.before is not None or args.after is not None:

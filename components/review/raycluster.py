@@ -33,7 +33,7 @@ from operator_runtime.api import (
     load_object,
 )
 from operator_runtime.render import desired_worker_replicas
-from operator_runtime.render.gcsft import ft_embedded, ft_enabled
+from operator_runtime.render.gcsft import deletion_timeout, redis_cleanup_needed
 from operator_runtime.render.recreate import (
     POD_SPEC_IGNORED,
     WORKER_GROUP_IGNORED,
@@ -195,16 +195,17 @@ def _deleted(change: ObjectChange, old: RayCluster, settings: ReviewSettings) ->
     findings = []
     if pods:
         findings.append(settings.finding("cluster-deleted", change.ref, f"deletes {pods} pod(s)"))
-    if ft_enabled(old) and not ft_embedded(old):
+    if redis_cleanup_needed(old, cleanup_enabled=settings.gcs_ft_redis_cleanup):
+        timeout = deletion_timeout(old.metadata.annotations or {})
         effects.append(
-            "GCS fault tolerance: the deletion waits for the Redis cleanup Job (at most "
-            "ray.io/gcs-ft-deletion-timeout, 300 s by default)"
+            "GCS fault tolerance: the deletion waits for the Redis cleanup Job, at most "
+            f"{timeout:g} s (ray.io/gcs-ft-deletion-timeout) before the finalizer is forced off"
         )
         findings.append(
             settings.finding(
                 "gcs-ft-deletion-waits",
                 change.ref,
-                "deletion waits for the Redis cleanup Job of its GCS storage",
+                f"deletion waits up to {timeout:g} s for the Redis cleanup Job",
             )
         )
     return _base(

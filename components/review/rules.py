@@ -50,6 +50,8 @@ class ReviewSettings:
     options: RenderOptions = field(default_factory=RenderOptions)
     random_pod_delete: bool = False
     """``ENABLE_RANDOM_POD_DELETE``: the operator scales autoscaled groups down too."""
+    gcs_ft_redis_cleanup: bool = True
+    """``ENABLE_GCS_FT_REDIS_CLEANUP``: deleting a Redis GCS FT cluster waits for cleanup."""
     levels: Mapping[str, Level] = field(default_factory=dict)
 
     def finding(self, rule: str, ref: str, message: str) -> Finding:

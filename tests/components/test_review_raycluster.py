@@ -147,6 +147,26 @@ CASES = {
         0,
         3,
         rules=("cluster-deleted", "gcs-ft-deletion-waits"),
+        effect="at most 300 s",
+    ),
+    "ray.io/gcs-ft-deletion-timeout bounds the wait": Case(
+        edited(
+            cluster(2, gcsFaultToleranceOptions={"redisAddress": "redis:6379"}),
+            lambda d: d["metadata"].update(annotations={"ray.io/gcs-ft-deletion-timeout": "60"}),
+        ),
+        None,
+        0,
+        3,
+        rules=("cluster-deleted", "gcs-ft-deletion-waits"),
+        effect="at most 60 s",
+    ),
+    "without ENABLE_GCS_FT_REDIS_CLEANUP a GCS FT deletion does not wait": Case(
+        cluster(2, gcsFaultToleranceOptions={"redisAddress": "redis:6379"}),
+        None,
+        0,
+        3,
+        rules=("cluster-deleted",),
+        settings=ReviewSettings(gcs_ft_redis_cleanup=False),
     ),
     "a replacement recreates every pod": Case(
         BASE,
