@@ -326,12 +326,14 @@ def _updated(
             settings.finding("known-at-deploy", change.ref, "pod template: " + ", ".join(uncertain))
         )
     res_before, res_after = cluster_resources(old), cluster_resources(new)
+    kept_running = sum(olds[g] for g in olds if g != HEAD and g not in news) if orphans else 0
     if orphans:
         res_after = add_resources(res_after, orphans)
-        after += sum(olds[g] for g in olds if g not in news)
+        after += kept_running
     return _base(
         change,
         summary=_summary(created, deleted, pods_reshaped, recreate_requested(new.spec))
+        + (f"; {kept_running} pod(s) of removed groups keep running" if kept_running else "")
         + ("; part of the pod template is known at deploy" if uncertain else ""),
         effects=tuple(effects),
         pods_before=before,
