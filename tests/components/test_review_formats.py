@@ -112,3 +112,10 @@ def test_the_ledger_gives_the_autoscalers_range() -> None:
     assert "may range over CPU 1 to 5, memory 2Gi to 10Gi" in as_markdown(report)
     bounds = json.loads(as_json(report))["objects"][0]["resources"]["autoscaler"]
     assert (bounds["min"]["cpu"], bounds["max"]["cpu"]) == ("1", "5")
+
+
+def test_the_package_exports_are_real() -> None:
+    import components.review as package
+
+    assert len(set(package.__all__)) == len(package.__all__)  # ruff (RUF022) keeps the order
+    assert all(hasattr(package, name) for name in package.__all__)

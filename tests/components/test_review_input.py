@@ -160,3 +160,25 @@ def test_an_unknown_count_makes_the_whole_verdict_known_at_deploy() -> None:
     [verdict] = review([change], ReviewSettings()).verdicts
     assert verdict.summary == "known at deploy"
     assert [f.rule for f in verdict.findings] == ["known-at-deploy"]
+
+
+def test_two_programs_as_render_diff_takes_them(tmp_path: Path) -> None:
+    # The quickstart, then the same with three workers of 2 CPU: run under mocks.
+    quickstart = Path(__file__).parents[2] / "examples" / "quickstart"
+    image = "registry.example.com/ray-operator@sha256:" + "0" * 64
+    for side in ("before", "after"):
+        folder = tmp_path / side
+        folder.mkdir()
+        for name in ("Pulumi.yaml", "__main__.py"):
+            (folder / name).write_text((quickstart / name).read_text())
+        (folder / "Pulumi.dev.yaml").write_text(
+            yaml.safe_dump({"config": {"ray-quickstart:operatorImage": image}})
+        )
+    program = tmp_path / "after" / "__main__.py"
+    text = program.read_text().replace('"replicas": 2', '"replicas": 3')
+    program.write_text(text)
+    before, after = str(tmp_path / "before"), str(tmp_path / "after")
+    code, out, err = run("review", "--before", before, "--after", after, "--stack", "dev")
+    assert code == 0, err
+    assert out.startswith("1 Ray object(s) change · pods +1 -0 · CPU 0 · no findings")
+    assert "worker group cpu: 2 -> 3 pods, 1 created" in out
