@@ -8,9 +8,11 @@ stats are off by flag and by environment. It runs only inside the sandbox
 
 Teardown stops only this head. ``ray stop --force`` is not used: it finds Ray
 processes by name across the whole machine and would kill another session's head too.
-Instead the head runs with ``--block`` in a session of its own; SIGTERM lets ``ray
-start`` stop what it started, then SIGKILL goes to that session, then to any straggler
-whose command line names this head's temp dir (workers started by the raylet).
+Instead the head runs with ``--block`` in a session of its own (``hack.processes.launch``,
+so ``ray start`` also dies with the thread that started it); SIGTERM lets ``ray start``
+stop what it started, then SIGKILL goes to that session, then to any straggler whose
+command line names this head's temp dir (workers started by the raylet). That stop is
+this harness's own, not ``hack.processes.stop``, which ends one process only.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import httpx
 
-from hack import sandbox
+from hack import processes, sandbox
 from hack.localcluster.cluster import free_port_block, free_ports
 
 RAY = Path(sys.executable).with_name("ray")
@@ -120,10 +122,14 @@ def start_ray_head(
         "RAY_USAGE_STATS_ENABLED": "0",
     }
     started = time.monotonic()
-    with (temp_dir / "ray-start.log").open("wb") as log:
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, env=head_env, start_new_session=True
-        )
+    # Readiness is waited for below (its failure quotes Ray's own complaint) and stopping
+    # is RayHead.stop's (a session and its stragglers, not one process): the shared
+    # shape's launch gives the rest, a session of its own and death with its starter.
+    spec = processes.Spec(
+        name="ray-head", argv=command, log=temp_dir / "ray-start.log", env=head_env, grace=30
+    )
+    process = processes.launch(spec).process
+    assert process is not None
     head = RayHead(process, temp_dir, dashboard_port, 0.0, dict(env or {}))
     try:
         _wait_until_ready(head, started)

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from hack import gobuild
+from hack import gobuild, processes
 
 FAMILY = "kuberay"
 VERSION = "v1.6.2"
@@ -63,26 +63,26 @@ def start_operator(
     """Run KubeRay's operator against one namespace, logging to ``log_path``; ``extra``
     adds flags (``--enable-metrics`` for its ``kuberay_*`` metrics)."""
     binary = ensure_built().path("ray-operator")
-    log = log_path.open("ab")
-    try:
-        return subprocess.Popen(
-            [
-                str(binary),
-                f"--kubeconfig={kubeconfig}",
-                f"--watch-namespace={watch_namespace}",
-                "--enable-leader-election=false",
-                f"--metrics-addr=127.0.0.1:{metrics_port}",
-                f"--health-probe-bind-address=127.0.0.1:{probe_port}",
-                "--log-stdout-encoder=console",
-                *extra,
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "KUBECONFIG": str(kubeconfig)},
-        )
-    finally:
-        log.close()
+    spec = processes.Spec(
+        name="kuberay-operator",
+        argv=[
+            str(binary),
+            f"--kubeconfig={kubeconfig}",
+            f"--watch-namespace={watch_namespace}",
+            "--enable-leader-election=false",
+            f"--metrics-addr=127.0.0.1:{metrics_port}",
+            f"--health-probe-bind-address=127.0.0.1:{probe_port}",
+            "--log-stdout-encoder=console",
+            *extra,
+        ],
+        log=log_path,
+        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+    )
+    # Readiness and stopping stay with the callers, which compare it with our operator
+    # and wait on both alike; launched here, so the process is ours.
+    process = processes.launch(spec).process
+    assert process is not None
+    return process
 
 
 def pod_manifests(namespace: str, image: str) -> list[dict[str, Any]]:

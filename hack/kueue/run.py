@@ -26,9 +26,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
-import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +55,8 @@ CONVERTED_CRDS: Final = frozenset(
 )
 """The CRDs the release serves through Kueue's conversion webhook (its CRD kustomization's
 ``webhook_in_*`` patches); its certificate manager waits to inject the CA into each."""
+MANAGER: Final = "kueue-controller-manager"
+"""Its controller manager's name among the harness's processes."""
 QUEUE_NAME_LABEL: Final = "kueue.x-k8s.io/queue-name"
 
 
@@ -221,7 +221,8 @@ class Kueue:
     """A running controller manager and what it installed (``start``)."""
 
     log: Path
-    process: subprocess.Popen[bytes]
+    supervisor: processes.Supervisor
+    """Its one member, the controller manager."""
     health_port: int
     cluster: LocalCluster
     webhooks: list[str]
@@ -229,12 +230,13 @@ class Kueue:
 
     def ready(self) -> bool:
         """Still running and ready: its webhook server serves."""
-        return self.process.poll() is None and _ready(self.health_port)
+        manager = self.supervisor.running.get(MANAGER)  # None once stopped
+        return manager is not None and manager.alive() and _ready(self.health_port)
 
     def stop(self) -> None:
         """Uninstall the webhooks, then stop the manager: webhooks left installed with
         nothing answering would refuse every later write to a labelled namespace."""
-        _stop(self.cluster, self.webhooks, self.secret_files, self.process)
+        _stop(self.cluster, self.webhooks, self.secret_files, self.supervisor)
 
 
 def _ready(health_port: int) -> bool:
@@ -245,15 +247,16 @@ def _stop(
     cluster: LocalCluster,
     webhooks: list[str],
     secret_files: SecretFiles | None,
-    process: subprocess.Popen[bytes] | None,
+    supervisor: processes.Supervisor,
 ) -> None:
+    # Kueue's own order, not the Supervisor's alone: its webhooks go before the manager
+    # that answers them does.
     try:
         uninstall_webhooks(cluster, webhooks)
     finally:  # the manager stops even when the control plane is already gone
         if secret_files is not None:
             secret_files.stop()
-        if process is not None:
-            processes.stop(process, grace=30)
+        supervisor.stop_all()
 
 
 def start(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> Kueue:
@@ -270,7 +273,7 @@ def start(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> Ku
     webhooks = install(cluster, built, webhook_port=webhook_port)
     # Everything after the install is inside the try: a start that fails uninstalls.
     secret_files: SecretFiles | None = None
-    process: subprocess.Popen[bytes] | None = None
+    supervisor = processes.Supervisor("kueue")
     try:
         config_path = state_dir / "kueue-config.yaml"
         config = configuration(
@@ -280,23 +283,22 @@ def start(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> Ku
         log_path = state_dir / "kueue.log"
         secret_files = SecretFiles(cluster, state_dir / "certs")
         secret_files.start()
-        with log_path.open("ab") as log:
-            process = subprocess.Popen(
-                [str(built.path(kueue.BINARY)), f"--config={config_path}", "--zap-log-level=2"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        supervisor.start(
+            processes.Spec(
+                name=MANAGER,
+                argv=[str(built.path(kueue.BINARY)), f"--config={config_path}",
+                      "--zap-log-level=2"],
+                log=log_path,
                 env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)},
-            )  # fmt: skip
-        deadline = time.monotonic() + timeout
-        while not _ready(health_port):
-            if process.poll() is not None:
-                raise RuntimeError(f"kueue exited {process.returncode}:\n{_tail(log_path)}")
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"kueue not ready after {timeout:.0f}s:\n{_tail(log_path)}")
-            time.sleep(0.2)
+                ready=lambda: _ready(health_port),
+                ready_timeout=timeout,
+                grace=30,
+            )
+        )  # fmt: skip
     except BaseException:
-        _stop(cluster, webhooks, secret_files, process)
+        _stop(cluster, webhooks, secret_files, supervisor)
         raise
-    return Kueue(log_path, process, health_port, cluster, webhooks, secret_files)
+    return Kueue(log_path, supervisor, health_port, cluster, webhooks, secret_files)
 
 
 @contextlib.contextmanager
@@ -308,7 +310,3 @@ def running(cluster: LocalCluster, state_dir: Path, *, timeout: float = 120) -> 
         yield manager
     finally:
         manager.stop()
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])

@@ -83,6 +83,9 @@ class OperatorAsServiceAccount:
     error: BaseException | None = None
     command: list[str] = field(default_factory=list)
     _thread: threading.Thread | None = None
+    _stopped: threading.Event = field(default_factory=threading.Event)
+    """Set by ``stop`` once the operator is stopped: the thread that started it waits for
+    it, since the operator dies with that thread (``Spec.die_with_parent``)."""
 
     @property
     def log_path(self) -> Path:
@@ -135,16 +138,15 @@ class OperatorAsServiceAccount:
             # The image's entry point is `python -m operator_runtime` (a test pins the
             # image's entrypoint to the component's command); here it is this interpreter's.
             self.command = [sys.executable, "-m", "operator_runtime", *arguments]
-            with self.log_path.open("ab") as log:
-                self.process = subprocess.Popen(
-                    self.command,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env={**os.environ, **literal_env(container)},
-                )
+            spec = processes.Spec(
+                name="operator", argv=self.command, log=self.log_path,
+                env={**os.environ, **literal_env(container)}, grace=40,
+            )  # fmt: skip
+            self.process = processes.launch(spec).process
         except BaseException as error:
             self.error = error
+            return
+        self._stopped.wait()
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -158,7 +160,10 @@ class OperatorAsServiceAccount:
         return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        """SIGTERM first, so the operator releases its Lease within its grace; only then
+        may the starting thread end (its end would SIGKILL the operator)."""
+        if self._thread is not None and self.process is None:
+            self._thread.join(timeout=5)  # still starting: a moment to finish
         if self.process is not None:
             processes.stop(self.process, grace=40)
+        self._stopped.set()

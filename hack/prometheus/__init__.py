@@ -15,11 +15,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
-
-import httpx
 
 from hack import gobuild, processes, sandbox
 from hack.image import debian
@@ -103,52 +100,55 @@ def ensure() -> Tools:
 class Prometheus:
     """One running server on loopback; ``stop()`` ends it."""
 
-    process: subprocess.Popen[bytes]
+    running: processes.Running
     port: int
-    log_path: Path
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        assert self.running.process is not None  # launched here, never adopted
+        return self.running.process
+
+    @property
+    def log_path(self) -> Path:
+        return self.running.spec.log
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return self.running.tail(lines)
 
     def stop(self) -> None:
-        processes.stop(self.process, grace=30)
+        processes.stop(self.process, self.running.spec.grace)
 
 
 def start(config: Path, data_dir: Path, port: int, log_path: Path) -> Prometheus:
     """Run Prometheus with ``config`` on ``127.0.0.1:port`` and wait until it is ready."""
     sandbox.require_inside("Prometheus")
     binary = ensure().prometheus
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                str(binary),
-                f"--config.file={config}",
-                f"--storage.tsdb.path={data_dir}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--log.level=warn",
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=data_dir,
-        )
-    server = Prometheus(process, port, log_path)
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"Prometheus exited {process.returncode}:\n{server.log_tail()}")
-        try:
-            if httpx.get(f"{server.url}/-/ready", timeout=2).status_code == 200:
-                return server
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            server.stop()
-            raise RuntimeError(
-                f"Prometheus not ready after {START_TIMEOUT:.0f} s:\n{server.log_tail()}"
-            )
-        time.sleep(0.2)
+    # The log is truncated first: one server per log file, as before the shared shape,
+    # whose launch appends.
+    log_path.write_bytes(b"")
+    spec = processes.Spec(
+        name="prometheus",
+        argv=[
+            str(binary),
+            f"--config.file={config}",
+            f"--storage.tsdb.path={data_dir}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=warn",
+        ],
+        log=log_path,
+        cwd=data_dir,
+        ready=lambda: processes.http_ok(f"http://127.0.0.1:{port}/-/ready"),
+        ready_timeout=START_TIMEOUT,
+        grace=30,
+    )
+    supervisor = processes.Supervisor("Prometheus")
+    try:
+        running = supervisor.start(spec)
+    except (RuntimeError, TimeoutError) as error:
+        supervisor.stop_all()
+        raise RuntimeError(str(error)) from error
+    return Prometheus(running, port)

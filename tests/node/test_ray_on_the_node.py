@@ -58,9 +58,20 @@ def _apply(cluster: LocalCluster, namespace: str, manifest: dict[str, Any]) -> N
                     input=json.dumps(manifest))  # fmt: skip
 
 
-def _pod_states(cluster: LocalCluster, namespace: str) -> list[tuple[str, object]]:
-    return [(p["metadata"]["name"], p.get("status", {}).get("containerStatuses"))
-            for p in pods(cluster, namespace, "ray.io/cluster")]  # fmt: skip
+def _pod_states(cluster: LocalCluster, namespace: str) -> list[object]:
+    """Each Ray pod's container states and, for one not Ready, the kubelet's last probe
+    failures (what its probe command printed)."""
+    states: list[object] = []
+    for pod in pods(cluster, namespace, "ray.io/cluster"):
+        name, status = pod["metadata"]["name"], pod.get("status", {})
+        states.append((name, [(c["name"], c.get("ready"), c.get("restartCount"), c.get("state"))
+                              for c in status.get("containerStatuses", [])]))  # fmt: skip
+        if not all_ready([pod], 1):
+            selector = f"involvedObject.name={name}"
+            events = cluster.get_json("-n", namespace, "events", "--field-selector", selector)
+            states.append([(e.get("reason"), e.get("count"), e.get("message", "")[:300])
+                           for e in events["items"][-5:]])  # fmt: skip
+    return states
 
 
 @pytest.fixture(scope="module", params=["ours", f"kuberay-{kuberay.VERSION}"])

@@ -10,17 +10,12 @@ import pytest
 
 from hack.node import build, debs, versions
 from hack.node.build import GOMOD_DIR
+from tests.gomodpins import assert_wrapper_pins
 
 
 @pytest.mark.parametrize("wrapper", sorted(versions.WRAPPER_MODULES))
 def test_wrapper_module_pins_the_version(wrapper: str) -> None:
-    module, version = versions.WRAPPER_MODULES[wrapper]
-    go_mod = (GOMOD_DIR / wrapper / "go.mod").read_text()
-    found = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (\S+)", go_mod, re.MULTILINE)
-    assert found is not None, f"{wrapper}: {module} is not required"
-    assert found.group(1) == version
-    go_sum = (GOMOD_DIR / wrapper / "go.sum").read_text()
-    assert f"{module} {version} h1:" in go_sum, f"{wrapper}: go.sum has no hash of {module}"
+    assert_wrapper_pins(GOMOD_DIR, wrapper, *versions.WRAPPER_MODULES[wrapper])
 
 
 def test_every_wrapper_directory_is_pinned() -> None:

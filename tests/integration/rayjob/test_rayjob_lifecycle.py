@@ -142,19 +142,50 @@ def job_running_on_head(kube: KubeClient, namespace: str, name: str) -> Any:
     return check
 
 
-def reaches_noting(
-    kube: KubeClient, namespace: str, name: str, seen: list[str], *states: str
-) -> Any:
-    """``reaches``, noting every jobDeploymentStatus seen on the way in ``seen``."""
+class DeploymentStates:
+    """Every jobDeploymentStatus one RayJob passes through, read from a watch.
 
-    def check() -> dict[str, Any] | None:
-        status = job_status(kube, namespace, name)
-        state = str(status.get("jobDeploymentStatus") or "")
-        if not seen or seen[-1] != state:
-            seen.append(state)
-        return status if state in states else None
+    A poll misses a state the operator holds for less than the poll's interval, and on
+    a loaded machine that is any state; the watch hands over every write in order.
+    """
 
-    return check
+    def __init__(self, kube: KubeClient, namespace: str, name: str) -> None:
+        self._kube, self._namespace, self._name = kube, namespace, name
+        self.states: list[str] = []
+        self._stream: Any = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> DeploymentStates:
+        found = self._kube.list(
+            RAY_JOB, self._namespace, field_selector=f"metadata.name={self._name}"
+        )
+        for job in found["items"]:
+            self._note(job)
+        self._stream = self._kube.watch(
+            RAY_JOB, self._namespace, resource_version=found["metadata"]["resourceVersion"],
+            field_selector=f"metadata.name={self._name}",
+        )  # fmt: skip
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stream.close()
+        self._thread.join(5)
+
+    def reached(self, state: str) -> list[str] | None:
+        """A condition for ``wait_for``: the states so far, once ``state`` was seen."""
+        return list(self.states) if state in self.states else None
+
+    def _note(self, job: dict[str, Any]) -> None:
+        state = str((job.get("status") or {}).get("jobDeploymentStatus") or "")
+        if not self.states or self.states[-1] != state:
+            self.states.append(state)
+
+    def _run(self) -> None:
+        with suppress(Exception):  # the stream closed under it by __exit__
+            for event in self._stream:
+                if event.get("type") in ("ADDED", "MODIFIED"):
+                    self._note(event["object"])
 
 
 def scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
@@ -177,15 +208,16 @@ def test_active_deadline_fails_without_retry_and_leaves_the_ray_job_running(
         activeDeadlineSeconds=5, backoffLimit=2, shutdownAfterJobFinishes=True,
     )  # fmt: skip
     job_id = ""
-    states: list[str] = []
-    with running(ray_crds, kube, namespace) as clusters:
+    with (
+        running(ray_crds, kube, namespace) as clusters,
+        DeploymentStates(kube, namespace, "deadline") as watched,
+    ):
         try:
             started = time.monotonic()
             kube.create(manifest)
-            status = wait_for(
-                "Failed", reaches_noting(kube, namespace, "deadline", states, *FINAL), 30, 0.05
-            )
+            status = wait_for("Failed", reaches(kube, namespace, "deadline", *FINAL), 30, 0.05)
             failed_after = time.monotonic() - started
+            states = wait_for("the watch at Failed", lambda: watched.reached("Failed"), 10)
             job_id, cluster = status["jobId"], status["rayClusterName"]
             assert status["jobDeploymentStatus"] == "Failed", status
             assert status["reason"] == "DeadlineExceeded"
@@ -331,7 +363,6 @@ def test_suspend_while_running_deletes_the_cluster_and_resume_runs_again(
         shutdownAfterJobFinishes=True,
     )  # fmt: skip
     first_id = ""
-    states: list[str] = []
     with running(ray_crds, kube, namespace) as clusters:
         try:
             kube.create(manifest)
@@ -342,15 +373,11 @@ def test_suspend_while_running_deletes_the_cluster_and_resume_runs_again(
                 explain=lambda: describe_job(kube, namespace, "pause"),
             )
             first_id, first_cluster = status["jobId"], status["rayClusterName"]
-            suspended_at = time.monotonic()
-            kube.patch(RAY_JOB, "pause", namespace, {"spec": {"suspend": True}})
-
-            status = wait_for(
-                "Suspended",
-                reaches_noting(kube, namespace, "pause", states, "Suspended"),
-                60,
-                interval=0.05,
-            )
+            with DeploymentStates(kube, namespace, "pause") as watched:
+                suspended_at = time.monotonic()
+                kube.patch(RAY_JOB, "pause", namespace, {"spec": {"suspend": True}})
+                status = wait_for("Suspended", reaches(kube, namespace, "pause", "Suspended"), 60)
+                states = wait_for("the watch", lambda: watched.reached("Suspended"), 10)
             wait_for("the cluster gone", lambda: cluster_gone(kube, namespace, first_cluster), 30)
             to_suspended = time.monotonic() - suspended_at
             # KubeRay does not stop the Ray job on suspend (the cluster's deletion would).
