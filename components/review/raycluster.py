@@ -40,7 +40,7 @@ from .podhash import hash_ignored_paths, reshaped_parts
 from .rules import ReviewSettings
 from .verdicts import base, invalid, load, spec_uncertain
 
-__all__ = ["raycluster_verdict"]
+__all__ = ["cluster_deleted", "cluster_replaced", "raycluster_verdict"]
 
 
 def raycluster_verdict(change: ObjectChange, settings: ReviewSettings) -> Verdict:
@@ -52,11 +52,11 @@ def raycluster_verdict(change: ObjectChange, settings: ReviewSettings) -> Verdic
     if old is None and new is not None:
         verdict = _created(change, new)
     elif new is None and old is not None:
-        return _deleted(change, old, settings)
+        return cluster_deleted(change, old, settings)
     else:
         assert old is not None and new is not None
         if change.op == "replace":
-            verdict = _replaced(change, old, new, settings)
+            verdict = cluster_replaced(change, old, new, settings)
         else:
             verdict = _updated(change, old, new, settings)
     lowest, highest = autoscaler_bounds(new)
@@ -91,7 +91,9 @@ def _created(change: ObjectChange, new: RayCluster) -> Verdict:
     )
 
 
-def _deleted(change: ObjectChange, old: RayCluster, settings: ReviewSettings) -> Verdict:
+def cluster_deleted(change: ObjectChange, old: RayCluster, settings: ReviewSettings) -> Verdict:
+    """``old`` and every pod of it deleted, for ``change`` (the cluster's own, or the
+    RayService's or RayJob's that owns it); a Redis GCS FT cluster waits for cleanup."""
     pods = sum(cluster_pods(old).values())
     resources = cluster_resources(old)
     effects = [f"every pod ({pods}) is deleted with the cluster"]
@@ -124,9 +126,11 @@ def _deleted(change: ObjectChange, old: RayCluster, settings: ReviewSettings) ->
     )
 
 
-def _replaced(
+def cluster_replaced(
     change: ObjectChange, old: RayCluster, new: RayCluster, settings: ReviewSettings
 ) -> Verdict:
+    """Pulumi replaces ``change``'s object: ``old`` goes, ``new`` comes, both at once when
+    the engine creates first."""
     before, after = sum(cluster_pods(old).values()), sum(cluster_pods(new).values())
     res_before, res_after = cluster_resources(old), cluster_resources(new)
     side_by_side = change.create_before_delete

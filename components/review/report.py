@@ -17,12 +17,14 @@ from operator_runtime.render.resources import Amount
 from .changes import ObjectChange
 from .model import Finding, Verdict, add_resources
 from .raycluster import raycluster_verdict
+from .rayservice import rayservice_verdict
 from .rules import ReviewSettings
 
 __all__ = ["VERDICTS", "Report", "review"]
 
 VERDICTS: Final[Mapping[str, Callable[[ObjectChange, ReviewSettings], Verdict]]] = {
     "RayCluster": raycluster_verdict,
+    "RayService": rayservice_verdict,
 }
 
 

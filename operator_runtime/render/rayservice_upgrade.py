@@ -7,6 +7,7 @@ them (``python -m pulumi_ray review``) calls the very functions the controller c
   scheduling gates, the cluster's ``upgradeStrategy`` and ``suspend``), takes it in
   place (``in-place``: the only change is worker groups appended at the end), or needs
   a new cluster (``new-cluster``);
+- ``deletion_delay``: how long the old cluster outlives the switch to the new one;
 - ``new_cluster_allowed``: whether a needed new cluster is made at all (the
   ``upgradeStrategy`` type, the incremental-upgrade gate, ``ENABLE_ZERO_DOWNTIME``);
 - ``capacity_step`` and ``traffic_step``: one move of an incremental upgrade's serve
@@ -15,21 +16,32 @@ them (``python -m pulumi_ray review``) calls the very functions the controller c
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
-from operator_runtime.api import FeatureGates, RayCluster, RayClusterSpec
+from operator_runtime.api import FeatureGates, RayCluster, RayClusterSpec, RayService
 from operator_runtime.api.rayservice import INCREMENTAL_UPGRADE, RayServiceUpgradeStrategy
 from operator_runtime.render.rayservice_cluster import full_hash_matches, partial_hash_matches
 
 __all__ = [
+    "DEFAULT_DELETION_DELAY_SECONDS",
     "ClusterUpdate",
     "capacity_step",
     "cluster_update",
+    "deletion_delay",
     "new_cluster_allowed",
     "traffic_step",
 ]
 
 ClusterUpdate = Literal["none", "in-place", "new-cluster"]
+DEFAULT_DELETION_DELAY_SECONDS: Final = 60
+"""``rayClusterDeletionDelaySeconds`` when unset: an old cluster outlives its switch."""
+
+
+def deletion_delay(service: RayService) -> int:
+    """Seconds a cluster that is no longer active or pending lives on before the
+    controller deletes it (none while the RayService itself is being deleted)."""
+    delay = service.spec.ray_cluster_deletion_delay_seconds
+    return DEFAULT_DELETION_DELAY_SECONDS if delay is None else int(delay)
 
 
 def cluster_update(existing: RayCluster, goal: RayClusterSpec) -> ClusterUpdate:

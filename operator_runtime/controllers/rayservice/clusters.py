@@ -20,10 +20,7 @@ from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey
 from operator_runtime.api.rayservice import ROLLBACK_IN_PROGRESS, UPGRADE_IN_PROGRESS
 from operator_runtime.api.reasons import Action
-from operator_runtime.controllers.rayservice.options import (
-    DEFAULT_DELETION_DELAY_SECONDS,
-    DELETE_AFTER_ANNOTATION,
-)
+from operator_runtime.controllers.rayservice.options import DELETE_AFTER_ANNOTATION
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
     PENDING,
@@ -34,7 +31,11 @@ from operator_runtime.render import (
     build_rayservice_cluster,
     partial_hash_matches,
 )
-from operator_runtime.render.rayservice_upgrade import cluster_update, new_cluster_allowed
+from operator_runtime.render.rayservice_upgrade import (
+    cluster_update,
+    deletion_delay,
+    new_cluster_allowed,
+)
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.clock import format_time, later, parse_time
@@ -80,8 +81,7 @@ def clean_up_dangling(run: ServiceRun) -> bool:
     """Delete the dangling clusters that are due; True while any dangling one remains."""
     deleting = bool(run.raw["metadata"].get("deletionTimestamp"))
     keep = {run.cluster_name(ACTIVE), run.cluster_name(PENDING)} - {""}
-    delay = run.service.spec.ray_cluster_deletion_delay_seconds
-    delay = DEFAULT_DELETION_DELAY_SECONDS if delay is None else delay
+    delay = deletion_delay(run.service)
     remaining = False
     for cluster in owned_clusters(run):
         metadata = cluster["metadata"]
