@@ -17,6 +17,7 @@ from operator_runtime.render.resources import Amount
 from .changes import ObjectChange
 from .model import Finding, Verdict, add_resources
 from .raycluster import raycluster_verdict
+from .rayjob import rayjob_verdict
 from .rayservice import rayservice_verdict
 from .rules import ReviewSettings
 
@@ -25,6 +26,7 @@ __all__ = ["VERDICTS", "Report", "review"]
 VERDICTS: Final[Mapping[str, Callable[[ObjectChange, ReviewSettings], Verdict]]] = {
     "RayCluster": raycluster_verdict,
     "RayService": rayservice_verdict,
+    "RayJob": rayjob_verdict,
 }
 
 
