@@ -5,11 +5,12 @@ after."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
-from components.review import ObjectChange, ReviewSettings
+from components.review import ObjectChange, ReviewSettings, as_json, as_markdown, as_text, review
 from components.review.changes import changed_paths
 from components.review.rayservice import rayservice_verdict, traffic_moves
 from operator_runtime.render.resources import format_quantity
@@ -222,3 +223,10 @@ def test_the_decisions_are_the_controllers_own() -> None:
     assert rayservice.deletion_delay is clusters.deletion_delay
     assert rayservice.capacity_step is serve.capacity_step
     assert rayservice.traffic_step is traffic.traffic_step
+
+
+def test_every_format_says_how_long_the_peak_lasts() -> None:
+    report = review([change(BASE, edited(BASE, new_image))], ReviewSettings())
+    assert json.loads(as_json(report))["objects"][0]["peakSeconds"] == 60
+    assert "peak 6 for at least 60 s" in as_text(report)
+    assert "side by side (1 object(s)), each for at least 60 s" in as_markdown(report)
