@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from operator_runtime.api import InvalidObjectError, RayCluster
+from operator_runtime.api import RayCluster
 from operator_runtime.render.gcsft import deletion_timeout, redis_cleanup_needed
 from operator_runtime.render.recreate import recreate_requested, spec_hash
 from operator_runtime.render.resources import Amount, pod_resources, summary_amounts
@@ -30,7 +30,6 @@ from operator_runtime.render.resources import Amount, pod_resources, summary_amo
 from .changes import ObjectChange
 from .ledger import (
     HEAD,
-    autoscaler_bounds,
     cluster_pods,
     cluster_resources,
     groups_without_replicas,
@@ -38,40 +37,38 @@ from .ledger import (
 from .model import Finding, Verdict, add_resources, peak_resources
 from .podhash import hash_ignored_paths, reshaped_parts
 from .rules import ReviewSettings
-from .verdicts import base, invalid, load, spec_uncertain
+from .verdicts import base, judge, ledger, spec_uncertain
 
 __all__ = ["cluster_deleted", "cluster_replaced", "raycluster_verdict"]
 
 
 def raycluster_verdict(change: ObjectChange, settings: ReviewSettings) -> Verdict:
-    try:
-        old = load(change.before, settings, RayCluster)
-        new = load(change.after, settings, RayCluster)
-    except InvalidObjectError as error:
-        return invalid(change, settings, str(error))
-    if old is None and new is not None:
-        verdict = _created(change, new)
-    elif new is None and old is not None:
-        return cluster_deleted(change, old, settings)
-    else:
-        assert old is not None and new is not None
-        if change.op == "replace":
-            verdict = cluster_replaced(change, old, new, settings)
-        else:
-            verdict = _updated(change, old, new, settings)
-    lowest, highest = autoscaler_bounds(new)
-    effects = verdict.effects
+    return judge(
+        change,
+        settings,
+        RayCluster,
+        created=_created,
+        deleted=cluster_deleted,
+        replaced=cluster_replaced,
+        updated=_updated,
+        cluster_after=lambda new, _settings: new,
+        finish=_autoscaler_owned,
+    )
+
+
+def _autoscaler_owned(verdict: Verdict, change: ObjectChange, new: RayCluster) -> Verdict:
     spec = (change.after or {}).get("spec")
     unset = groups_without_replicas(spec if isinstance(spec, dict) else None)
-    if new.spec.enable_in_tree_autoscaling and unset:
-        effects += (
-            f"the autoscaler owns the replicas of {', '.join(unset)} (not in the spec): the "
-            "counts here start them at minReplicas; the running count is the autoscaler's",
-        )
-    return dataclasses.replace(verdict, lowest=lowest, highest=highest, effects=effects)
+    if not new.spec.enable_in_tree_autoscaling or not unset:
+        return verdict
+    effect = (
+        f"the autoscaler owns the replicas of {', '.join(unset)} (not in the spec): the "
+        "counts here start them at minReplicas; the running count is the autoscaler's"
+    )
+    return dataclasses.replace(verdict, effects=(*verdict.effects, effect))
 
 
-def _created(change: ObjectChange, new: RayCluster) -> Verdict:
+def _created(change: ObjectChange, new: RayCluster, settings: ReviewSettings) -> Verdict:
     pods = cluster_pods(new)
     resources = cluster_resources(new)
     workers = sum(pods.values()) - pods.get(HEAD, 0)
@@ -80,15 +77,8 @@ def _created(change: ObjectChange, new: RayCluster) -> Verdict:
         if new.spec.suspend
         else f"created: a head and {workers} worker pod(s)"
     )
-    return base(
-        change,
-        summary=summary,
-        pods_after=sum(pods.values()),
-        pods_created=sum(pods.values()),
-        peak_pods=sum(pods.values()),
-        after=resources,
-        peak=resources,
-    )
+    count = sum(pods.values())
+    return base(change, summary=summary, **ledger(pods_after=count, created=count, after=resources))
 
 
 def cluster_deleted(change: ObjectChange, old: RayCluster, settings: ReviewSettings) -> Verdict:
@@ -117,12 +107,8 @@ def cluster_deleted(change: ObjectChange, old: RayCluster, settings: ReviewSetti
         change,
         summary=f"deleted: {pods} pod(s) go",
         effects=tuple(effects),
-        pods_before=pods,
-        pods_deleted=pods,
-        peak_pods=pods,
-        before=resources,
-        peak=resources,
         findings=tuple(findings),
+        **ledger(pods_before=pods, deleted=pods, before=resources),
     )
 
 
@@ -132,14 +118,12 @@ def cluster_replaced(
     """Pulumi replaces ``change``'s object: ``old`` goes, ``new`` comes, both at once when
     the engine creates first."""
     before, after = sum(cluster_pods(old).values()), sum(cluster_pods(new).values())
-    res_before, res_after = cluster_resources(old), cluster_resources(new)
-    side_by_side = change.create_before_delete
     reasons = ", ".join(change.replace_reasons) or "a field that cannot change in place"
     effects = [
         f"Pulumi replaces the object ({reasons}): the old cluster's {before} pod(s) are "
         f"deleted and {after} created",
         "the new cluster exists before the old one is deleted"
-        if side_by_side
+        if change.create_before_delete
         else "the old cluster is deleted first",
     ]
     finding = settings.finding(
@@ -151,17 +135,16 @@ def cluster_replaced(
         change,
         summary=f"replaced: {before} pod(s) deleted, {after} created",
         effects=tuple(effects),
-        pods_before=before,
-        pods_after=after,
-        pods_created=after,
-        pods_deleted=before,
-        peak_pods=before + after if side_by_side else max(before, after),
-        before=res_before,
-        after=res_after,
-        peak=add_resources(res_before, res_after)
-        if side_by_side
-        else peak_resources(res_before, res_after),
         findings=(finding,),
+        **ledger(
+            pods_before=before,
+            pods_after=after,
+            created=after,
+            deleted=before,
+            before=cluster_resources(old),
+            after=cluster_resources(new),
+            together=change.create_before_delete,
+        ),
     )
 
 

@@ -30,7 +30,7 @@ from .changes import ObjectChange
 from .model import Finding, Resources, Verdict
 from .rayjob import JobRun, job_run
 from .rules import ReviewSettings
-from .verdicts import base, invalid, load
+from .verdicts import base, invalid, ledger, load
 
 __all__ = ["raycronjob_verdict"]
 
@@ -113,10 +113,6 @@ def raycronjob_verdict(change: ObjectChange, settings: ReviewSettings) -> Verdic
         change,
         summary=summary,
         effects=tuple(effects),
-        pods_after=created,
-        pods_created=created,
-        peak_pods=created,
-        after=peak,
-        peak=peak,
         findings=tuple(findings),
+        **ledger(pods_after=created, created=created, after=peak),
     )

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Final
 
-from operator_runtime.api import InvalidObjectError, RayCluster, RayJob
+from operator_runtime.api import RayCluster, RayJob
 from operator_runtime.render import (
     RenderError,
     SubmitterParams,
@@ -37,11 +37,11 @@ from operator_runtime.render import (
 from operator_runtime.render.resources import pod_resources, summary_amounts
 
 from .changes import ObjectChange
-from .ledger import autoscaler_bounds, cluster_pods, cluster_resources
+from .ledger import cluster_pods, cluster_resources
 from .model import Finding, Resources, Verdict, add_resources, peak_resources
 from .raycluster import cluster_deleted
 from .rules import ReviewSettings
-from .verdicts import base, invalid, load, spec_uncertain
+from .verdicts import base, judge, ledger, spec_uncertain
 
 __all__ = ["JobRun", "job_run", "rayjob_verdict"]
 
@@ -112,25 +112,16 @@ def job_run(job: RayJob, settings: ReviewSettings, name: str | None = None) -> J
 
 
 def rayjob_verdict(change: ObjectChange, settings: ReviewSettings) -> Verdict:
-    try:
-        old = load(change.before, settings, RayJob)
-        new = load(change.after, settings, RayJob)
-    except InvalidObjectError as error:
-        return invalid(change, settings, str(error))
-    if new is None:
-        assert old is not None
-        return _deleted(change, old, settings)
-    if old is None:
-        verdict = _created(change, new, settings)
-    elif change.op == "replace":
-        verdict = _replaced(change, old, new, settings)
-    else:
-        verdict = _updated(change, old, new, settings)
-    run = job_run(new, settings)
-    if run.cluster is not None and not new.spec.suspend:
-        lowest, highest = autoscaler_bounds(run.cluster)
-        verdict = dataclasses.replace(verdict, lowest=lowest, highest=highest)
-    return verdict
+    return judge(
+        change,
+        settings,
+        RayJob,
+        created=_created,
+        deleted=_deleted,
+        replaced=_replaced,
+        updated=_updated,
+        cluster_after=lambda new, s: None if new.spec.suspend else job_run(new, s).cluster,
+    )
 
 
 def _lifecycle(job: RayJob) -> list[str]:
@@ -167,11 +158,7 @@ def _created(change: ObjectChange, new: RayJob, settings: ReviewSettings) -> Ver
         change,
         summary=f"a new run {run.describe(new)}",
         effects=tuple(_lifecycle(new)),
-        pods_after=run.pods,
-        pods_created=run.pods,
-        peak_pods=run.pods,
-        after=run.resources,
-        peak=run.resources,
+        **ledger(pods_after=run.pods, created=run.pods, after=run.resources),
     )
 
 
@@ -185,10 +172,7 @@ def _deleted(change: ObjectChange, old: RayJob, settings: ReviewSettings) -> Ver
             change,
             summary="deleted: the selected cluster is left running",
             effects=(f"{stop}; the cluster its clusterSelector names is not deleted",),
-            pods_before=run.pods,
-            pods_deleted=run.pods,
-            before=run.resources,
-            peak=run.resources,
+            **ledger(pods_before=run.pods, deleted=run.pods, before=run.resources),
         )
     verdict = cluster_deleted(change, run.cluster, settings)
     effect = f"{stop}; its cluster and submitter Job are deleted with it (owner references)"
@@ -196,11 +180,7 @@ def _deleted(change: ObjectChange, old: RayJob, settings: ReviewSettings) -> Ver
         verdict,
         summary=f"deleted: {run.pods} pod(s) go",
         effects=(effect, *verdict.effects),
-        pods_before=run.pods,
-        pods_deleted=run.pods,
-        peak_pods=run.pods,
-        before=run.resources,
-        peak=run.resources,
+        **ledger(pods_before=run.pods, deleted=run.pods, before=run.resources),
     )
 
 
@@ -289,14 +269,14 @@ def _updated(change: ObjectChange, old: RayJob, new: RayJob, settings: ReviewSet
         change,
         summary=summary,
         effects=tuple(effects + _lifecycle(new)),
-        pods_before=before.pods,
-        pods_after=after.pods,
-        pods_created=created,
-        pods_deleted=deleted,
-        peak_pods=max(before.pods, after.pods),
-        before=before.resources,
-        after=after.resources,
-        peak=peak_resources(before.resources, after.resources),
         findings=tuple(findings),
         known_at_deploy=bool(uncertain),
+        **ledger(
+            pods_before=before.pods,
+            pods_after=after.pods,
+            created=created,
+            deleted=deleted,
+            before=before.resources,
+            after=after.resources,
+        ),
     )

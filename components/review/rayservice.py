@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Final
 
-from operator_runtime.api import InvalidObjectError, RayCluster, RayService
+from operator_runtime.api import RayCluster, RayService
 from operator_runtime.render import build_rayservice_cluster, incremental_upgrade_enabled
 from operator_runtime.render.rayservice_upgrade import (
     capacity_step,
@@ -37,11 +37,11 @@ from operator_runtime.render.rayservice_upgrade import (
 )
 
 from .changes import ObjectChange, changed_paths
-from .ledger import autoscaler_bounds, cluster_pods, cluster_resources
+from .ledger import cluster_pods, cluster_resources
 from .model import Finding, Resources, Verdict, add_resources
 from .raycluster import cluster_deleted, cluster_replaced, raycluster_verdict
 from .rules import ReviewSettings
-from .verdicts import base, invalid, load, spec_uncertain
+from .verdicts import base, judge, ledger, spec_uncertain
 
 __all__ = ["rayservice_verdict", "traffic_moves"]
 
@@ -62,24 +62,16 @@ def service_cluster(service: RayService, settings: ReviewSettings) -> RayCluster
 
 
 def rayservice_verdict(change: ObjectChange, settings: ReviewSettings) -> Verdict:
-    try:
-        old = load(change.before, settings, RayService)
-        new = load(change.after, settings, RayService)
-    except InvalidObjectError as error:
-        return invalid(change, settings, str(error))
-    if new is None:
-        assert old is not None
-        return _deleted(change, old, settings)
-    if old is None:
-        verdict = _created(change, new, settings)
-    elif change.op == "replace":
-        verdict = _replaced(change, old, new, settings)
-    else:
-        verdict = _updated(change, old, new, settings)
-    if new.spec.suspend:
-        return verdict
-    lowest, highest = autoscaler_bounds(service_cluster(new, settings))
-    return dataclasses.replace(verdict, lowest=lowest, highest=highest)
+    return judge(
+        change,
+        settings,
+        RayService,
+        created=_created,
+        deleted=_deleted,
+        replaced=_replaced,
+        updated=_updated,
+        cluster_after=_running,
+    )
 
 
 def _pods(cluster: RayCluster | None) -> int:
@@ -103,15 +95,7 @@ def _created(change: ObjectChange, new: RayService, settings: ReviewSettings) ->
         else f"created: a cluster of {pods} pod(s); the serve config is deployed once its "
         "head is ready"
     )
-    return base(
-        change,
-        summary=summary,
-        pods_after=pods,
-        pods_created=pods,
-        peak_pods=pods,
-        after=resources,
-        peak=resources,
-    )
+    return base(change, summary=summary, **ledger(pods_after=pods, created=pods, after=resources))
 
 
 def _deleted(change: ObjectChange, old: RayService, settings: ReviewSettings) -> Verdict:
@@ -187,30 +171,22 @@ def _suspend(
         change,
         summary=summary,
         effects=effects,
-        pods_before=before,
-        pods_after=after,
-        pods_created=after,
-        pods_deleted=before,
-        peak_pods=max(before, after),
-        before=_resources(old),
-        after=_resources(new),
-        peak=_resources(old) if new is None else _resources(new),
         findings=findings,
+        **ledger(
+            pods_before=before,
+            pods_after=after,
+            created=after,
+            deleted=before,
+            before=_resources(old),
+            after=_resources(new),
+        ),
     )
 
 
 def _kept(change: ObjectChange, cluster: RayCluster, **fields: object) -> Verdict:
     pods, resources = _pods(cluster), _resources(cluster)
-    return base(
-        change,
-        pods_before=pods,
-        pods_after=pods,
-        peak_pods=pods,
-        before=resources,
-        after=resources,
-        peak=resources,
-        **fields,
-    )
+    kept = ledger(pods_before=pods, pods_after=pods, before=resources, after=resources)
+    return base(change, **kept, **fields)
 
 
 def _cluster_paths(change: ObjectChange) -> list[str]:
@@ -342,7 +318,6 @@ def _new_cluster(
     settings: ReviewSettings,
 ) -> Verdict:
     before, after = _pods(old_cluster), _pods(new_cluster)
-    res_before, res_after = _resources(old_cluster), _resources(new_cluster)
     delay = deletion_delay(new)
     effects = [
         f"the cluster spec changes beyond what an update in place applies: a new cluster of "
@@ -388,16 +363,17 @@ def _new_cluster(
         change,
         summary=summary,
         effects=tuple(effects),
-        pods_before=before,
-        pods_after=after,
-        pods_created=after,
-        pods_deleted=before,
-        peak_pods=before + after,
-        before=res_before,
-        after=res_after,
-        peak=add_resources(res_before, res_after),
         peak_seconds=side_by_side,
         findings=(finding,),
+        **ledger(
+            pods_before=before,
+            pods_after=after,
+            created=after,
+            deleted=before,
+            before=_resources(old_cluster),
+            after=_resources(new_cluster),
+            together=True,
+        ),
     )
 
 

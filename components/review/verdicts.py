@@ -5,18 +5,33 @@ paths of a spec the engine cannot show (known at deploy, or a secret it says cha
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TypeVar
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import TypedDict, TypeVar
 
-from operator_runtime.api import load_object
+from operator_runtime.api import InvalidObjectError, RayCluster, load_object
 
 from .changes import ObjectChange
-from .model import Verdict
+from .ledger import autoscaler_bounds
+from .model import Resources, Verdict, add_resources, peak_resources
 from .rules import ReviewSettings
 
-__all__ = ["base", "invalid", "load", "spec_uncertain"]
+__all__ = ["Ledger", "base", "invalid", "judge", "ledger", "load", "spec_uncertain"]
 
 _Kind = TypeVar("_Kind")
+
+
+class Ledger(TypedDict):
+    """The ledger fields of a ``Verdict``."""
+
+    pods_before: int
+    pods_after: int
+    pods_created: int
+    pods_deleted: int
+    peak_pods: int
+    before: Resources
+    after: Resources
+    peak: Resources
 
 
 def load(
@@ -29,6 +44,67 @@ def load(
     obj = load_object(dict(document), settings.options.feature_gates)
     assert isinstance(obj, kind)
     return obj
+
+
+def judge(
+    change: ObjectChange,
+    settings: ReviewSettings,
+    kind: type[_Kind],
+    *,
+    created: Callable[[ObjectChange, _Kind, ReviewSettings], Verdict],
+    deleted: Callable[[ObjectChange, _Kind, ReviewSettings], Verdict],
+    replaced: Callable[[ObjectChange, _Kind, _Kind, ReviewSettings], Verdict],
+    updated: Callable[[ObjectChange, _Kind, _Kind, ReviewSettings], Verdict],
+    cluster_after: Callable[[_Kind, ReviewSettings], RayCluster | None],
+    finish: Callable[[Verdict, ObjectChange, _Kind], Verdict] | None = None,
+) -> Verdict:
+    """Parse both sides as the operator does (a refused object gets ``invalid``), hand
+    the change to the verdict for its op, give the autoscaler's range of the cluster
+    the new spec runs (``cluster_after``; None: no range), then ``finish`` it."""
+    try:
+        old = load(change.before, settings, kind)
+        new = load(change.after, settings, kind)
+    except InvalidObjectError as error:
+        return invalid(change, settings, str(error))
+    if new is None:
+        assert old is not None
+        return deleted(change, old, settings)
+    if old is None:
+        verdict = created(change, new, settings)
+    elif change.op == "replace":
+        verdict = replaced(change, old, new, settings)
+    else:
+        verdict = updated(change, old, new, settings)
+    cluster = cluster_after(new, settings)
+    if cluster is not None:
+        lowest, highest = autoscaler_bounds(cluster)
+        verdict = dataclasses.replace(verdict, lowest=lowest, highest=highest)
+    return verdict if finish is None else finish(verdict, change, new)
+
+
+def ledger(
+    *,
+    pods_before: int = 0,
+    pods_after: int = 0,
+    created: int = 0,
+    deleted: int = 0,
+    before: Resources | None = None,
+    after: Resources | None = None,
+    together: bool = False,
+) -> Ledger:
+    """A verdict's ledger fields: pods and resources before and after, and the peak,
+    the larger side, or both sides added when old and new are held ``together``."""
+    old, new = before or {}, after or {}
+    return Ledger(
+        pods_before=pods_before,
+        pods_after=pods_after,
+        pods_created=created,
+        pods_deleted=deleted,
+        peak_pods=pods_before + pods_after if together else max(pods_before, pods_after),
+        before=old,
+        after=new,
+        peak=add_resources(old, new) if together else peak_resources(old, new),
+    )
 
 
 def base(change: ObjectChange, **fields: object) -> Verdict:
