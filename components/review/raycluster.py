@@ -37,7 +37,7 @@ from .ledger import (
 from .model import Finding, Verdict, add_resources, peak_resources
 from .podhash import hash_ignored_paths, reshaped_parts
 from .rules import ReviewSettings
-from .verdicts import base, judge, ledger, spec_uncertain
+from .verdicts import base, judge, ledger, spec_uncertain, swap
 
 __all__ = ["cluster_deleted", "cluster_replaced", "raycluster_verdict"]
 
@@ -136,15 +136,7 @@ def cluster_replaced(
         summary=f"replaced: {before} pod(s) deleted, {after} created",
         effects=tuple(effects),
         findings=(finding,),
-        **ledger(
-            pods_before=before,
-            pods_after=after,
-            created=after,
-            deleted=before,
-            before=cluster_resources(old),
-            after=cluster_resources(new),
-            together=change.create_before_delete,
-        ),
+        **swap(old, new, together=change.create_before_delete),
     )
 
 

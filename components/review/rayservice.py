@@ -41,7 +41,7 @@ from .ledger import cluster_pods, cluster_resources
 from .model import Finding, Resources, Verdict, add_resources
 from .raycluster import cluster_deleted, cluster_replaced, raycluster_verdict
 from .rules import ReviewSettings
-from .verdicts import base, judge, ledger, spec_uncertain
+from .verdicts import base, judge, ledger, spec_uncertain, swap
 
 __all__ = ["rayservice_verdict", "traffic_moves"]
 
@@ -172,14 +172,7 @@ def _suspend(
         summary=summary,
         effects=effects,
         findings=findings,
-        **ledger(
-            pods_before=before,
-            pods_after=after,
-            created=after,
-            deleted=before,
-            before=_resources(old),
-            after=_resources(new),
-        ),
+        **swap(old, new),
     )
 
 
@@ -365,15 +358,7 @@ def _new_cluster(
         effects=tuple(effects),
         peak_seconds=side_by_side,
         findings=(finding,),
-        **ledger(
-            pods_before=before,
-            pods_after=after,
-            created=after,
-            deleted=before,
-            before=_resources(old_cluster),
-            after=_resources(new_cluster),
-            together=True,
-        ),
+        **swap(old_cluster, new_cluster, together=True),
     )
 
 

@@ -12,11 +12,11 @@ from typing import TypedDict, TypeVar
 from operator_runtime.api import InvalidObjectError, RayCluster, load_object
 
 from .changes import ObjectChange
-from .ledger import autoscaler_bounds
+from .ledger import autoscaler_bounds, cluster_pods, cluster_resources
 from .model import Resources, Verdict, add_resources, peak_resources
 from .rules import ReviewSettings
 
-__all__ = ["Ledger", "base", "invalid", "judge", "ledger", "load", "spec_uncertain"]
+__all__ = ["Ledger", "base", "invalid", "judge", "ledger", "load", "spec_uncertain", "swap"]
 
 _Kind = TypeVar("_Kind")
 
@@ -104,6 +104,22 @@ def ledger(
         before=old,
         after=new,
         peak=add_resources(old, new) if together else peak_resources(old, new),
+    )
+
+
+def swap(old: RayCluster | None, new: RayCluster | None, *, together: bool = False) -> Ledger:
+    """The ledger of a cluster replaced by another (either may be none): every pod of
+    ``old`` goes, every pod of ``new`` comes; ``together``: both are held at once."""
+    before = sum(cluster_pods(old).values()) if old is not None else 0
+    after = sum(cluster_pods(new).values()) if new is not None else 0
+    return ledger(
+        pods_before=before,
+        pods_after=after,
+        created=after,
+        deleted=before,
+        before=cluster_resources(old) if old is not None else None,
+        after=cluster_resources(new) if new is not None else None,
+        together=together,
     )
 
 

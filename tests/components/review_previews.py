@@ -13,6 +13,9 @@ import copy
 import json
 from typing import Any
 
+from components.review import ObjectChange
+from components.review.changes import changed_paths
+
 SIG = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
@@ -108,3 +111,21 @@ def quickstart_replicas() -> str:
     diff = {"spec.workerGroupSpecs[0].replicas": {"kind": "update", "inputDiff": False}}
     before, after = cluster(2, wire=True), cluster(3, wire=True)
     return digest(step("update", before, after, diff, diffReasons=["spec"]))
+
+
+def object_change(
+    kind: str, before: dict[str, Any] | None, after: dict[str, Any] | None, **extra: Any
+) -> ObjectChange:
+    """One change of ``default/<name>`` (``name`` in ``extra``, else ``demo``), its op
+    from the sides given unless ``extra`` names one."""
+    op = extra.pop("op", "create" if before is None else "delete" if after is None else "update")
+    return ObjectChange(
+        kind=kind,
+        namespace="default",
+        name=extra.pop("name", "demo"),
+        op=op,
+        before=before,
+        after=after,
+        changed=tuple(changed_paths(before, after)),
+        **extra,
+    )

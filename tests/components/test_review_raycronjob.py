@@ -6,12 +6,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from components.review import ObjectChange, ReviewSettings
-from components.review.changes import changed_paths
+from components.review import ReviewSettings
 from components.review.raycronjob import raycronjob_verdict
 from operator_runtime.api import FeatureGates
 from operator_runtime.render import RenderOptions
 from operator_runtime.render.resources import format_quantity
+from tests.components.review_previews import object_change
 from tests.components.test_review_rayjob import job
 
 GATE_ON = ReviewSettings(options=RenderOptions(feature_gates=FeatureGates(ray_cron_job=True)))
@@ -32,17 +32,8 @@ def judge(
     after: dict[str, Any] | None,
     settings: ReviewSettings = GATE_ON,
 ):
-    op = "create" if before is None else "delete" if after is None else "update"
     return raycronjob_verdict(
-        ObjectChange(
-            kind="RayCronJob",
-            namespace="default",
-            name="nightly",
-            op=op,
-            before=before,
-            after=after,
-            changed=tuple(changed_paths(before, after)),
-        ),
+        object_change("RayCronJob", before, after, name="nightly"),
         settings,
     )
 

@@ -8,10 +8,9 @@ from typing import Any
 
 from components.rendering import Source
 from components.review import ObjectChange, ReviewSettings, from_sources
-from components.review.changes import changed_paths
 from components.review.rayjob import rayjob_verdict
 from operator_runtime.render.resources import format_quantity
-from tests.components.review_previews import cluster
+from tests.components.review_previews import cluster, object_change
 
 
 def job(name: str = "train", **spec: Any) -> dict[str, Any]:
@@ -32,17 +31,7 @@ def job(name: str = "train", **spec: Any) -> dict[str, Any]:
 def change(
     before: dict[str, Any] | None, after: dict[str, Any] | None, **extra: Any
 ) -> ObjectChange:
-    op = extra.pop("op", "create" if before is None else "delete" if after is None else "update")
-    return ObjectChange(
-        kind="RayJob",
-        namespace="default",
-        name="train",
-        op=op,
-        before=before,
-        after=after,
-        changed=tuple(changed_paths(before, after)),
-        **extra,
-    )
+    return object_change("RayJob", before, after, name="train", **extra)
 
 
 def judge(before: dict[str, Any] | None, after: dict[str, Any] | None, **extra: Any):

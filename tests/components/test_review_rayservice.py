@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 from components.review import ObjectChange, ReviewSettings, as_json, as_markdown, as_text, review
-from components.review.changes import changed_paths
 from components.review.rayservice import rayservice_verdict, traffic_moves
 from operator_runtime.render.resources import format_quantity
-from tests.components.review_previews import cluster
+from tests.components.review_previews import cluster, object_change
 
 SERVE = "applications:\n- name: demo\n  import_path: demo:app\n"
 
@@ -34,17 +33,10 @@ def service(replicas: int = 2, **spec: Any) -> dict[str, Any]:
     }
 
 
-def change(before: dict[str, Any] | None, after: dict[str, Any] | None) -> ObjectChange:
-    op = "create" if before is None else "delete" if after is None else "update"
-    return ObjectChange(
-        kind="RayService",
-        namespace="default",
-        name="serve",
-        op=op,
-        before=before,
-        after=after,
-        changed=tuple(changed_paths(before, after)),
-    )
+def change(
+    before: dict[str, Any] | None, after: dict[str, Any] | None, **extra: Any
+) -> ObjectChange:
+    return object_change("RayService", before, after, name="serve", **extra)
 
 
 def edited(document: dict[str, Any], edit: Any) -> dict[str, Any]:
