@@ -10,10 +10,18 @@ from typing import Any
 
 from components.__main__ import main
 from components.rendering import Source
-from components.review import ObjectChange, ReviewSettings, from_sources
+from components.review import (
+    ObjectChange,
+    ReviewSettings,
+    as_json,
+    as_markdown,
+    as_text,
+    from_sources,
+    review,
+)
 from components.review.rayjob import rayjob_verdict
 from operator_runtime.render.resources import format_quantity
-from tests.components.review_previews import cluster, example_sides, object_change
+from tests.components.review_previews import SECRET_VALUE, cluster, example_sides, object_change
 
 
 def job(name: str = "train", **spec: Any) -> dict[str, Any]:
@@ -160,3 +168,23 @@ def test_the_batch_examples_entrypoint_change_is_a_new_run(tmp_path: Path) -> No
     assert text.startswith("1 Ray object(s) change · pods +3 -3 · CPU 2500m")
     assert "(replace): a new run on a new cluster of 2 pod(s) and a submitter pod" in text
     assert "WARN job-runs-again" in text
+
+
+def test_no_value_of_the_spec_reaches_any_format() -> None:
+    def with_env(value: str) -> Any:
+        def edit(document: dict[str, Any]) -> None:
+            spec = document["spec"]
+            spec["runtimeEnvYAML"] = f"env_vars:\n  TOKEN: {value}\n"
+            head = spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+            head["env"] = [{"name": "TOKEN", "value": value}]
+
+        return edit
+
+    before, after = edited(BASE, with_env("old-value")), edited(BASE, with_env(SECRET_VALUE))
+    report = review(
+        [change(BASE, before, op="replace", create_before_delete=True), change(before, after)],
+        ReviewSettings(),
+    )
+    for text in (as_text(report), as_markdown(report), as_json(report)):
+        assert SECRET_VALUE not in text and "old-value" not in text
+        assert "a new run" in text

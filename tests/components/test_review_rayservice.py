@@ -16,7 +16,7 @@ from components.__main__ import main
 from components.review import ObjectChange, ReviewSettings, as_json, as_markdown, as_text, review
 from components.review.rayservice import rayservice_verdict, traffic_moves
 from operator_runtime.render.resources import format_quantity
-from tests.components.review_previews import cluster, example_sides, object_change
+from tests.components.review_previews import SECRET_VALUE, cluster, example_sides, object_change
 
 SERVE = "applications:\n- name: demo\n  import_path: demo:app\n"
 
@@ -247,3 +247,21 @@ def test_the_gateway_examples_cluster_change_is_an_incremental_upgrade(tmp_path:
     assert "5 traffic step(s), at least 150 s" in text
     assert "WARN upgrade-starts-new-cluster" in text and "for at least 210 s" in text
     assert "the autoscaler owns the replicas of serve-workers" in text
+
+
+def test_no_value_of_the_spec_reaches_any_format() -> None:
+    def with_env(value: str) -> Any:
+        def edit(document: dict[str, Any]) -> None:
+            document["spec"]["serveConfigV2"] = (
+                SERVE + f"  runtime_env: {{env_vars: {{K: {value}}}}}\n"
+            )
+            head = document["spec"]["rayClusterConfig"]["headGroupSpec"]
+            head["template"]["spec"]["containers"][0]["env"] = [{"name": "K", "value": value}]
+
+        return edit
+
+    before, after = edited(BASE, with_env("old-value")), edited(BASE, with_env(SECRET_VALUE))
+    report = review([change(before, after), change(after, None)], ReviewSettings())
+    for text in (as_text(report), as_markdown(report), as_json(report)):
+        assert SECRET_VALUE not in text and "old-value" not in text
+        assert "new cluster" in text
