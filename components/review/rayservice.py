@@ -16,7 +16,9 @@ them (``build_rayservice_cluster``) and counted by ``ledger``:
   ``ENABLE_ZERO_DOWNTIME=false`` and no strategy) nothing happens;
 - ``serveConfigV2`` alone: the applications are redeployed on the running cluster (a PUT
   to its dashboard), no pod changes;
-- ``spec.suspend``: every cluster deleted; resuming makes a new one.
+- ``spec.suspend``: every cluster deleted; resuming makes a new one;
+- ``rayClusterConfig.suspend`` lifted (Kueue's admission): the suspended cluster takes
+  the new spec in place (``controllers/rayservice/clusters._lift_suspend``).
 
 The cluster running before the change is taken to be the one the old spec makes.
 """
@@ -126,6 +128,8 @@ def _updated(
     old_cluster, new_cluster = _running(old, settings), _running(new, settings)
     if old_cluster is None or new_cluster is None:
         verdict = _suspend(change, old_cluster, new_cluster, settings)
+    elif old_cluster.spec.suspend and not new_cluster.spec.suspend:
+        verdict = _unsuspended(change, old_cluster, new_cluster)
     else:
         decision = cluster_update(old_cluster, new.spec.ray_cluster_config)
         if decision == "none":
@@ -181,6 +185,22 @@ def _kept(change: ObjectChange, cluster: RayCluster, **fields: object) -> Verdic
     pods, resources = _pods(cluster), _resources(cluster)
     kept = ledger(pods_before=pods, pods_after=pods, before=resources, after=resources)
     return base(change, **kept, **fields)
+
+
+def _unsuspended(change: ObjectChange, old: RayCluster, new: RayCluster) -> Verdict:
+    """``rayClusterConfig.suspend`` lifted (Kueue admitting the RayService): the
+    controller unsuspends the cluster and writes the whole goal spec onto it in place."""
+    pods = _pods(new)
+    return base(
+        change,
+        summary=f"its suspended cluster is unsuspended in place: {pods} pod(s) created",
+        effects=(
+            "rayClusterConfig.suspend is no longer true: the suspended cluster takes the new "
+            "spec in place and starts (ours; KubeRay v1.7.0 leaves it suspended, "
+            "ray-project/kuberay#4686)",
+        ),
+        **swap(old, new),
+    )
 
 
 def _cluster_paths(change: ObjectChange) -> list[str]:

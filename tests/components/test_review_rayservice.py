@@ -265,3 +265,14 @@ def test_no_value_of_the_spec_reaches_any_format() -> None:
     for text in (as_text(report), as_markdown(report), as_json(report)):
         assert SECRET_VALUE not in text and "old-value" not in text
         assert "new cluster" in text
+
+
+def test_lifting_the_cluster_suspend_starts_the_cluster_in_place() -> None:
+    # Kueue admits a queued RayService by setting rayClusterConfig.suspend to false.
+    queued = edited(BASE, lambda d: d["spec"]["rayClusterConfig"].update(suspend=True))
+    admitted = edited(queued, lambda d: d["spec"]["rayClusterConfig"].update(suspend=False))
+    verdict = judge(queued, admitted)
+    assert verdict.summary == "its suspended cluster is unsuspended in place: 3 pod(s) created"
+    assert (verdict.pods_before, verdict.pods_created, verdict.peak_seconds) == (0, 3, None)
+    # The other way a running cluster is not suspended: the hash leaves suspend out.
+    assert rules(judge(admitted, queued)) == ["change-not-applied"]
