@@ -69,10 +69,20 @@ class JobRun:
     resources: Resources
 
     def describe(self, job: RayJob) -> str:
+        if job.spec.suspend:
+            return "once it is resumed (created suspended)"
         submitter = " and a submitter pod" if _has_submitter_pod(job) else ""
         if self.cluster is None:
             return f"on the existing cluster its clusterSelector names{submitter}"
         return f"on a new cluster of {self.pods - int(bool(submitter))} pod(s){submitter}"
+
+
+IDLE: Final = JobRun(None, 0, {})
+"""A suspended RayJob holds nothing."""
+
+
+def _held(job: RayJob, settings: ReviewSettings) -> JobRun:
+    return IDLE if job.spec.suspend else job_run(job, settings)
 
 
 def _has_submitter_pod(job: RayJob) -> bool:
@@ -186,8 +196,7 @@ def _deleted(change: ObjectChange, old: RayJob, settings: ReviewSettings) -> Ver
 
 
 def _replaced(change: ObjectChange, old: RayJob, new: RayJob, settings: ReviewSettings) -> Verdict:
-    old_run = job_run(old, settings) if not old.spec.suspend else JobRun(None, 0, {})
-    new_run = job_run(new, settings) if not new.spec.suspend else JobRun(None, 0, {})
+    old_run, new_run = _held(old, settings), _held(new, settings)
     side_by_side = change.create_before_delete
     reasons = ", ".join(change.replace_reasons) or "its name, which carries a digest of the spec"
     effects = [
@@ -220,14 +229,13 @@ def _replaced(change: ObjectChange, old: RayJob, new: RayJob, settings: ReviewSe
 
 
 def _updated(change: ObjectChange, old: RayJob, new: RayJob, settings: ReviewSettings) -> Verdict:
-    old_run = job_run(old, settings) if not old.spec.suspend else JobRun(None, 0, {})
-    new_run = job_run(new, settings) if not new.spec.suspend else JobRun(None, 0, {})
+    old_run, new_run = _held(old, settings), _held(new, settings)
     effects: list[str] = []
     findings: list[Finding] = []
     before = after = old_run
     created = deleted = 0
     if new.spec.suspend and not old.spec.suspend:
-        after, deleted = JobRun(None, 0, {}), old_run.pods
+        after, deleted = IDLE, old_run.pods
         summary = f"suspended: its cluster and submitter are deleted, {deleted} pod(s) go"
         effects.append(
             "suspend (from Initializing or Running): the cluster and the submitter Job are "
@@ -242,6 +250,8 @@ def _updated(change: ObjectChange, old: RayJob, new: RayJob, settings: ReviewSet
         after, created = new_run, new_run.pods
         summary = f"resumed: a new run {new_run.describe(new)}"
         effects.append("resumed: the run starts over from New, with the spec as it is now")
+    elif old.spec.suspend and any(p.startswith("spec.") for p in change.changed):
+        summary = "suspended: the change applies when it is resumed"
     else:
         summary = "no run changes"
     ignored = [p for p in change.changed if p.startswith("spec.") and not p.startswith(READ_LATER)]

@@ -188,3 +188,14 @@ def test_no_value_of_the_spec_reaches_any_format() -> None:
     for text in (as_text(report), as_markdown(report), as_json(report)):
         assert SECRET_VALUE not in text and "old-value" not in text
         assert "a new run" in text
+
+
+def test_a_suspended_job_holds_nothing_and_takes_edits_when_resumed() -> None:
+    suspended = edited(BASE, lambda d: d["spec"].update(suspend=True))
+    replaced = judge(BASE, suspended, op="replace", create_before_delete=True)
+    assert replaced.summary.startswith("a new run once it is resumed (created suspended)")
+    assert (replaced.pods_created, replaced.pods_deleted) == (0, CLUSTER_AND_SUBMITTER)
+    edit = edited(suspended, lambda d: d["spec"].update(entrypoint="python b.py"))
+    verdict = judge(suspended, edit)
+    assert verdict.summary == "suspended: the change applies when it is resumed"
+    assert not verdict.findings
