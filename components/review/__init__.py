@@ -3,9 +3,10 @@
 The pipeline: ``changes`` reads the input (a ``pulumi preview --json``, or two programs
 or manifests as ``render --diff`` takes them) into one ``ObjectChange`` per ray.io/v1
 object; ``report.review`` gives each a ``Verdict`` from its kind's module
-(``raycluster``), which asks the operator's own render functions what the controller
-will do; ``rules`` holds the findings' names and levels; ``formats`` prints the report
-as Markdown, text or JSON, never with a value of the objects in it.
+(``raycluster``, ``rayservice``, ``rayjob``, ``raycronjob``), which asks the operator's
+own render functions what the controller will do; ``rules`` holds the findings' names
+and levels; ``formats`` prints the report as Markdown, text or JSON, never with a value
+of the objects in it.
 """
 
 from .changes import ObjectChange, from_preview, from_sources

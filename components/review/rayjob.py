@@ -41,7 +41,7 @@ from .ledger import cluster_pods, cluster_resources
 from .model import Finding, Resources, Verdict, add_resources, peak_resources
 from .raycluster import cluster_deleted
 from .rules import ReviewSettings
-from .verdicts import base, judge, ledger, spec_uncertain
+from .verdicts import base, judge, ledger, with_uncertain
 
 __all__ = ["JobRun", "job_run", "rayjob_verdict"]
 
@@ -272,16 +272,11 @@ def _updated(change: ObjectChange, old: RayJob, new: RayJob, settings: ReviewSet
     later = [p for p in change.changed if p.startswith(READ_LATER[1:])]
     if later:
         effects.append("read by the controller as the run goes on: " + ", ".join(later))
-    uncertain = spec_uncertain(change)
-    if uncertain:
-        effects.append("known at deploy (or a secret that changed): " + ", ".join(uncertain))
-        findings.append(settings.finding("known-at-deploy", change.ref, ", ".join(uncertain)))
-    return base(
+    verdict = base(
         change,
         summary=summary,
         effects=tuple(effects + _lifecycle(new)),
         findings=tuple(findings),
-        known_at_deploy=bool(uncertain),
         **ledger(
             pods_before=before.pods,
             pods_after=after.pods,
@@ -291,3 +286,4 @@ def _updated(change: ObjectChange, old: RayJob, new: RayJob, settings: ReviewSet
             after=after.resources,
         ),
     )
+    return with_uncertain(verdict, change, settings)

@@ -12,7 +12,7 @@ them (``build_rayservice_cluster``) and counted by ``ledger``:
 - any other cluster change: a new cluster, if the strategy allows one
   (``new_cluster_allowed``): beside the old one until it serves, then the old one goes
   ``rayClusterDeletionDelaySeconds`` later; with ``NewClusterWithIncrementalUpgrade``
-  traffic moves in steps (``capacity_step``, ``traffic_step``); with ``None`` (or
+  traffic moves in steps (``upgrade.py``); with ``None`` (or
   ``ENABLE_ZERO_DOWNTIME=false`` and no strategy) nothing happens;
 - ``serveConfigV2`` alone: the applications are redeployed on the running cluster (a PUT
   to its dashboard), no pod changes;
@@ -29,23 +29,18 @@ import dataclasses
 from typing import Final
 
 from operator_runtime.api import RayCluster, RayService
-from operator_runtime.render import build_rayservice_cluster, incremental_upgrade_enabled
-from operator_runtime.render.rayservice_upgrade import (
-    capacity_step,
-    cluster_update,
-    deletion_delay,
-    new_cluster_allowed,
-    traffic_step,
-)
+from operator_runtime.render import build_rayservice_cluster
+from operator_runtime.render.rayservice_upgrade import cluster_update, new_cluster_allowed
 
 from .changes import ObjectChange, changed_paths
 from .ledger import cluster_pods, cluster_resources
 from .model import Finding, Resources, Verdict, add_resources
 from .raycluster import cluster_deleted, cluster_replaced, raycluster_verdict
 from .rules import ReviewSettings
-from .verdicts import base, judge, ledger, spec_uncertain, swap
+from .upgrade import new_cluster_verdict
+from .verdicts import base, judge, ledger, swap, with_uncertain
 
-__all__ = ["rayservice_verdict", "traffic_moves"]
+__all__ = ["rayservice_verdict", "service_cluster"]
 
 SUFFIX: Final = "xxxxx"
 """Stands in for the five random characters of a RayService's cluster name."""
@@ -143,8 +138,8 @@ def _updated(
         ):
             verdict = _not_applied(change, new, old_cluster, settings)
         else:
-            verdict = _new_cluster(change, new, old_cluster, new_cluster, settings)
-    return _with_uncertain(_with_serve(verdict, change), change, settings)
+            verdict = new_cluster_verdict(change, new, old_cluster, new_cluster, settings)
+    return with_uncertain(_with_serve(verdict, change), change, settings)
 
 
 def _suspend(
@@ -301,88 +296,6 @@ def _not_applied(
     )
 
 
-def traffic_moves(max_surge: int, step: int) -> int | None:
-    """Traffic steps of an incremental upgrade from the old cluster to the new one, as the
-    controller takes them: capacity moves (``capacity_step``) wait for the traffic to
-    reach the new cluster's capacity, traffic moves (``traffic_step``) one per interval.
-    None if it never completes (a surge or a step of 0)."""
-    active, pending, weight, moves = 100, 0, 0, 0
-    while not (active == 0 and weight == 100):
-        if weight == pending:
-            gained, lost = capacity_step(pending, active, max_surge)
-            if active + pending > 100:
-                active, moved = lost, lost != active
-            else:
-                pending, moved = gained, gained != pending
-            if not moved:
-                return None
-        else:
-            following = traffic_step(weight, pending, step)
-            if following == weight:
-                return None
-            weight, moves = following, moves + 1
-    return moves
-
-
-def _new_cluster(
-    change: ObjectChange,
-    new: RayService,
-    old_cluster: RayCluster,
-    new_cluster: RayCluster,
-    settings: ReviewSettings,
-) -> Verdict:
-    before, after = _pods(old_cluster), _pods(new_cluster)
-    delay = deletion_delay(new)
-    effects = [
-        f"the cluster spec changes beyond what an update in place applies: a new cluster of "
-        f"{after} pod(s) is made beside the running one ({before} pod(s))"
-    ]
-    side_by_side = delay
-    if incremental_upgrade_enabled(new, settings.options.feature_gates):
-        options = new.spec.upgrade_strategy.cluster_upgrade_options  # type: ignore[union-attr]
-        assert options is not None  # the validator requires them for this type
-        surge = 100 if options.max_surge_percent is None else int(options.max_surge_percent)
-        moves = traffic_moves(surge, int(options.step_size_percent))
-        interval = int(options.interval_seconds)
-        effects.append(
-            "incremental upgrade through the Gateway: the new cluster starts with its groups' "
-            "replicas unset (the autoscaler sizes it from serve target_capacity), capacity "
-            f"moves {surge} % at a time and traffic {options.step_size_percent} % every "
-            f"{interval} s"
-            + (
-                f": {moves} traffic step(s), at least {moves * interval} s"
-                if moves is not None
-                else ": with these steps it never completes"
-            )
-        )
-        effects.append(
-            f"together the two serve at most {100 + surge} % of the capacity, so the peak "
-            "here (both clusters in full) is an upper bound"
-        )
-        side_by_side += moves * interval if moves is not None else 0
-        summary = f"incremental upgrade: a new cluster of {after} pod(s), traffic moved in steps"
-    else:
-        effects.append(
-            "traffic switches to it once its serve applications are ready; the old cluster "
-            f"is deleted {delay} s later (rayClusterDeletionDelaySeconds)"
-        )
-        summary = f"new cluster: {after} pod(s) beside the old {before} until the switch"
-    finding = settings.finding(
-        "upgrade-starts-new-cluster",
-        change.ref,
-        f"a second cluster ({after} pod(s)) runs beside the old one ({before}) for at least "
-        f"{side_by_side} s",
-    )
-    return base(
-        change,
-        summary=summary,
-        effects=tuple(effects),
-        peak_seconds=side_by_side,
-        findings=(finding,),
-        **swap(old_cluster, new_cluster, together=True),
-    )
-
-
 def _with_serve(verdict: Verdict, change: ObjectChange) -> Verdict:
     """What a ``serveConfigV2`` change does, and the fields that change no pod."""
     effects = list(verdict.effects)
@@ -404,21 +317,3 @@ def _with_serve(verdict: Verdict, change: ObjectChange) -> Verdict:
     if other:
         effects.append("no pod changes for: " + ", ".join(other))
     return dataclasses.replace(verdict, effects=tuple(effects))
-
-
-def _with_uncertain(verdict: Verdict, change: ObjectChange, settings: ReviewSettings) -> Verdict:
-    uncertain = spec_uncertain(change)
-    if not uncertain:
-        return verdict
-    finding = settings.finding("known-at-deploy", change.ref, "spec: " + ", ".join(uncertain))
-    return dataclasses.replace(
-        verdict,
-        effects=(
-            *verdict.effects,
-            "a value is known at deploy (or is a secret the engine says changed): "
-            + ", ".join(uncertain)
-            + "; the verdict compares the specs as written",
-        ),
-        findings=(*verdict.findings, finding),
-        known_at_deploy=True,
-    )

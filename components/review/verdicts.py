@@ -16,7 +16,17 @@ from .ledger import autoscaler_bounds, cluster_pods, cluster_resources, groups_w
 from .model import Resources, Verdict, add_resources, peak_resources
 from .rules import ReviewSettings
 
-__all__ = ["Ledger", "base", "invalid", "judge", "ledger", "load", "spec_uncertain", "swap"]
+__all__ = [
+    "Ledger",
+    "base",
+    "invalid",
+    "judge",
+    "ledger",
+    "load",
+    "spec_uncertain",
+    "swap",
+    "with_uncertain",
+]
 
 _Kind = TypeVar("_Kind")
 
@@ -171,3 +181,23 @@ def spec_uncertain(change: ObjectChange, prefix: str = "spec.") -> list[str]:
         )
     ]
     return sorted(set(unknown) | set(secret))
+
+
+def with_uncertain(verdict: Verdict, change: ObjectChange, settings: ReviewSettings) -> Verdict:
+    """``verdict`` with what in the spec is known only at deploy (or a secret the engine
+    says changed): named in an effect and a ``known-at-deploy`` finding."""
+    uncertain = spec_uncertain(change)
+    if not uncertain:
+        return verdict
+    finding = settings.finding("known-at-deploy", change.ref, "spec: " + ", ".join(uncertain))
+    return dataclasses.replace(
+        verdict,
+        effects=(
+            *verdict.effects,
+            "a value is known at deploy (or is a secret the engine says changed): "
+            + ", ".join(uncertain)
+            + "; the verdict compares the specs as written",
+        ),
+        findings=(*verdict.findings, finding),
+        known_at_deploy=True,
+    )

@@ -14,7 +14,8 @@ import pytest
 
 from components.__main__ import main
 from components.review import ObjectChange, ReviewSettings, as_json, as_markdown, as_text, review
-from components.review.rayservice import rayservice_verdict, traffic_moves
+from components.review.rayservice import rayservice_verdict
+from components.review.upgrade import traffic_moves
 from operator_runtime.render.resources import format_quantity
 from tests.components.review_previews import SECRET_VALUE, cluster, example_sides, object_change
 
@@ -210,14 +211,14 @@ def test_deleting_a_gcs_ft_service_waits_for_each_clusters_cleanup() -> None:
 
 def test_the_decisions_are_the_controllers_own() -> None:
     # One home for each rule: the review calls the functions the controller calls.
-    from components.review import rayservice
+    from components.review import rayservice, upgrade
     from operator_runtime.controllers.rayservice import clusters, serve, traffic
 
     assert rayservice.cluster_update is clusters.cluster_update
     assert rayservice.new_cluster_allowed is clusters.new_cluster_allowed
-    assert rayservice.deletion_delay is clusters.deletion_delay
-    assert rayservice.capacity_step is serve.capacity_step
-    assert rayservice.traffic_step is traffic.traffic_step
+    assert upgrade.deletion_delay is clusters.deletion_delay
+    assert upgrade.capacity_step is serve.capacity_step
+    assert upgrade.traffic_step is traffic.traffic_step
 
 
 def test_every_format_says_how_long_the_peak_lasts() -> None:
