@@ -24,7 +24,6 @@ SIG = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 STACK = "urn:pulumi:dev::ray-quickstart::"
-TYPE = "kubernetes:ray.io/v1:RayCluster"
 SECRET_VALUE = "hunter2-do-not-print"
 
 
@@ -70,15 +69,17 @@ def cluster(
 
 
 def state(document: dict[str, Any], name: str = "demo") -> dict[str, Any]:
+    """The engine's serialized state of ``document``, a child of its kind's component."""
     outputs = copy.deepcopy(document)
     outputs["status"] = {"state": "ready"}
+    kind = str(document.get("kind") or "RayCluster")
     return {
-        "urn": f"{STACK}ray:index:RayCluster$kubernetes:ray.io/v1:RayCluster::{name}",
+        "urn": f"{STACK}ray:index:{kind}$kubernetes:ray.io/v1:{kind}::{name}",
         "custom": True,
-        "type": TYPE,
+        "type": f"kubernetes:ray.io/v1:{kind}",
         "inputs": document,
         "outputs": outputs,
-        "parent": f"{STACK}ray:index:RayCluster::{name}",
+        "parent": f"{STACK}ray:index:{kind}::{name}",
     }
 
 

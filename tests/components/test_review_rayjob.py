@@ -16,12 +16,20 @@ from components.review import (
     as_json,
     as_markdown,
     as_text,
+    from_preview,
     from_sources,
     review,
 )
 from components.review.rayjob import rayjob_verdict
 from operator_runtime.render.resources import format_quantity
-from tests.components.review_previews import SECRET_VALUE, cluster, example_sides, object_change
+from tests.components.review_previews import (
+    SECRET_VALUE,
+    cluster,
+    digest,
+    example_sides,
+    object_change,
+    step,
+)
 
 
 def job(name: str = "train", **spec: Any) -> dict[str, Any]:
@@ -199,3 +207,16 @@ def test_a_suspended_job_holds_nothing_and_takes_edits_when_resumed() -> None:
     verdict = judge(suspended, edit)
     assert verdict.summary == "suspended: the change applies when it is resumed"
     assert not verdict.findings
+
+
+def test_a_preview_of_the_components_replace_is_a_new_run() -> None:
+    # What `pulumi preview --json` says of a RayJob component whose entrypoint changed:
+    # a new name, so a replacement, the new object created before the old one goes.
+    old = job("train-1111111")
+    new = edited(job("train-2222222"), lambda d: d["spec"].update(entrypoint="python b.py"))
+    ops = ("create-replacement", "replace", "delete-replaced")
+    preview = digest(*(step(op, old, new, replaceReasons=["metadata.name"]) for op in ops))
+    [verdict] = review(from_preview(preview), ReviewSettings()).verdicts
+    assert (verdict.kind, verdict.name, verdict.op) == ("RayJob", "train-2222222", "replace")
+    assert (verdict.pods_created, verdict.pods_deleted, verdict.peak_pods) == (4, 4, 8)
+    assert [f.rule for f in verdict.findings] == ["job-runs-again"]
