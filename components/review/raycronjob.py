@@ -25,6 +25,7 @@ from typing import Final
 
 from operator_runtime.api import InvalidObjectError, JSONObject, RayCronJob, RayJob
 from operator_runtime.render import build_cron_rayjob
+from operator_runtime.render.resources import format_quantity
 
 from .changes import ObjectChange
 from .model import Finding, Resources, Verdict
@@ -73,9 +74,13 @@ def raycronjob_verdict(change: ObjectChange, settings: ReviewSettings) -> Verdic
                 "the operator runs without the RayCronJob gate: no RayJob is ever created",
             )
         )
+    requests = ", ".join(
+        f"{format_quantity(amount)} {key}" for key, amount in run.resources.items() if amount.value
+    )
     effects = [
+        f"each run requests {requests or 'nothing counted'} while it runs",
         "no concurrency policy: a run that lasts longer than the schedule's period runs "
-        "beside the next, each on its own cluster"
+        "beside the next, each on its own cluster",
     ]
     if old is None:
         summary = (

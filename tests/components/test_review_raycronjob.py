@@ -81,6 +81,8 @@ def test_created_says_what_each_run_holds() -> None:
         "of 3 pod(s) and a submitter pod"
     )
     assert not verdict.findings
+    # The cluster's 3 CPUs and 6Gi, and the submitter's 500m and 200Mi.
+    assert "each run requests 3500m cpu, 6344Mi memory while it runs" in verdict.effects
 
 
 def test_without_the_gate_nothing_runs() -> None:
