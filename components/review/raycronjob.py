@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime
 from typing import Final
 
-from operator_runtime.api import InvalidObjectError, JSONObject, RayCronJob, RayJob
+from operator_runtime.api import JSONObject, RayCronJob, RayJob
 from operator_runtime.render import build_cron_rayjob
 from operator_runtime.render.resources import format_quantity
 
@@ -31,7 +31,7 @@ from .changes import ObjectChange
 from .model import Finding, Resources, Verdict
 from .rayjob import JobRun, job_run
 from .rules import ReviewSettings
-from .verdicts import base, invalid, ledger, load
+from .verdicts import base, judge, ledger
 
 __all__ = ["raycronjob_verdict"]
 
@@ -48,22 +48,34 @@ def cron_run(document: JSONObject, settings: ReviewSettings) -> tuple[RayJob, Jo
 
 
 def raycronjob_verdict(change: ObjectChange, settings: ReviewSettings) -> Verdict:
-    try:
-        old = load(change.before, settings, RayCronJob)
-        new = load(change.after, settings, RayCronJob)
-    except InvalidObjectError as error:
-        return invalid(change, settings, str(error))
-    if new is None:
-        return base(
-            change,
-            summary="deleted: every RayJob it made is deleted, with their clusters",
-            effects=(
-                "its RayJobs (owner references) go with it: a run still going stops and its "
-                "cluster is deleted; finished runs' records go too",
-            ),
-        )
-    assert change.after is not None
-    job, run = cron_run(dict(change.after), settings)
+    return judge(
+        change,
+        settings,
+        RayCronJob,
+        created=lambda change, new, settings: _judged(change, None, new, settings),
+        deleted=_deleted,
+        replaced=_judged,
+        updated=_judged,
+        cluster_after=lambda _new, _settings: None,
+        cluster_spec=(),
+    )
+
+
+def _deleted(change: ObjectChange, _old: RayCronJob, _settings: ReviewSettings) -> Verdict:
+    return base(
+        change,
+        summary="deleted: every RayJob it made is deleted, with their clusters",
+        effects=(
+            "its RayJobs (owner references) go with it: a run still going stops and its "
+            "cluster is deleted; finished runs' records go too",
+        ),
+    )
+
+
+def _judged(
+    change: ObjectChange, old: RayCronJob | None, new: RayCronJob, settings: ReviewSettings
+) -> Verdict:
+    job, run = cron_run(new.to_dict(), settings)
     each = f"each run {run.describe(job)}"
     findings: list[Finding] = []
     if not settings.options.feature_gates.ray_cron_job:
