@@ -75,6 +75,9 @@ from .rendering import (
 )
 from .review import (
     GITHUB_COMMENT_LIMIT,
+    ObjectChange,
+    Prices,
+    Report,
     ReviewSettings,
     as_json,
     as_markdown,
@@ -82,7 +85,10 @@ from .review import (
     from_preview,
     from_sources,
     parse_level,
+    parse_prices,
+    parse_quota,
     review,
+    with_quota,
 )
 
 
@@ -136,7 +142,10 @@ def _add_review_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     review.add_argument("--after", metavar="PROGRAM_DIR_OR_MANIFEST", help="with --before")
     review.add_argument("--stack", help="the programs' config from Pulumi.<STACK>.yaml")
     review.add_argument(
-        "--format", choices=("markdown", "text", "json"), default="text", help="default: text"
+        "--format",
+        choices=("markdown", "text", "json"),
+        default="text",
+        help="default: text",
     )
     review.add_argument(
         "--output", metavar="FILE", help="also write the full, untrimmed report to FILE"
@@ -151,8 +160,18 @@ def _add_review_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "--level",
         action="append",
         default=[],
-        metavar="RULE=warn|block",
-        help="change a rule's level; a block finding exits 1 (repeatable)",
+        metavar="RULE=warn|block|off",
+        help="change a rule's level or turn it off; a block finding exits 1 (repeatable)",
+    )
+    review.add_argument(
+        "--quota",
+        metavar="cpu=64,memory=256Gi,gpu=8",
+        help="a finding (quota-exceeded) when the change's peak requests exceed these",
+    )
+    review.add_argument(
+        "--price",
+        metavar="cpu=0.03/h,gpu=2.5/h,memory=0.004/GiB-h",
+        help="add a cost per hour before, after and at the peak, per object and in total",
     )
     review.add_argument(
         "--random-pod-delete",
@@ -171,6 +190,8 @@ def _review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         levels = dict(parse_level(text) for text in args.level)
         options, _ = render_settings(args)
+        quota = parse_quota(args.quota) if args.quota is not None else {}
+        prices = parse_prices(args.price) if args.price is not None else None
     except (ValueError, FeatureGateError) as error:
         print(f"review: {error}", file=err)
         return 2
@@ -181,35 +202,43 @@ def _review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         levels=levels,
     )
     try:
-        if args.before is not None or args.after is not None:
-            if args.preview is not None or args.before is None or args.after is None:
-                raise InputError("give a preview's JSON, or --before and --after, not both")
-            changes = from_sources(
-                load_sources(args.before, stack=args.stack),
-                load_sources(args.after, stack=args.stack),
-            )
-            source = f"{args.before} -> {args.after}"
-        elif args.preview is not None:
-            text = sys.stdin.read() if args.preview == "-" else _read(args.preview)
-            changes, source = from_preview(text, source=args.preview), args.preview
-        else:
-            raise InputError("give the JSON of `pulumi preview --json`, or --before and --after")
+        changes, source = _changes(args)
     except InputError as error:
         print(f"review: {error}", file=err)
         return 2
-    report = review(changes, settings, source=source)
-    if args.format == "json":
-        text = as_json(report)
-        full = text
-    elif args.format == "markdown":
-        text = as_markdown(report, limit=args.max_chars, full_report=args.output)
-        full = as_markdown(report, limit=sys.maxsize)
-    else:
-        text = full = as_text(report)
+    report = with_quota(review(changes, settings, source=source), quota, settings)
+    text, full = _formatted(args, report, prices)
     if args.output is not None:
         Path(args.output).write_text(full, encoding="utf-8")
     out.write(text)
     return 1 if report.blocked else 0
+
+
+def _changes(args: argparse.Namespace) -> tuple[list[ObjectChange], str]:
+    if args.before is not None or args.after is not None:
+        if args.preview is not None or args.before is None or args.after is None:
+            raise InputError("give a preview's JSON, or --before and --after, not both")
+        changes = from_sources(
+            load_sources(args.before, stack=args.stack),
+            load_sources(args.after, stack=args.stack),
+        )
+        return changes, f"{args.before} -> {args.after}"
+    if args.preview is not None:
+        text = sys.stdin.read() if args.preview == "-" else _read(args.preview)
+        return from_preview(text, source=args.preview), args.preview
+    raise InputError("give the JSON of `pulumi preview --json`, or --before and --after")
+
+
+def _formatted(args: argparse.Namespace, report: Report, prices: Prices | None) -> tuple[str, str]:
+    """The report as printed, and as written to ``--output`` (untrimmed)."""
+    if args.format == "json":
+        text = as_json(report, prices=prices)
+        return text, text
+    if args.format == "markdown":
+        comment = as_markdown(report, limit=args.max_chars, full_report=args.output, prices=prices)
+        return comment, as_markdown(report, limit=sys.maxsize, prices=prices)
+    text = as_text(report, prices=prices)
+    return text, text
 
 
 def _read(path: str) -> str:

@@ -4,10 +4,12 @@ The pipeline: ``changes`` reads the input (a ``pulumi preview --json``, or two p
 or manifests as ``render --diff`` takes them) into one ``ObjectChange`` per ray.io/v1
 object; ``report.review`` gives each a ``Verdict`` from its kind's module
 (``raycluster``), which asks the operator's own render functions what the controller
-will do; ``rules`` holds the findings' names and levels; ``formats`` prints the report
-as Markdown, text or JSON, never with a value of the objects in it.
+will do; ``rules`` holds the findings' names and levels; ``budget`` holds a quota
+against the change's peak and prices for its cost; ``formats`` prints the report as
+Markdown, text or JSON, never with a value of the objects in it.
 """
 
+from .budget import Prices, parse_prices, parse_quota, with_quota
 from .changes import ObjectChange, from_preview, from_sources
 from .formats import GITHUB_COMMENT_LIMIT, MARKER, as_json, as_markdown, as_text
 from .model import Finding, Verdict
@@ -20,6 +22,7 @@ __all__ = [
     "RULES",
     "Finding",
     "ObjectChange",
+    "Prices",
     "Report",
     "ReviewSettings",
     "Verdict",
@@ -29,5 +32,8 @@ __all__ = [
     "from_preview",
     "from_sources",
     "parse_level",
+    "parse_prices",
+    "parse_quota",
     "review",
+    "with_quota",
 ]
