@@ -39,12 +39,16 @@ message), an input that cannot be read, or a bad flag.
 (or ``--before A --after B``, two programs or manifests) and says, for each ray.io/v1
 object that changes, what the operator will do: pods created and deleted, the resources
 requested before, after and at the peak, and findings at warn or block level
-(``docs/review.md``); ``--format markdown`` is a pull-request comment::
+(``docs/review.md``); ``--format markdown`` is a pull-request comment, ``--format sarif``
+a SARIF 2.1.0 log for code scanning; ``--quota`` and ``--price`` hold the peak to a limit
+and add a cost per hour; ``--level RULE=warn|block|off`` sets a rule's level::
 
     pulumi preview --json > preview.json
     python -m pulumi_ray review preview.json --format markdown --output review-full.md
+    python -m pulumi_ray review preview.json --format sarif --program infra > review.sarif
 
-Its exit codes: 0 no blocking finding; 1 a finding at ``block``; 2 an unreadable input.
+Its exit codes: 0 no blocking finding; 1 a finding at ``block``; 2 an unreadable input
+or a bad flag.
 
 ``python -m pulumi_ray dashboards`` lists the Grafana boards ``RayOperator(
 grafana_dashboards=True)`` installs; ``dashboards BOARD`` prints one's JSON (what the
@@ -59,6 +63,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import TextIO
 
@@ -77,10 +82,12 @@ from .review import (
     GITHUB_COMMENT_LIMIT,
     ObjectChange,
     Prices,
+    Program,
     Report,
     ReviewSettings,
     as_json,
     as_markdown,
+    as_sarif,
     as_text,
     from_preview,
     from_sources,
@@ -143,9 +150,15 @@ def _add_review_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     review.add_argument("--stack", help="the programs' config from Pulumi.<STACK>.yaml")
     review.add_argument(
         "--format",
-        choices=("markdown", "text", "json"),
+        choices=("markdown", "text", "json", "sarif"),
         default="text",
-        help="default: text",
+        help="default: text; sarif is SARIF 2.1.0 for code scanning",
+    )
+    review.add_argument(
+        "--program",
+        metavar="PROGRAM_DIR_OR_MANIFEST",
+        help="where a preview's objects are declared, for SARIF's file locations "
+        "(default: --after)",
     )
     review.add_argument(
         "--output", metavar="FILE", help="also write the full, untrimmed report to FILE"
@@ -207,7 +220,7 @@ def _review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"review: {error}", file=err)
         return 2
     report = with_quota(review(changes, settings, source=source), quota, settings)
-    text, full = _formatted(args, report, prices)
+    text, full = _formatted(args, report, changes, prices)
     if args.output is not None:
         Path(args.output).write_text(full, encoding="utf-8")
     out.write(text)
@@ -229,7 +242,9 @@ def _changes(args: argparse.Namespace) -> tuple[list[ObjectChange], str]:
     raise InputError("give the JSON of `pulumi preview --json`, or --before and --after")
 
 
-def _formatted(args: argparse.Namespace, report: Report, prices: Prices | None) -> tuple[str, str]:
+def _formatted(
+    args: argparse.Namespace, report: Report, changes: list[ObjectChange], prices: Prices | None
+) -> tuple[str, str]:
     """The report as printed, and as written to ``--output`` (untrimmed)."""
     if args.format == "json":
         text = as_json(report, prices=prices)
@@ -237,8 +252,20 @@ def _formatted(args: argparse.Namespace, report: Report, prices: Prices | None) 
     if args.format == "markdown":
         comment = as_markdown(report, limit=args.max_chars, full_report=args.output, prices=prices)
         return comment, as_markdown(report, limit=sys.maxsize, prices=prices)
+    if args.format == "sarif":
+        where = args.program if args.program is not None else args.after
+        urns = {change.ref: change.urn for change in changes if change.urn}
+        text = as_sarif(report, program=Program(where, urns), version=_version())
+        return text, text
     text = as_text(report, prices=prices)
     return text, text
+
+
+def _version() -> str:
+    try:
+        return metadata.version("pulumi-ray")
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 def _read(path: str) -> str:

@@ -6,7 +6,7 @@ object; ``report.review`` gives each a ``Verdict`` from its kind's module
 (``raycluster``), which asks the operator's own render functions what the controller
 will do; ``rules`` holds the findings' names and levels; ``budget`` holds a quota
 against the change's peak and prices for its cost; ``formats`` prints the report as
-Markdown, text or JSON, never with a value of the objects in it.
+Markdown, text or JSON and ``sarif`` as SARIF, never with a value of the objects in it.
 """
 
 from .budget import Prices, parse_prices, parse_quota, with_quota
@@ -15,6 +15,7 @@ from .formats import GITHUB_COMMENT_LIMIT, MARKER, as_json, as_markdown, as_text
 from .model import Finding, Verdict
 from .report import Report, review
 from .rules import RULES, ReviewSettings, parse_level
+from .sarif import Program, as_sarif
 
 __all__ = [
     "GITHUB_COMMENT_LIMIT",
@@ -23,11 +24,13 @@ __all__ = [
     "Finding",
     "ObjectChange",
     "Prices",
+    "Program",
     "Report",
     "ReviewSettings",
     "Verdict",
     "as_json",
     "as_markdown",
+    "as_sarif",
     "as_text",
     "from_preview",
     "from_sources",

@@ -106,7 +106,7 @@ def test_a_secret_never_reaches_any_format(tmp_path: Path) -> None:
     assert SECRET_VALUE in json.dumps(new)
     preview = tmp_path / "preview.json"
     preview.write_text(digest(step("update", old, new), step("delete", old, None)))
-    for form in ("markdown", "text", "json"):
+    for form in ("markdown", "text", "json", "sarif"):
         full = tmp_path / f"full.{form}"
         code, out, err = run("review", str(preview), "--format", form, "--output", str(full))
         assert code == 0, err
