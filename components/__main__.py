@@ -92,9 +92,11 @@ from .review import (
     from_preview,
     from_sources,
     parse_level,
+    parse_policy_config,
     parse_prices,
     parse_quota,
     review,
+    with_policies,
     with_quota,
 )
 
@@ -182,6 +184,11 @@ def _add_review_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         help="a finding (quota-exceeded) when the change's peak requests exceed these",
     )
     review.add_argument(
+        "--policy-config",
+        metavar="FILE",
+        help="run the policy pack's rules with this config (what --policy-pack-config takes)",
+    )
+    review.add_argument(
         "--price",
         metavar="cpu=0.03/h,gpu=2.5/h,memory=0.004/GiB-h",
         help="add a cost per hour before, after and at the peak, per object and in total",
@@ -216,10 +223,17 @@ def _review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     try:
         changes, source = _changes(args)
+        policy = (
+            parse_policy_config(_read(args.policy_config), source=args.policy_config)
+            if args.policy_config is not None
+            else None
+        )
     except InputError as error:
         print(f"review: {error}", file=err)
         return 2
     report = with_quota(review(changes, settings, source=source), quota, settings)
+    if policy is not None:
+        report = with_policies(report, changes, policy, settings)
     text, full = _formatted(args, report, changes, prices)
     if args.output is not None:
         Path(args.output).write_text(full, encoding="utf-8")

@@ -13,6 +13,7 @@ from typing import Final, Literal
 
 from operator_runtime.render import RenderOptions
 
+from ..policy.rules import ORGANISATION_CHECKS
 from .model import Finding, Level, Verdict
 
 __all__ = ["RULES", "ReviewSettings", "RuleLevel", "parse_level"]
@@ -49,6 +50,8 @@ RULES: Final[Mapping[str, tuple[Level, str]]] = {
         "what the change's Ray objects request at its peak (both clusters of an upgrade) "
         "exceeds the --quota given",
     ),
+    # The policy pack's organisation rules, run with --policy-config (``policies``).
+    **{check.name: ("block", check.description) for check in ORGANISATION_CHECKS},
 }
 
 
