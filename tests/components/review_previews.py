@@ -10,8 +10,11 @@ and ``newState`` as serialized resources with ``type``, ``inputs`` and ``outputs
 from __future__ import annotations
 
 import copy
+import io
 import json
 from typing import Any
+
+from components.__main__ import main
 
 SIG = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
@@ -108,3 +111,10 @@ def quickstart_replicas() -> str:
     diff = {"spec.workerGroupSpecs[0].replicas": {"kind": "update", "inputDiff": False}}
     before, after = cluster(2, wire=True), cluster(3, wire=True)
     return digest(step("update", before, after, diff, diffReasons=["spec"]))
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    """``python -m pulumi_ray ARGV`` in this process: exit code, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()

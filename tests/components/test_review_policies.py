@@ -3,7 +3,6 @@ checks the pack serves, one home for each, at the level the pack's config gives.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -11,24 +10,18 @@ from typing import Any
 import pytest
 import yaml
 
-from components.__main__ import main
 from components.policy import image_lines
 from components.policy.rules import API_CHECK, ORGANISATION_CHECKS
 from components.rendering import InputError
 from components.review import RULES, ReviewSettings, from_preview, review
 from components.review.policies import parse_policy_config, with_policies
 from tests.components.review_previews import UNKNOWN, cluster, digest, step
+from tests.components.review_previews import run_cli as run
 
 ALLOWED: dict[str, Any] = {
     "ray-image-allow-list": {"allowedPrefixes": ["registry.example.com/ray/"]},
     "ray-resource-limits": "disabled",  # the fixtures set requests only
 }
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def _manifests(tmp_path: Path, config: object) -> list[str]:

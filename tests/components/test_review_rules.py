@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import json
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
-from components.__main__ import main
 from components.review import (
     Report,
     ReviewSettings,
@@ -26,12 +24,7 @@ from components.review import (
 )
 from operator_runtime.render.resources import amount
 from tests.components.review_previews import cluster, digest, quickstart_replicas, step
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+from tests.components.review_previews import run_cli as run
 
 
 def _image_change(tmp_path: Path) -> str:

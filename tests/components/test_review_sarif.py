@@ -3,7 +3,6 @@ locations in the program where the review can tell, and never a value of the obj
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -11,18 +10,16 @@ from typing import Any
 import jsonschema
 import yaml
 
-from components.__main__ import main
 from components.review import RULES, Program, ReviewSettings, as_sarif, from_preview, review
-from tests.components.review_previews import SECRET_VALUE, cluster, digest, state, step
+from tests.components.review_previews import SECRET_VALUE, cluster, digest, run_cli, state, step
 
 SUBSET = json.loads((Path(__file__).parent / "sarif_subset.schema.json").read_text())
 QUICKSTART = Path(__file__).parents[2] / "examples" / "quickstart"
 
 
 def run(*argv: str) -> tuple[int, dict[str, Any], str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, json.loads(out.getvalue()) if out.getvalue() else {}, err.getvalue()
+    code, out, err = run_cli(*argv)
+    return code, json.loads(out) if out else {}, err
 
 
 def _valid(log: dict[str, Any]) -> dict[str, Any]:
@@ -135,9 +132,7 @@ def test_no_value_reaches_sarif(tmp_path: Path) -> None:
     container["env"].append({"name": "PLAIN", "value": SECRET_VALUE})
     preview = tmp_path / "preview.json"
     preview.write_text(digest(step("update", old, new)))
-    out = io.StringIO()
-    main(["review", str(preview), "--format", "sarif", "--program", str(QUICKSTART)], stdout=out)
-    text = out.getvalue()
+    _, text, _ = run_cli("review", str(preview), "--format", "sarif", "--program", str(QUICKSTART))
     assert "template-not-rolled" in text
     assert SECRET_VALUE not in text
     assert "2.53.0" not in text and "rayproject" not in text  # no value of the spec at all
