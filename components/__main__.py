@@ -203,6 +203,11 @@ def _add_review_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         action="store_true",
         help="the operator runs with ENABLE_GCS_FT_REDIS_CLEANUP=false",
     )
+    review.add_argument(
+        "--no-zero-downtime",
+        action="store_true",
+        help="the operator runs with ENABLE_ZERO_DOWNTIME=false",
+    )
     add_render_arguments(review)
 
 
@@ -219,6 +224,7 @@ def _review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         options=options,
         random_pod_delete=args.random_pod_delete,
         gcs_ft_redis_cleanup=not args.no_gcs_ft_redis_cleanup,
+        zero_downtime=not args.no_zero_downtime,
         levels=levels,
     )
     try:

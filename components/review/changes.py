@@ -21,6 +21,7 @@ each recorded so the report can say "known at deploy" or "a secret changed".
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -293,7 +294,40 @@ def from_sources(before: Sequence[Source], after: Sequence[Source]) -> list[Obje
                 secret=tuple(sorted({p for p, _ in secret})),
             )
         )
-    return changes
+    return _runs_replaced(changes)
+
+
+def _runs_replaced(changes: list[ObjectChange]) -> list[ObjectChange]:
+    """A RayJob of the components is named after a digest of its spec: a spec change
+    is another name, which a program's resource deletes and creates. The engine calls
+    that a replacement (the new object first); so does the review."""
+    created = {c.origin: c for c in changes if c.kind == "RayJob" and c.op == "create" and c.origin}
+    paired = {}
+    for old in changes:
+        new = created.get(old.origin)
+        if old.kind == "RayJob" and old.op == "delete" and new and new.namespace == old.namespace:
+            paired[old.origin] = (old, new)
+    if not paired:
+        return changes
+    out = []
+    for change in changes:
+        pair = paired.get(change.origin) if change.kind == "RayJob" else None
+        if pair is None:
+            out.append(change)
+        elif change is pair[1]:
+            old, new = pair
+            out.append(
+                dataclasses.replace(
+                    new,
+                    op="replace",
+                    before=old.before,
+                    changed=tuple(changed_paths(old.before, new.after)),
+                    secret=tuple(sorted(set(old.secret) | set(new.secret))),
+                    replace_reasons=("metadata.name",),
+                    create_before_delete=True,
+                )
+            )
+    return out
 
 
 def _source_key(source: Source) -> tuple[str, str, str]:

@@ -175,6 +175,14 @@ def _ledger(report: Report, prices: Prices | None) -> str:
         )
     if prices is not None:
         lines.append("| Cost per hour | " + " | ".join(_costs(prices, before, after, peak)) + " |")
+    lasting = [v for v in report.verdicts if v.peak_seconds is not None]
+    if lasting:
+        least = min(int(v.peak_seconds or 0) for v in lasting)
+        lines += [
+            "",
+            f"The peak holds old and new clusters side by side ({len(lasting)} object(s)), "
+            f"each for at least {least} s.",
+        ]
     autoscaled = [v for v in report.verdicts if v.highest]
     if autoscaled:
         low = add_resources(*(v.lowest for v in autoscaled))
@@ -248,13 +256,21 @@ def as_markdown(
     return body + "".join(d + "\n\n" for d in shown) + note
 
 
+def _lasting(verdict: Verdict) -> str:
+    if verdict.peak_seconds is None:
+        return ""
+    return f", peak {verdict.peak_pods} for at least {verdict.peak_seconds} s"
+
+
 def as_text(report: Report, *, prices: Prices | None = None) -> str:
     lines = [shown(headline(report, prices))]
     for verdict in report.verdicts:
         lines.append("")
         lines.append(f"{shown(verdict.ref)} ({verdict.op}): {shown(verdict.summary)}")
         pods = f"  pods {verdict.pods_before} -> {verdict.pods_after}"
-        lines.append(pods + f" (+{verdict.pods_created} -{verdict.pods_deleted})")
+        lines.append(
+            pods + f" (+{verdict.pods_created} -{verdict.pods_deleted})" + _lasting(verdict)
+        )
         for key in LEDGER_KEYS:
             old, new = verdict.before.get(key), verdict.after.get(key)
             if any(a is not None and a.value for a in (old, new)):
@@ -318,6 +334,7 @@ def as_json(report: Report, *, prices: Prices | None = None) -> str:
                     "deleted": v.pods_deleted,
                     "peak": v.peak_pods,
                 },
+                "peakSeconds": v.peak_seconds,
                 "resources": {
                     "before": _amounts(v.before),
                     "after": _amounts(v.after),

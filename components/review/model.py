@@ -4,8 +4,8 @@ A ``Verdict`` is the one answer per changed ray.io/v1 object: a one-line summary
 effects behind it (each naming the KubeRay behaviour it matches, as
 ``docs/conformance.md`` does), the pods created and deleted, the resources requested
 before, after and at the peak of the change, and ``Finding``\\ s at a level. Each kind's
-module (``raycluster.py``; the others to come) builds verdicts from the operator's own
-functions; the formats (``report.py``) only print them.
+module (``raycluster.py``, ``rayservice.py``, ``rayjob.py``, ``raycronjob.py``) builds
+verdicts from the operator's own functions; the formats only print them.
 """
 
 from __future__ import annotations
@@ -67,6 +67,9 @@ class Verdict:
     after the change (empty without it)."""
     highest: Resources = field(default_factory=dict)
     """... and at every group's ``maxReplicas``."""
+    peak_seconds: int | None = None
+    """The peak lasts at least this long (a RayService upgrade: the old cluster lives
+    ``rayClusterDeletionDelaySeconds`` past the switch); None when it has no lower bound."""
     changed: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()
     known_at_deploy: bool = False

@@ -1,9 +1,8 @@
 """A review of a whole change: one verdict per changed ray.io/v1 object, and totals.
 
-``review`` hands each change to its kind's verdict function; a kind without one yet
-gets a verdict that says so (a ``not-yet-reviewed`` finding), never a guess. A
-RayService, RayJob or RayCronJob verdict slots in by adding its function to
-``VERDICTS``.
+``review`` hands each change to its kind's verdict function (``VERDICTS``: all four
+ray.io/v1 kinds); a kind without one gets a verdict that says so (a
+``not-yet-reviewed`` finding), never a guess.
 """
 
 from __future__ import annotations
@@ -17,12 +16,18 @@ from operator_runtime.render.resources import Amount
 from .changes import ObjectChange
 from .model import Finding, Verdict, add_resources
 from .raycluster import raycluster_verdict
+from .raycronjob import raycronjob_verdict
+from .rayjob import rayjob_verdict
+from .rayservice import rayservice_verdict
 from .rules import ReviewSettings
 
 __all__ = ["VERDICTS", "Report", "review"]
 
 VERDICTS: Final[Mapping[str, Callable[[ObjectChange, ReviewSettings], Verdict]]] = {
     "RayCluster": raycluster_verdict,
+    "RayService": rayservice_verdict,
+    "RayJob": rayjob_verdict,
+    "RayCronJob": raycronjob_verdict,
 }
 
 

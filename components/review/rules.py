@@ -43,6 +43,20 @@ RULES: Final[Mapping[str, tuple[Level, str]]] = {
         "a GCS fault-tolerant cluster's deletion waits for its Redis cleanup Job",
     ),
     "replaced-restarts-cluster": ("warn", "Pulumi replaces the object: every pod is recreated"),
+    "upgrade-starts-new-cluster": (
+        "warn",
+        "a RayService cluster change starts a second cluster beside the old one until the switch",
+    ),
+    "change-not-applied": (
+        "warn",
+        "a change the operator will not apply to what runs (a RayService's upgradeStrategy "
+        "None or a field its hash leaves out, a running RayJob's spec)",
+    ),
+    "job-runs-again": ("warn", "a RayJob runs again: a new run on a new cluster"),
+    "raycronjob-gate-off": (
+        "warn",
+        "the RayCronJob controller runs only with the RayCronJob feature gate on",
+    ),
     "known-at-deploy": ("warn", "part of the verdict depends on a value known only at deploy"),
     "not-yet-reviewed": ("warn", "the review has no verdict for this kind yet"),
     "quota-exceeded": (
@@ -64,6 +78,9 @@ class ReviewSettings:
     """``ENABLE_RANDOM_POD_DELETE``: the operator scales autoscaled groups down too."""
     gcs_ft_redis_cleanup: bool = True
     """``ENABLE_GCS_FT_REDIS_CLEANUP``: deleting a Redis GCS FT cluster waits for cleanup."""
+    zero_downtime: bool = True
+    """``ENABLE_ZERO_DOWNTIME``: false makes a RayService without an upgradeStrategy ignore
+    a cluster change."""
     levels: Mapping[str, RuleLevel] = field(default_factory=dict)
 
     def finding(self, rule: str, ref: str, message: str) -> Finding:

@@ -15,6 +15,8 @@ import json
 from typing import Any
 
 from components.__main__ import main
+from components.review import ObjectChange
+from components.review.changes import changed_paths
 
 SIG = "4dabf18193072939515e22adb298388d"
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
@@ -118,3 +120,21 @@ def run_cli(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = main(list(argv), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
+
+
+def object_change(
+    kind: str, before: dict[str, Any] | None, after: dict[str, Any] | None, **extra: Any
+) -> ObjectChange:
+    """One change of ``default/<name>`` (``name`` in ``extra``, else ``demo``), its op
+    from the sides given unless ``extra`` names one."""
+    op = extra.pop("op", "create" if before is None else "delete" if after is None else "update")
+    return ObjectChange(
+        kind=kind,
+        namespace="default",
+        name=extra.pop("name", "demo"),
+        op=op,
+        before=before,
+        after=after,
+        changed=tuple(changed_paths(before, after)),
+        **extra,
+    )

@@ -10,26 +10,15 @@ from typing import Any
 import pytest
 
 from components.review import ObjectChange, ReviewSettings, review
-from components.review.changes import changed_paths
 from components.review.raycluster import raycluster_verdict
 from operator_runtime.render.resources import format_quantity
-from tests.components.review_previews import cluster
+from tests.components.review_previews import cluster, object_change
 
 
 def change(
     before: dict[str, Any] | None, after: dict[str, Any] | None, **extra: Any
 ) -> ObjectChange:
-    op = extra.pop("op", "create" if before is None else "delete" if after is None else "update")
-    return ObjectChange(
-        kind="RayCluster",
-        namespace="default",
-        name="demo",
-        op=op,
-        before=before,
-        after=after,
-        changed=tuple(changed_paths(before, after)),
-        **extra,
-    )
+    return object_change("RayCluster", before, after, **extra)
 
 
 def with_recreate(document: dict[str, Any]) -> dict[str, Any]:

@@ -18,17 +18,9 @@ from typing import Final
 
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey
-from operator_runtime.api.rayservice import (
-    INCREMENTAL_UPGRADE,
-    ROLLBACK_IN_PROGRESS,
-    UPGRADE_IN_PROGRESS,
-    RayServiceUpgradeType,
-)
+from operator_runtime.api.rayservice import ROLLBACK_IN_PROGRESS, UPGRADE_IN_PROGRESS
 from operator_runtime.api.reasons import Action
-from operator_runtime.controllers.rayservice.options import (
-    DEFAULT_DELETION_DELAY_SECONDS,
-    DELETE_AFTER_ANNOTATION,
-)
+from operator_runtime.controllers.rayservice.options import DELETE_AFTER_ANNOTATION
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
     PENDING,
@@ -38,6 +30,11 @@ from operator_runtime.controllers.rayservice.run import (
 from operator_runtime.render import (
     build_rayservice_cluster,
     partial_hash_matches,
+)
+from operator_runtime.render.rayservice_upgrade import (
+    cluster_update,
+    deletion_delay,
+    new_cluster_allowed,
 )
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import Cache
@@ -84,8 +81,7 @@ def clean_up_dangling(run: ServiceRun) -> bool:
     """Delete the dangling clusters that are due; True while any dangling one remains."""
     deleting = bool(run.raw["metadata"].get("deletionTimestamp"))
     keep = {run.cluster_name(ACTIVE), run.cluster_name(PENDING)} - {""}
-    delay = run.service.spec.ray_cluster_deletion_delay_seconds
-    delay = DEFAULT_DELETION_DELAY_SECONDS if delay is None else delay
+    delay = deletion_delay(run.service)
     remaining = False
     for cluster in owned_clusters(run):
         metadata = cluster["metadata"]
@@ -329,17 +325,16 @@ def should_prepare_new_cluster(
         return True
     cluster = pending if pending is not None else active
     assert cluster is not None
-    if hash_equal(run, cluster) or hash_equal(run, cluster, partial=True):
+    goal = run.service.spec.ray_cluster_config
+    if cluster_update(run.cluster_model(cluster), goal) != "new-cluster":
         return False
     return zero_downtime(run)
 
 
 def zero_downtime(run: ServiceRun) -> bool:
     """Whether a changed cluster spec gets a new cluster (else nothing happens)."""
-    strategy = run.service.spec.upgrade_strategy
-    if strategy is not None and strategy.type is not None:
-        allowed: set[RayServiceUpgradeType] = {"NewCluster"}
-        if run.tools.options.gates.ray_service_incremental_upgrade:
-            allowed.add(INCREMENTAL_UPGRADE)
-        return strategy.type in allowed
-    return run.tools.options.zero_downtime
+    return new_cluster_allowed(
+        run.service.spec.upgrade_strategy,
+        run.tools.options.gates,
+        zero_downtime=run.tools.options.zero_downtime,
+    )

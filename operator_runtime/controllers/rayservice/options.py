@@ -15,8 +15,6 @@ from operator_runtime.runtime.settings import OperatorEnvironment
 
 REQUEUE_SECONDS: Final = 2.0
 """KubeRay's RayService requeue: serve status is polled this often."""
-DEFAULT_DELETION_DELAY_SECONDS: Final = 60
-"""``rayClusterDeletionDelaySeconds`` when unset: an old cluster outlives its switch."""
 SERVE_CONFIG_CACHE_SIZE: Final = 1000
 DELETE_AFTER_ANNOTATION: Final = "pulumi-ray.io/delete-after"
 """On a RayService's cluster that is neither active nor pending: when it is due for

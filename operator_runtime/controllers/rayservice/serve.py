@@ -35,6 +35,7 @@ from operator_runtime.controllers.rayservice.run import (
     need,
 )
 from operator_runtime.render import USE_KUBERNETES_PROXY, serve_config_body
+from operator_runtime.render.rayservice_upgrade import capacity_step
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import BY_OWNER_UID
 from operator_runtime.runtime.errors import ApiError, Invalid, NotFound, TemporaryError
@@ -287,22 +288,23 @@ def step_target_capacity(run: ServiceRun, dashboard: DashboardClient, cluster: O
             return
         if active_capacity != int(active.get("trafficRoutedPercent", 0)):
             return
-        surge = traffic.max_surge(run)
-        if active_capacity + pending_capacity > 100:
-            if cluster_name == pending["rayClusterName"]:
-                _apply_capacity(run, dashboard, cluster, max(0, pending_capacity - surge))
-        elif cluster_name == active["rayClusterName"]:
-            _apply_capacity(run, dashboard, cluster, min(100, active_capacity + surge))
+        over = active_capacity + pending_capacity > 100
+        gained, lost = capacity_step(active_capacity, pending_capacity, traffic.max_surge(run))
+        if over and cluster_name == pending["rayClusterName"]:
+            _apply_capacity(run, dashboard, cluster, lost)
+        elif not over and cluster_name == active["rayClusterName"]:
+            _apply_capacity(run, dashboard, cluster, gained)
         return
     if active_capacity == 0 and pending_capacity == 100:
         return
     if pending_capacity != int(pending.get("trafficRoutedPercent", 0)):
         return
-    surge = traffic.max_surge(run)
-    if cluster_name == active["rayClusterName"] and active_capacity + pending_capacity > 100:
-        _apply_capacity(run, dashboard, cluster, max(0, active_capacity - surge))
-    elif cluster_name == pending["rayClusterName"] and active_capacity + pending_capacity <= 100:
-        _apply_capacity(run, dashboard, cluster, min(100, pending_capacity + surge))
+    over = active_capacity + pending_capacity > 100
+    gained, lost = capacity_step(pending_capacity, active_capacity, traffic.max_surge(run))
+    if over and cluster_name == active["rayClusterName"]:
+        _apply_capacity(run, dashboard, cluster, lost)
+    elif not over and cluster_name == pending["rayClusterName"]:
+        _apply_capacity(run, dashboard, cluster, gained)
 
 
 def _apply_capacity(

@@ -37,6 +37,7 @@ from operator_runtime.render import (
     httproute_equal,
     httproute_ready,
 )
+from operator_runtime.render.rayservice_upgrade import traffic_step
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.clock import parse_time
 from operator_runtime.runtime.errors import AlreadyExists, ApiError
@@ -240,10 +241,10 @@ def traffic_weights(run: ServiceRun, pending_ready: bool) -> tuple[int, int]:
         return active_weight, pending_weight
     step = int(options.step_size_percent)
     if rolling_back:
-        active_weight = min(100, active_weight + step, active_capacity)
+        active_weight = traffic_step(active_weight, active_capacity, step)
         pending_weight = 100 - active_weight
     elif pending_ready:
-        pending_weight = min(100, pending_weight + step, pending_capacity)
+        pending_weight = traffic_step(pending_weight, pending_capacity, step)
         active_weight = 100 - pending_weight
     return active_weight, pending_weight
 
