@@ -178,3 +178,20 @@ def test_a_tiny_cost_is_not_rounded_to_zero() -> None:
     report = review(from_preview(quickstart_replicas()), ReviewSettings())
     text = as_text(report, prices=parse_prices("memory=0.0001/GiB-h"))
     assert "cost/h 0.0006 -> 0.0008" in text
+
+
+def test_a_rayservice_upgrade_over_the_quota_is_named_by_its_peak() -> None:
+    # The RayService verdict's own peak: the old cluster (3 CPU) and the new one side by side.
+    from tests.components.test_review_rayservice import BASE, change, edited, new_image
+
+    report = review([change(BASE, edited(BASE, new_image))], ReviewSettings())
+    [verdict] = report.verdicts
+    assert (verdict.before["cpu"].value, verdict.peak["cpu"].value) == (3, 6)
+    assert with_quota(report, parse_quota("cpu=6"), ReviewSettings()).findings == report.findings
+    [finding] = [
+        f
+        for f in with_quota(report, parse_quota("cpu=5"), ReviewSettings()).findings
+        if f.rule == "quota-exceeded"
+    ]
+    assert (finding.level, finding.ref) == ("block", "RayService default/serve")
+    assert finding.message.endswith("cpu 6 > 5 (cpu 3 before, 6 at its peak)")
