@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,17 +117,21 @@ def test_a_quota_already_exceeded_names_every_object_that_holds_it() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "message"),
+    ("parse", "text", "message"),
     [
-        ("cpu", "give RESOURCE=VALUE"),
-        ("disk=1", "give RESOURCE=VALUE"),
-        ("cpu=lots", "not a Kubernetes quantity"),
-        ("", "at least one"),
+        (parse_quota, "cpu", "give RESOURCE=VALUE"),
+        (parse_quota, "disk=1", "give RESOURCE=VALUE"),
+        (parse_quota, "cpu=lots", "not a Kubernetes quantity"),
+        (parse_quota, "", "at least one"),
+        (parse_prices, "memory=0.004", "per GiB and hour"),
+        (parse_prices, "cpu=-1/h", "not negative"),
+        (parse_prices, "cpu=cheap/h", "give a number /h"),
+        (parse_prices, "ram=1/h", "give RESOURCE=VALUE"),
     ],
 )
-def test_a_bad_quota_is_refused(text: str, message: str) -> None:
+def test_a_bad_quota_or_price_is_refused(parse: Any, text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        parse_quota(text)
+        parse(text)
 
 
 def test_prices_are_per_hour_and_memory_per_gib() -> None:
@@ -138,20 +143,6 @@ def test_prices_are_per_hour_and_memory_per_gib() -> None:
     }
     resources = {key: amount(value) for key, value in (("cpu", "500m"), ("memory", "512Mi"))}
     assert prices.hourly(resources) == Fraction(3, 200) + Fraction(2, 1000)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("memory=0.004", "per GiB and hour"),
-        ("cpu=-1/h", "not negative"),
-        ("cpu=cheap/h", "give a number /h"),
-        ("ram=1/h", "give RESOURCE=VALUE"),
-    ],
-)
-def test_a_bad_price_is_refused(text: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        parse_prices(text)
 
 
 def test_costs_in_every_format(tmp_path: Path) -> None:
