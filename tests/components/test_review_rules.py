@@ -186,3 +186,18 @@ def test_a_rayservice_upgrade_over_the_quota_is_named_by_its_peak() -> None:
     ]
     assert (finding.level, finding.ref) == ("block", "RayService default/serve")
     assert finding.message.endswith("cpu 6 > 5 (cpu 3 before, 6 at its peak)")
+
+
+def test_500_objects_over_the_quota_with_prices_fit_a_comment() -> None:
+    from components.review import GITHUB_COMMENT_LIMIT
+    from tests.components.test_review_formats import _many
+
+    report = with_quota(
+        review(_many(500), ReviewSettings()), parse_quota("cpu=1"), ReviewSettings()
+    )
+    assert sum(f.rule == "quota-exceeded" for f in report.findings) == 500
+    comment = as_markdown(report, prices=parse_prices("cpu=0.03/h"), full_report="review.md")
+    assert len(comment) <= GITHUB_COMMENT_LIMIT
+    assert "`quota-exceeded` (500)" in comment
+    for finding in report.findings:
+        assert finding.ref.split("/", 1)[1] in comment
