@@ -19,7 +19,6 @@ autoscaled group may hold more or fewer.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 from operator_runtime.api import RayCluster
@@ -32,7 +31,6 @@ from .ledger import (
     HEAD,
     cluster_pods,
     cluster_resources,
-    groups_without_replicas,
 )
 from .model import Finding, Verdict, add_resources, peak_resources
 from .podhash import hash_ignored_paths, reshaped_parts
@@ -52,20 +50,8 @@ def raycluster_verdict(change: ObjectChange, settings: ReviewSettings) -> Verdic
         replaced=cluster_replaced,
         updated=_updated,
         cluster_after=lambda new, _settings: new,
-        finish=_autoscaler_owned,
+        cluster_spec=("spec",),
     )
-
-
-def _autoscaler_owned(verdict: Verdict, change: ObjectChange, new: RayCluster) -> Verdict:
-    spec = (change.after or {}).get("spec")
-    unset = groups_without_replicas(spec if isinstance(spec, dict) else None)
-    if not new.spec.enable_in_tree_autoscaling or not unset:
-        return verdict
-    effect = (
-        f"the autoscaler owns the replicas of {', '.join(unset)} (not in the spec): the "
-        "counts here start them at minReplicas; the running count is the autoscaler's"
-    )
-    return dataclasses.replace(verdict, effects=(*verdict.effects, effect))
 
 
 def _created(change: ObjectChange, new: RayCluster, settings: ReviewSettings) -> Verdict:

@@ -121,6 +121,7 @@ def rayjob_verdict(change: ObjectChange, settings: ReviewSettings) -> Verdict:
         replaced=_replaced,
         updated=_updated,
         cluster_after=lambda new, s: None if new.spec.suspend else job_run(new, s).cluster,
+        cluster_spec=("spec", "rayClusterSpec"),
     )
 
 

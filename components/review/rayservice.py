@@ -71,6 +71,7 @@ def rayservice_verdict(change: ObjectChange, settings: ReviewSettings) -> Verdic
         replaced=_replaced,
         updated=_updated,
         cluster_after=_running,
+        cluster_spec=("spec", "rayClusterConfig"),
     )
 
 

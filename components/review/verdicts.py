@@ -12,7 +12,7 @@ from typing import TypedDict, TypeVar
 from operator_runtime.api import InvalidObjectError, RayCluster, load_object
 
 from .changes import ObjectChange
-from .ledger import autoscaler_bounds, cluster_pods, cluster_resources
+from .ledger import autoscaler_bounds, cluster_pods, cluster_resources, groups_without_replicas
 from .model import Resources, Verdict, add_resources, peak_resources
 from .rules import ReviewSettings
 
@@ -56,11 +56,12 @@ def judge(
     replaced: Callable[[ObjectChange, _Kind, _Kind, ReviewSettings], Verdict],
     updated: Callable[[ObjectChange, _Kind, _Kind, ReviewSettings], Verdict],
     cluster_after: Callable[[_Kind, ReviewSettings], RayCluster | None],
-    finish: Callable[[Verdict, ObjectChange, _Kind], Verdict] | None = None,
+    cluster_spec: tuple[str, ...],
 ) -> Verdict:
     """Parse both sides as the operator does (a refused object gets ``invalid``), hand
-    the change to the verdict for its op, give the autoscaler's range of the cluster
-    the new spec runs (``cluster_after``; None: no range), then ``finish`` it."""
+    the change to the verdict for its op, and give the autoscaler's range of the cluster
+    the new spec runs (``cluster_after``; None: no range), saying which of its groups'
+    replicas the autoscaler owns (read at ``cluster_spec`` in the document)."""
     try:
         old = load(change.before, settings, kind)
         new = load(change.after, settings, kind)
@@ -76,10 +77,20 @@ def judge(
     else:
         verdict = updated(change, old, new, settings)
     cluster = cluster_after(new, settings)
-    if cluster is not None:
-        lowest, highest = autoscaler_bounds(cluster)
-        verdict = dataclasses.replace(verdict, lowest=lowest, highest=highest)
-    return verdict if finish is None else finish(verdict, change, new)
+    if cluster is None:
+        return verdict
+    lowest, highest = autoscaler_bounds(cluster)
+    effects = verdict.effects
+    spec: object = change.after
+    for key in cluster_spec:
+        spec = spec.get(key) if isinstance(spec, dict) else None
+    unset = groups_without_replicas(spec if isinstance(spec, dict) else None)
+    if cluster.spec.enable_in_tree_autoscaling and unset:
+        effects += (
+            f"the autoscaler owns the replicas of {', '.join(unset)} (not in the spec): the "
+            "counts here start them at minReplicas; the running count is the autoscaler's",
+        )
+    return dataclasses.replace(verdict, lowest=lowest, highest=highest, effects=effects)
 
 
 def ledger(

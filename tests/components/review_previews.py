@@ -12,7 +12,11 @@ from __future__ import annotations
 import copy
 import io
 import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from components.__main__ import main
 from components.review import ObjectChange
@@ -138,3 +142,29 @@ def object_change(
         changed=tuple(changed_paths(before, after)),
         **extra,
     )
+
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+def example_sides(
+    root: Path,
+    example: str,
+    config: Mapping[str, Mapping[str, str]],
+    edit: Callable[[str], str] | None = None,
+) -> tuple[str, str]:
+    """Two copies of ``examples/<example>`` under ``root`` (``before``, ``after``), each
+    with the stack ``dev`` config ``config[side]`` and the after program passed through
+    ``edit``; their folders, for ``review --before --after --stack dev``."""
+    project = yaml.safe_load((EXAMPLES / example / "Pulumi.yaml").read_text())["name"]
+    for side in ("before", "after"):
+        folder = root / side
+        folder.mkdir()
+        for name in ("Pulumi.yaml", "__main__.py"):
+            text = (EXAMPLES / example / name).read_text()
+            if name == "__main__.py" and side == "after" and edit is not None:
+                text = edit(text)
+            (folder / name).write_text(text)
+        values = {f"{project}:{key}": value for key, value in config.get(side, {}).items()}
+        (folder / "Pulumi.dev.yaml").write_text(yaml.safe_dump({"config": values}))
+    return str(root / "before"), str(root / "after")

@@ -4,13 +4,16 @@ resume, retries and deletion (docs/conformance.md, "What the review predicts")."
 from __future__ import annotations
 
 import copy
+import io
+from pathlib import Path
 from typing import Any
 
+from components.__main__ import main
 from components.rendering import Source
 from components.review import ObjectChange, ReviewSettings, from_sources
 from components.review.rayjob import rayjob_verdict
 from operator_runtime.render.resources import format_quantity
-from tests.components.review_previews import cluster, object_change
+from tests.components.review_previews import cluster, example_sides, object_change
 
 
 def job(name: str = "train", **spec: Any) -> dict[str, Any]:
@@ -141,3 +144,19 @@ def test_deletion_takes_the_cluster_and_the_submitter() -> None:
     assert verdict.pods_deleted == CLUSTER_AND_SUBMITTER
     assert verdict.effects[0].startswith("its Ray job is stopped if it still runs")
     assert rules(verdict) == ["cluster-deleted"]
+
+
+def test_the_batch_examples_entrypoint_change_is_a_new_run(tmp_path: Path) -> None:
+    # The example run under mocks, then with another entrypoint: a new name, a new run.
+    before, after = example_sides(
+        tmp_path, "batch-rayjob", {"after": {"entrypoint": "python -c 'print(1)'"}}
+    )
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        ["review", "--before", before, "--after", after, "--stack", "dev"], stdout=out, stderr=err
+    )
+    assert code == 0, err.getvalue()
+    text = out.getvalue()
+    assert text.startswith("1 Ray object(s) change · pods +3 -3 · CPU 2500m")
+    assert "(replace): a new run on a new cluster of 2 pod(s) and a submitter pod" in text
+    assert "WARN job-runs-again" in text

@@ -5,15 +5,18 @@ after."""
 from __future__ import annotations
 
 import copy
+import io
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from components.__main__ import main
 from components.review import ObjectChange, ReviewSettings, as_json, as_markdown, as_text, review
 from components.review.rayservice import rayservice_verdict, traffic_moves
 from operator_runtime.render.resources import format_quantity
-from tests.components.review_previews import cluster, object_change
+from tests.components.review_previews import cluster, example_sides, object_change
 
 SERVE = "applications:\n- name: demo\n  import_path: demo:app\n"
 
@@ -222,3 +225,25 @@ def test_every_format_says_how_long_the_peak_lasts() -> None:
     assert json.loads(as_json(report))["objects"][0]["peakSeconds"] == 60
     assert "peak 6 for at least 60 s" in as_text(report)
     assert "side by side (1 object(s)), each for at least 60 s" in as_markdown(report)
+
+
+def test_the_gateway_examples_cluster_change_is_an_incremental_upgrade(tmp_path: Path) -> None:
+    # The example run under mocks, then with a new Ray image: a second cluster, in steps.
+    before, after = example_sides(
+        tmp_path,
+        "rayservice-gateway",
+        {},
+        lambda text: text.replace('"rayproject/ray:2.52.0"', '"rayproject/ray:2.53.0"'),
+    )
+    out, err = io.StringIO(), io.StringIO()
+    code = main(
+        ["review", "--before", before, "--after", after, "--stack", "dev"], stdout=out, stderr=err
+    )
+    assert code == 0, err.getvalue()
+    text = out.getvalue()
+    assert "incremental upgrade: a new cluster of 2 pod(s)" in text
+    # 40 % capacity at a time (40, 80, 100), 20 % traffic every 30 s: five steps (20, 40;
+    # 60, 80; 100), then the 60 s delay.
+    assert "5 traffic step(s), at least 150 s" in text
+    assert "WARN upgrade-starts-new-cluster" in text and "for at least 210 s" in text
+    assert "the autoscaler owns the replicas of serve-workers" in text

@@ -279,31 +279,18 @@ def step_target_capacity(run: ServiceRun, dashboard: DashboardClient, cluster: O
         return
     active.setdefault("targetCapacity", 100)
     pending.setdefault("targetCapacity", 0)
-    active_capacity, pending_capacity = (
-        int(active["targetCapacity"]),
-        int(pending["targetCapacity"]),
-    )
-    if run.is_true(ROLLBACK_IN_PROGRESS):
-        if active_capacity == 100 and pending_capacity == 0:
-            return
-        if active_capacity != int(active.get("trafficRoutedPercent", 0)):
-            return
-        over = active_capacity + pending_capacity > 100
-        gained, lost = capacity_step(active_capacity, pending_capacity, traffic.max_surge(run))
-        if over and cluster_name == pending["rayClusterName"]:
+    # An upgrade moves capacity to the pending cluster, a rollback back to the active one.
+    gaining, losing = (active, pending) if run.is_true(ROLLBACK_IN_PROGRESS) else (pending, active)
+    gain, lose = int(gaining["targetCapacity"]), int(losing["targetCapacity"])
+    if gain == 100 and lose == 0:
+        return
+    if gain != int(gaining.get("trafficRoutedPercent", 0)):
+        return
+    gained, lost = capacity_step(gain, lose, traffic.max_surge(run))
+    if gain + lose > 100:
+        if cluster_name == losing["rayClusterName"]:
             _apply_capacity(run, dashboard, cluster, lost)
-        elif not over and cluster_name == active["rayClusterName"]:
-            _apply_capacity(run, dashboard, cluster, gained)
-        return
-    if active_capacity == 0 and pending_capacity == 100:
-        return
-    if pending_capacity != int(pending.get("trafficRoutedPercent", 0)):
-        return
-    over = active_capacity + pending_capacity > 100
-    gained, lost = capacity_step(pending_capacity, active_capacity, traffic.max_surge(run))
-    if over and cluster_name == active["rayClusterName"]:
-        _apply_capacity(run, dashboard, cluster, lost)
-    elif not over and cluster_name == pending["rayClusterName"]:
+    elif cluster_name == gaining["rayClusterName"]:
         _apply_capacity(run, dashboard, cluster, gained)
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from operator_runtime.api import RayService
 from operator_runtime.api.annotations import AnnotationKey
+from operator_runtime.controllers.rayservice import serve, traffic
 from operator_runtime.controllers.rayservice.options import RayServiceOptions
 from operator_runtime.controllers.rayservice.run import ServeConfigCache, ServiceRun
 from operator_runtime.controllers.rayservice.serve import (
@@ -216,3 +217,54 @@ def test_only_the_pending_cluster_or_a_lone_active_one_is_sent_serve_config_v2()
     assert not receives_goal(upgrading, "dangling")
     alone = run_with({"activeServiceStatus": {"rayClusterName": "old"}})
     assert receives_goal(alone, "old")
+
+
+ROLLING_BACK = {
+    "type": "RollbackInProgress",
+    "status": "True",
+    "reason": "DesiredClusterSpecChanged",
+    "message": "rolling back",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+
+
+@pytest.mark.parametrize(
+    ("active", "pending", "rolling_back", "expected"),
+    [
+        # Upgrade: pending gains 50 while the sum is at most 100; active gives up above.
+        ((100, 100), (0, 0), False, {"new": 50}),
+        ((100, 50), (50, 50), False, {"old": 50}),
+        ((50, 50), (50, 25), False, {}),  # traffic has not caught up: no move
+        ((0, 0), (100, 100), False, {}),  # done
+        # Rollback: the active cluster gains back, the pending one gives up.
+        ((50, 50), (50, 50), True, {"old": 100}),
+        ((100, 100), (50, 0), True, {"new": 0}),
+        ((100, 100), (0, 0), True, {}),  # done
+    ],
+)
+def test_target_capacity_steps_toward_the_gaining_side(
+    monkeypatch: pytest.MonkeyPatch,
+    active: tuple[int, int],
+    pending: tuple[int, int],
+    rolling_back: bool,
+    expected: dict[str, int],
+) -> None:
+    status = sides(
+        {"targetCapacity": active[0], "trafficRoutedPercent": active[1]},
+        {"targetCapacity": pending[0], "trafficRoutedPercent": pending[1]},
+    )
+    if rolling_back:
+        status["conditions"] = [ROLLING_BACK]
+    run = run_with(status)
+    applied: dict[str, int] = {}
+    monkeypatch.setattr(traffic, "routing_ready", lambda _run: True)
+    monkeypatch.setattr(
+        serve,
+        "_apply_capacity",
+        lambda _run, _dashboard, cluster, goal: applied.__setitem__(
+            cluster["metadata"]["name"], goal
+        ),
+    )
+    for name in ("old", "new"):
+        serve.step_target_capacity(run, None, {"metadata": {"name": name}})  # type: ignore[arg-type]
+    assert applied == expected
