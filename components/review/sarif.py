@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-import yaml
-
+from .._program import ProgramError, load_program
 from .formats import shown
 from .model import Finding, Verdict
 from .report import Report
@@ -47,27 +46,19 @@ class Program:
     """An object's URN by its ``Kind namespace/name`` (a preview's input)."""
 
     def file(self) -> Path | None:
-        """The file that declares the objects: a manifest, or a program's main file."""
+        """The file that declares the objects: a manifest, or a program's main file as
+        ``render`` finds it (``Pulumi.yaml``'s ``main``); ``Pulumi.yaml`` itself for a
+        program that has none (a Pulumi YAML program)."""
         if self.path is None or self.path == "-":
             return None
         path = Path(self.path)
         if path.is_file():
             return path
-        project = path / "Pulumi.yaml"
-        if not project.is_file():
-            return None
         try:
-            settings = yaml.safe_load(project.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError):
-            return None
-        runtime = settings.get("runtime") if isinstance(settings, dict) else None
-        name = runtime.get("name") if isinstance(runtime, dict) else runtime
-        if name == "yaml":
-            return project
-        main = settings.get("main") if isinstance(settings, dict) else None
-        folder = path / main if isinstance(main, str) else path
-        candidate = folder if folder.is_file() else folder / "__main__.py"
-        return candidate if candidate.is_file() else None
+            return load_program(path, None).main
+        except ProgramError:
+            project = path / "Pulumi.yaml"
+            return project if project.is_file() else None
 
 
 def _line(lines: list[str], verdict: Verdict) -> int | None:
