@@ -53,3 +53,16 @@ def test_the_ci_recipes_parse_and_do_what_they_say() -> None:
     assert MARKER in script and "--format sarif" in script
     assert set(job["artifacts"]["paths"]) == {"review-full.md", "review.sarif"}
     assert job["script"][-1] == 'exit "$status"'
+
+
+def test_review_md_lists_every_rule_at_its_default_level() -> None:
+    from components.review import RULES
+
+    text = (ROOT / "docs" / "review.md").read_text()
+    table = text.split("## Findings and exit codes", 1)[1].split("\n\n", 2)[1]
+    listed: dict[str, str] = {}
+    for row in table.splitlines()[2:]:
+        names, level = row.split(" | ")[:2]
+        for name in re.findall(r"`([a-z-]+)`", names):
+            listed[name] = level
+    assert listed == {rule: level for rule, (level, _) in RULES.items()}
