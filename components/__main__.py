@@ -39,12 +39,16 @@ message), an input that cannot be read, or a bad flag.
 (or ``--before A --after B``, two programs or manifests) and says, for each ray.io/v1
 object that changes, what the operator will do: pods created and deleted, the resources
 requested before, after and at the peak, and findings at warn or block level
-(``docs/review.md``); ``--format markdown`` is a pull-request comment::
+(``docs/review.md``); ``--format markdown`` is a pull-request comment, ``--format sarif``
+a SARIF 2.1.0 log for code scanning; ``--quota`` and ``--price`` hold the peak to a limit
+and add a cost per hour; ``--level RULE=warn|block|off`` sets a rule's level::
 
     pulumi preview --json > preview.json
     python -m pulumi_ray review preview.json --format markdown --output review-full.md
+    python -m pulumi_ray review preview.json --format sarif --program infra > review.sarif
 
-Its exit codes: 0 no blocking finding; 1 a finding at ``block``; 2 an unreadable input.
+Its exit codes: 0 no blocking finding; 1 a finding at ``block``; 2 an unreadable input
+or a bad flag.
 
 ``python -m pulumi_ray dashboards`` lists the Grafana boards ``RayOperator(
 grafana_dashboards=True)`` installs; ``dashboards BOARD`` prints one's JSON (what the
@@ -59,6 +63,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import TextIO
 
@@ -75,14 +80,24 @@ from .rendering import (
 )
 from .review import (
     GITHUB_COMMENT_LIMIT,
+    ObjectChange,
+    Prices,
+    Program,
+    Report,
     ReviewSettings,
     as_json,
     as_markdown,
+    as_sarif,
     as_text,
     from_preview,
     from_sources,
     parse_level,
+    parse_policy_config,
+    parse_prices,
+    parse_quota,
     review,
+    with_policies,
+    with_quota,
 )
 
 
@@ -136,7 +151,16 @@ def _add_review_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     review.add_argument("--after", metavar="PROGRAM_DIR_OR_MANIFEST", help="with --before")
     review.add_argument("--stack", help="the programs' config from Pulumi.<STACK>.yaml")
     review.add_argument(
-        "--format", choices=("markdown", "text", "json"), default="text", help="default: text"
+        "--format",
+        choices=("markdown", "text", "json", "sarif"),
+        default="text",
+        help="default: text; sarif is SARIF 2.1.0 for code scanning",
+    )
+    review.add_argument(
+        "--program",
+        metavar="PROGRAM_DIR_OR_MANIFEST",
+        help="where a preview's objects are declared, for SARIF's file locations "
+        "(default: --after)",
     )
     review.add_argument(
         "--output", metavar="FILE", help="also write the full, untrimmed report to FILE"
@@ -151,8 +175,23 @@ def _add_review_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "--level",
         action="append",
         default=[],
-        metavar="RULE=warn|block",
-        help="change a rule's level; a block finding exits 1 (repeatable)",
+        metavar="RULE=warn|block|off",
+        help="change a rule's level or turn it off; a block finding exits 1 (repeatable)",
+    )
+    review.add_argument(
+        "--quota",
+        metavar="cpu=64,memory=256Gi,gpu=8",
+        help="a finding (quota-exceeded) when the change's peak requests exceed these",
+    )
+    review.add_argument(
+        "--policy-config",
+        metavar="FILE",
+        help="run the policy pack's rules with this config (what --policy-pack-config takes)",
+    )
+    review.add_argument(
+        "--price",
+        metavar="cpu=0.03/h,gpu=2.5/h,memory=0.004/GiB-h",
+        help="add a cost per hour before, after and at the peak, per object and in total",
     )
     review.add_argument(
         "--random-pod-delete",
@@ -176,6 +215,8 @@ def _review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         levels = dict(parse_level(text) for text in args.level)
         options, _ = render_settings(args)
+        quota = parse_quota(args.quota) if args.quota is not None else {}
+        prices = parse_prices(args.price) if args.price is not None else None
     except (ValueError, FeatureGateError) as error:
         print(f"review: {error}", file=err)
         return 2
@@ -187,35 +228,64 @@ def _review(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         levels=levels,
     )
     try:
-        if args.before is not None or args.after is not None:
-            if args.preview is not None or args.before is None or args.after is None:
-                raise InputError("give a preview's JSON, or --before and --after, not both")
-            changes = from_sources(
-                load_sources(args.before, stack=args.stack),
-                load_sources(args.after, stack=args.stack),
-            )
-            source = f"{args.before} -> {args.after}"
-        elif args.preview is not None:
-            text = sys.stdin.read() if args.preview == "-" else _read(args.preview)
-            changes, source = from_preview(text, source=args.preview), args.preview
-        else:
-            raise InputError("give the JSON of `pulumi preview --json`, or --before and --after")
+        changes, source = _changes(args)
+        policy = (
+            parse_policy_config(_read(args.policy_config), source=args.policy_config)
+            if args.policy_config is not None
+            else None
+        )
     except InputError as error:
         print(f"review: {error}", file=err)
         return 2
-    report = review(changes, settings, source=source)
-    if args.format == "json":
-        text = as_json(report)
-        full = text
-    elif args.format == "markdown":
-        text = as_markdown(report, limit=args.max_chars, full_report=args.output)
-        full = as_markdown(report, limit=sys.maxsize)
-    else:
-        text = full = as_text(report)
+    report = with_quota(review(changes, settings, source=source), quota, settings)
+    if policy is not None:
+        report = with_policies(report, changes, policy, settings)
+    text, full = _formatted(args, report, changes, prices)
     if args.output is not None:
         Path(args.output).write_text(full, encoding="utf-8")
     out.write(text)
     return 1 if report.blocked else 0
+
+
+def _changes(args: argparse.Namespace) -> tuple[list[ObjectChange], str]:
+    if args.before is not None or args.after is not None:
+        if args.preview is not None or args.before is None or args.after is None:
+            raise InputError("give a preview's JSON, or --before and --after, not both")
+        changes = from_sources(
+            load_sources(args.before, stack=args.stack),
+            load_sources(args.after, stack=args.stack),
+        )
+        return changes, f"{args.before} -> {args.after}"
+    if args.preview is not None:
+        text = sys.stdin.read() if args.preview == "-" else _read(args.preview)
+        return from_preview(text, source=args.preview), args.preview
+    raise InputError("give the JSON of `pulumi preview --json`, or --before and --after")
+
+
+def _formatted(
+    args: argparse.Namespace, report: Report, changes: list[ObjectChange], prices: Prices | None
+) -> tuple[str, str]:
+    """The report as printed, and as written to ``--output`` (untrimmed)."""
+    if args.format == "json":
+        text = as_json(report, prices=prices)
+        return text, text
+    if args.format == "markdown":
+        comment = as_markdown(report, limit=args.max_chars, full_report=args.output, prices=prices)
+        return comment, as_markdown(report, limit=sys.maxsize, prices=prices)
+    if args.format == "sarif":
+        where = args.program if args.program is not None else args.after
+        urns = {change.ref: change.urn for change in changes if change.urn}
+        text = as_sarif(report, program=Program(where, urns), version=_version())
+        return text, text
+    text = as_text(report, prices=prices)
+    return text, text
+
+
+def _version() -> str:
+    try:
+        return metadata.version("pulumi-ray")
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 def _read(path: str) -> str:

@@ -7,7 +7,7 @@ project's test environment is on protobuf 6; the rules themselves are tested wit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import (
@@ -20,8 +20,6 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UnknownValueError
 
-from operator_runtime.api import FeatureGates
-
 from . import rules
 
 PACK_NAME = "pulumi-ray"
@@ -32,7 +30,7 @@ RAY_TYPES = frozenset(
 """Whatever created them (yaml/v2, CustomResource, Helm, our components), Ray objects
 reach the engine as these types."""
 
-Rule = Callable[[Mapping[str, object], Mapping[str, Any]], list[str]]
+Rule = Callable[[Mapping[str, object], Mapping[str, Any]], Sequence[str]]
 
 
 def _plain(value: object) -> tuple[object, bool]:
@@ -86,7 +84,7 @@ def _policy(
             return
         assert isinstance(document, dict)
         for line in rule(document, args.get_config()):
-            report_violation(line, None)
+            report_violation(str(line), None)  # a plain str for the engine's protobuf
 
     return ResourceValidationPolicy(
         name=name,
@@ -97,94 +95,59 @@ def _policy(
     )
 
 
-def _api(document: Mapping[str, object], config: Mapping[str, Any]) -> list[str]:
-    gates = config.get("featureGates")
-    return rules.api_lines(document, FeatureGates.parse(gates) if gates else None)
-
-
-def _images(document: Mapping[str, object], config: Mapping[str, Any]) -> list[str]:
-    return rules.image_lines(document, list(config.get("allowedPrefixes") or ()))
-
-
-def _gpus(document: Mapping[str, object], config: Mapping[str, Any]) -> list[str]:
-    return rules.gpu_lines(
-        document, per_group=config.get("maxPerGroup"), per_cluster=config.get("maxPerCluster")
-    )
-
-
-def _limits(document: Mapping[str, object], config: Mapping[str, Any]) -> list[str]:
-    return rules.limit_lines(document, list(config.get("resources") or ("cpu", "memory")))
-
-
-def _delete_self(document: Mapping[str, object], _config: Mapping[str, Any]) -> list[str]:
-    return rules.delete_self_lines(document)
-
-
 def _count(description: str) -> dict[str, Any]:
     return {"type": "integer", "minimum": 0, "description": description}
+
+
+_SCHEMAS: dict[str, PolicyConfigSchema] = {
+    "ray-api-validation": PolicyConfigSchema(
+        {
+            "featureGates": {
+                "type": "string",
+                "description": "The operator's --feature-gates, e.g. RayCronJob=true.",
+            },
+        }
+    ),
+    "ray-image-allow-list": PolicyConfigSchema(
+        {
+            "allowedPrefixes": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Image prefixes allowed; empty allows every image.",
+            },
+        }
+    ),
+    "ray-gpu-caps": PolicyConfigSchema(
+        {
+            "maxPerGroup": _count("GPUs one worker group may take at its largest."),
+            "maxPerCluster": _count("GPUs one cluster may take at its largest."),
+        }
+    ),
+    "ray-resource-limits": PolicyConfigSchema(
+        {
+            "resources": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Limits every container must set (default cpu, memory).",
+            },
+        }
+    ),
+}
+"""Each policy's config as the engine validates it; what the config means is the
+check's own (``rules.CHECKS``)."""
 
 
 def policies() -> list[ResourceValidationPolicy]:
     """The pack's policies, every one mandatory unless the pack's config says otherwise."""
     return [
         _policy(
-            "ray-api-validation",
-            "ray.io/v1 objects pass the validation our components and operator run.",
-            _api,
-            skip_unknown=True,
-            schema=PolicyConfigSchema(
-                {
-                    "featureGates": {
-                        "type": "string",
-                        "description": "The operator's --feature-gates, e.g. RayCronJob=true.",
-                    },
-                }
-            ),
-        ),
-        _policy(
-            "ray-image-allow-list",
-            "Every container of a Ray pod comes from an allowed registry or repository.",
-            _images,
-            schema=PolicyConfigSchema(
-                {
-                    "allowedPrefixes": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "description": "Image prefixes allowed; empty allows every image.",
-                    },
-                }
-            ),
-        ),
-        _policy(
-            "ray-gpu-caps",
-            "nvidia.com/gpu a worker group, and a whole cluster, can take stays under a cap.",
-            _gpus,
-            schema=PolicyConfigSchema(
-                {
-                    "maxPerGroup": _count("GPUs one worker group may take at its largest."),
-                    "maxPerCluster": _count("GPUs one cluster may take at its largest."),
-                }
-            ),
-        ),
-        _policy(
-            "ray-resource-limits",
-            "Every container of a Ray pod sets the listed resource limits.",
-            _limits,
-            schema=PolicyConfigSchema(
-                {
-                    "resources": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "description": "Limits every container must set (default cpu, memory).",
-                    },
-                }
-            ),
-        ),
-        _policy(
-            "ray-no-delete-self",
-            "RayJob deletion policies never delete the RayJob itself (DeleteSelf).",
-            _delete_self,
-        ),
+            check.name,
+            check.description,
+            check.judge,
+            schema=_SCHEMAS.get(check.name),
+            skip_unknown=check is rules.API_CHECK,
+        )
+        for check in rules.CHECKS
     ]
 
 

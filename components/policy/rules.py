@@ -7,14 +7,22 @@ is the one validation the components and the operator run (``load_object``).
 
 Every function returns one line per finding, in the format of the API layer's errors,
 ``<Kind> <ns>/<name>: <path>: <what is wrong>; <fix> [CODE]``, so a violation reads the
-same whether the preview, the component or the operator reported it.
+same whether the preview, the component or the operator reported it. An organisation
+rule's line is a ``Violation``, which also keeps its parts: the review
+(``components/review/policies.py``) prints the path, the fix and the code without the
+"what", which may quote a value of the spec.
+
+``CHECKS`` is each policy's one home: its name, its description and how its config
+reaches its function. The pack (``pack``) serves them to the engine, and the review runs
+the same table over a change's objects with the same config file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from operator_runtime.api import FeatureGates, InvalidObjectError
 from operator_runtime.api.validation import load_object
@@ -66,8 +74,20 @@ def _object_ref(document: Mapping[str, object]) -> str:
     )
 
 
-def _line(document: Mapping[str, object], path: str, detail: str, hint: str, code: str) -> str:
-    return f"{_object_ref(document)}: {path}: {detail}; {hint} [{code}]"
+class Violation(str):
+    """One organisation rule's line, which also keeps where (``path``), the fix
+    (``hint``) and the ``code``: all but the "what", which may quote a spec's value."""
+
+    path: str
+    hint: str
+    code: str
+
+    def __new__(
+        cls, document: Mapping[str, object], path: str, detail: str, hint: str, code: str
+    ) -> Violation:
+        line = super().__new__(cls, f"{_object_ref(document)}: {path}: {detail}; {hint} [{code}]")
+        line.path, line.hint, line.code = path, hint, code
+        return line
 
 
 def _mapping(value: object) -> Mapping[str, object]:
@@ -141,13 +161,13 @@ def _containers(template: PodTemplate) -> Iterator[tuple[str, Mapping[str, objec
 # --- the organisation rules ------------------------------------------------------------
 
 
-def image_lines(document: Mapping[str, object], allowed_prefixes: Sequence[str]) -> list[str]:
+def image_lines(document: Mapping[str, object], allowed_prefixes: Sequence[str]) -> list[Violation]:
     """Containers whose image starts with none of ``allowed_prefixes`` (empty: allow all)."""
     if not allowed_prefixes:
         return []
     allowed = ", ".join(allowed_prefixes)
     return [
-        _line(
+        Violation(
             document,
             f"{path}.image",
             f"image {image!r} is not from an allowed registry",
@@ -175,13 +195,13 @@ def _gpus(template: PodTemplate) -> int:
 
 def gpu_lines(
     document: Mapping[str, object], *, per_group: int | None, per_cluster: int | None
-) -> list[str]:
+) -> list[Violation]:
     """Worker groups (and the whole cluster) that can take more GPUs than allowed.
 
     A group counts ``GPUs per pod x the pods it can reach``: ``maxReplicas x numOfHosts``
     when the autoscaler is on, else ``replicas x numOfHosts``; the head counts once.
     """
-    found: list[str] = []
+    found: list[Violation] = []
     cluster_total = 0
     for template in pod_templates(document):
         per_pod = _gpus(template)
@@ -189,7 +209,7 @@ def gpu_lines(
             continue
         if template.max_pods is None:
             found.append(
-                _line(
+                Violation(
                     document,
                     template.path.removesuffix(".template"),
                     f"group {template.group} asks for {per_pod} GPU per pod"
@@ -203,7 +223,7 @@ def gpu_lines(
         cluster_total += group_total
         if template.group is not None and per_group is not None and group_total > per_group:
             found.append(
-                _line(
+                Violation(
                     document,
                     template.path.removesuffix(".template"),
                     f"group {template.group} can take {group_total} GPUs "
@@ -214,7 +234,7 @@ def gpu_lines(
             )
     if per_cluster is not None and cluster_total > per_cluster:
         found.append(
-            _line(
+            Violation(
                 document,
                 "spec",
                 f"the cluster can take {cluster_total} GPUs",
@@ -225,16 +245,16 @@ def gpu_lines(
     return found
 
 
-def limit_lines(document: Mapping[str, object], resources: Sequence[str]) -> list[str]:
+def limit_lines(document: Mapping[str, object], resources: Sequence[str]) -> list[Violation]:
     """Containers without a limit on each of ``resources`` (e.g. cpu, memory)."""
-    found: list[str] = []
+    found: list[Violation] = []
     for template in pod_templates(document):
         for path, container in _containers(template):
             limits = _mapping(_mapping(container.get("resources")).get("limits"))
             missing = [name for name in resources if limits.get(name) in (None, "")]
             if missing:
                 found.append(
-                    _line(
+                    Violation(
                         document,
                         f"{path}.resources.limits",
                         f"container {container.get('name')!r} sets no {' or '.join(missing)} limit",
@@ -247,7 +267,7 @@ def limit_lines(document: Mapping[str, object], resources: Sequence[str]) -> lis
 
 def _deletion_lines(
     document: Mapping[str, object], job_spec: Mapping[str, object], prefix: str
-) -> Iterator[str]:
+) -> Iterator[Violation]:
     strategy = _mapping(job_spec.get("deletionStrategy"))
     places = [
         (f"{prefix}.deletionStrategy.{side}.policy", _mapping(strategy.get(side)).get("policy"))
@@ -258,7 +278,7 @@ def _deletion_lines(
     ]
     for path, policy in places:
         if policy == "DeleteSelf":
-            yield _line(
+            yield Violation(
                 document,
                 path,
                 "DeleteSelf deletes the RayJob itself, and its history with it",
@@ -267,7 +287,7 @@ def _deletion_lines(
             )
 
 
-def delete_self_lines(document: Mapping[str, object]) -> list[str]:
+def delete_self_lines(document: Mapping[str, object]) -> list[Violation]:
     """RayJob deletion policies (legacy or rules) that delete the RayJob itself."""
     spec, kind = _mapping(document.get("spec")), document.get("kind")
     if kind == "RayJob":
@@ -276,3 +296,70 @@ def delete_self_lines(document: Mapping[str, object]) -> list[str]:
         template = _mapping(spec.get("jobTemplate"))
         return list(_deletion_lines(document, template, "spec.jobTemplate"))
     return []
+
+
+# --- each policy's one home: name, description, how its config reaches the rule --------
+
+Config = Mapping[str, Any]
+"""A policy's entry of the pack's config file (``--policy-pack-config``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    description: str
+    judge: Callable[[Mapping[str, object], Config], Sequence[str]]
+
+
+def _api(document: Mapping[str, object], config: Config) -> list[str]:
+    gates = config.get("featureGates")
+    return api_lines(document, FeatureGates.parse(gates) if gates else None)
+
+
+def _images(document: Mapping[str, object], config: Config) -> list[Violation]:
+    return image_lines(document, list(config.get("allowedPrefixes") or ()))
+
+
+def _gpu_caps(document: Mapping[str, object], config: Config) -> list[Violation]:
+    return gpu_lines(
+        document, per_group=config.get("maxPerGroup"), per_cluster=config.get("maxPerCluster")
+    )
+
+
+def _limits(document: Mapping[str, object], config: Config) -> list[Violation]:
+    return limit_lines(document, list(config.get("resources") or ("cpu", "memory")))
+
+
+def _delete_self(document: Mapping[str, object], _config: Config) -> list[Violation]:
+    return delete_self_lines(document)
+
+
+API_CHECK = Check(
+    "ray-api-validation",
+    "ray.io/v1 objects pass the validation our components and operator run.",
+    _api,
+)
+ORGANISATION_CHECKS: tuple[Check, ...] = (
+    Check(
+        "ray-image-allow-list",
+        "Every container of a Ray pod comes from an allowed registry or repository.",
+        _images,
+    ),
+    Check(
+        "ray-gpu-caps",
+        "nvidia.com/gpu a worker group, and a whole cluster, can take stays under a cap.",
+        _gpu_caps,
+    ),
+    Check(
+        "ray-resource-limits",
+        "Every container of a Ray pod sets the listed resource limits.",
+        _limits,
+    ),
+    Check(
+        "ray-no-delete-self",
+        "RayJob deletion policies never delete the RayJob itself (DeleteSelf).",
+        _delete_self,
+    ),
+)
+"""The platform's own rules: each returns ``Violation`` lines."""
+CHECKS: tuple[Check, ...] = (API_CHECK, *ORGANISATION_CHECKS)

@@ -69,6 +69,8 @@ class ObjectChange:
     replace_reasons: tuple[str, ...] = ()
     create_before_delete: bool = False
     """A replacement whose new object exists before the old one is deleted."""
+    urn: str = ""
+    """The engine's URN of the resource (a preview's input only)."""
 
     @property
     def ref(self) -> str:
@@ -148,6 +150,7 @@ def _change_of(urn: str, steps: Sequence[Mapping[str, Any]]) -> ObjectChange | N
         secret=tuple(sorted(set(found.secret))),
         replace_reasons=tuple(reasons),
         create_before_delete=create_first,
+        urn=urn,
     )
 
 

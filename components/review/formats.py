@@ -1,6 +1,6 @@
 """A review as Markdown (a pull-request comment), plain text (a terminal) or JSON.
 
-Every string printed goes through ``_shown``: the stand-ins of the input layer become
+Every string printed goes through ``shown``: the stand-ins of the input layer become
 ``known at deploy``, ``[secret]`` and ``<autonamed>``, and no value of the objects is
 printed at all, only names, counts, resource totals and the paths that change, so a
 secret cannot reach a comment through any format.
@@ -24,10 +24,19 @@ from operator_runtime.render.resources import Amount, format_quantity
 
 from .._program import AUTONAME_SUFFIX
 from ..rendering import SECRET_STANDIN, UNKNOWN_STANDIN
-from .model import LEDGER_KEYS, Finding, Verdict, add_resources
+from .budget import Prices, format_cost
+from .model import LEDGER_KEYS, Finding, Resources, Verdict, add_resources
 from .report import Report
 
-__all__ = ["GITHUB_COMMENT_LIMIT", "MARKER", "SCHEMA", "as_json", "as_markdown", "as_text"]
+__all__ = [
+    "GITHUB_COMMENT_LIMIT",
+    "MARKER",
+    "SCHEMA",
+    "as_json",
+    "as_markdown",
+    "as_text",
+    "shown",
+]
 
 GITHUB_COMMENT_LIMIT: Final = 65_536
 MARKER: Final = "<!-- pulumi-ray-review -->"
@@ -41,15 +50,16 @@ _SHOWN: Final = {
 _ICON: Final = {"block": "⛔", "warn": "⚠️"}
 
 
-def _shown(text: str) -> str:
-    for token, shown in _SHOWN.items():
-        text = text.replace(token, shown)
+def shown(text: str) -> str:
+    """``text`` with the input layer's stand-ins as a reader should see them."""
+    for token, standin in _SHOWN.items():
+        text = text.replace(token, standin)
     return text
 
 
 def _md(text: str) -> str:
     """Safe in a table cell or a list item: no pipes, no HTML, one line."""
-    cleaned = _shown(" ".join(text.split())).replace("->", "→")
+    cleaned = shown(" ".join(text.split())).replace("->", "→")
     return cleaned.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -62,7 +72,17 @@ def _change(before: Amount | None, after: Amount | None) -> str:
     return old if old == new else f"{old} → {new}"
 
 
-def headline(report: Report) -> str:
+def _costs(prices: Prices, *sides: Resources) -> list[str]:
+    return [format_cost(prices.hourly(side)) for side in sides]
+
+
+def _cost_change(prices: Prices, verdict: Verdict) -> str:
+    before, after, peak = _costs(prices, verdict.before, verdict.after, verdict.peak)
+    text = before if before == after else f"{before} → {after}"
+    return text if peak in (before, after) else f"{text} (peak {peak})"
+
+
+def headline(report: Report, prices: Prices | None = None) -> str:
     if not report.verdicts:
         return "No ray.io/v1 object changes."
     blocks = sum(f.level == "block" for f in report.findings)
@@ -75,6 +95,9 @@ def headline(report: Report) -> str:
     ]
     if any(v.value for key in ("gpu", "tpu") for v in (before[key], after[key])):
         parts.append(f"GPU {_change(before['gpu'], after['gpu'])}")
+    if prices is not None:
+        old, new = _costs(prices, before, after)
+        parts.append(f"cost/h {old if old == new else f'{old} → {new}'}")
     parts.append(f"{blocks} blocking, {warns} warning(s)" if report.findings else "no findings")
     return " · ".join(parts)
 
@@ -132,7 +155,7 @@ def _findings(findings: Sequence[Finding], *, grouped: bool) -> str:
     return "\n".join(lines)
 
 
-def _ledger(report: Report) -> str:
+def _ledger(report: Report, prices: Prices | None) -> str:
     before, after, peak = report.total("before"), report.total("after"), report.total("peak")
     lines = [
         "**Resources requested** (as KubeRay counts `status.desired*`)",
@@ -150,6 +173,8 @@ def _ledger(report: Report) -> str:
             f"| {label} | {_quantity(before[key])} | {_quantity(after[key])} | "
             f"{_quantity(peak[key])} |"
         )
+    if prices is not None:
+        lines.append("| Cost per hour | " + " | ".join(_costs(prices, before, after, peak)) + " |")
     lasting = [v for v in report.verdicts if v.peak_seconds is not None]
     if lasting:
         least = min(int(v.peak_seconds or 0) for v in lasting)
@@ -172,16 +197,18 @@ def _ledger(report: Report) -> str:
     return "\n".join(lines)
 
 
-def _details(verdict: Verdict) -> str:
+def _details(verdict: Verdict, prices: Prices | None) -> str:
     lines = [f"<details><summary>{_md(verdict.ref)}: {_md(verdict.summary)}</summary>", ""]
     if verdict.origin:
         lines.append(f"From {_md(verdict.origin)}.")
         lines.append("")
+    if prices is not None:
+        lines.append(f"- cost per hour: {_md(_cost_change(prices, verdict))}")
     lines.extend(f"- {_md(effect)}" for effect in verdict.effects)
     if verdict.changed:
         lines.append("")
         lines.append("Changed fields:")
-        lines.extend(f"- `{_shown(path)}`" for path in verdict.changed)
+        lines.extend(f"- `{shown(path)}`" for path in verdict.changed)
     lines.extend(["", "</details>"])
     return "\n".join(lines)
 
@@ -192,10 +219,15 @@ def _priority(verdict: Verdict) -> int:
 
 
 def as_markdown(
-    report: Report, *, limit: int = GITHUB_COMMENT_LIMIT, full_report: str | None = None
+    report: Report,
+    *,
+    limit: int = GITHUB_COMMENT_LIMIT,
+    full_report: str | None = None,
+    prices: Prices | None = None,
 ) -> str:
-    """The comment; ``full_report`` names where the untrimmed report is, if anywhere."""
-    title = f"### Ray review: {_md(headline(report))}"
+    """The comment; ``full_report`` names where the untrimmed report is, if anywhere;
+    with ``prices``, a cost per hour for each object and in total."""
+    title = f"### Ray review: {_md(headline(report, prices))}"
     if not report.verdicts:
         return f"{MARKER}\n{title}\n"
     where = f" The full report is in `{_md(full_report)}`." if full_report else ""
@@ -205,7 +237,7 @@ def as_markdown(
             f"{MARKER}\n{title}",
             _table(report.verdicts, compact=compact),
             _findings(report.findings, grouped=grouped),
-            _ledger(report),
+            _ledger(report, prices),
         ]
         body = "\n\n".join(section for section in sections if section) + "\n\n"
         if len(body) + reserve <= limit:
@@ -214,11 +246,11 @@ def as_markdown(
     kept: set[int] = set()
     # Details of objects with a block first, then with a warning, then the rest.
     for verdict in sorted(report.verdicts, key=_priority, reverse=True):
-        cost = len(_details(verdict)) + 1
+        cost = len(_details(verdict, prices)) + 1
         if cost <= budget:
             kept.add(id(verdict))
             budget -= cost
-    shown = [_details(v) for v in report.verdicts if id(v) in kept]
+    shown = [_details(v, prices) for v in report.verdicts if id(v) in kept]
     left_out = len(report.verdicts) - len(shown)
     note = f"_{left_out} object detail(s) left out to fit a comment.{where}_\n" if left_out else ""
     return body + "".join(d + "\n\n" for d in shown) + note
@@ -230,11 +262,11 @@ def _lasting(verdict: Verdict) -> str:
     return f", peak {verdict.peak_pods} for at least {verdict.peak_seconds} s"
 
 
-def as_text(report: Report) -> str:
-    lines = [_shown(headline(report))]
+def as_text(report: Report, *, prices: Prices | None = None) -> str:
+    lines = [shown(headline(report, prices))]
     for verdict in report.verdicts:
         lines.append("")
-        lines.append(f"{_shown(verdict.ref)} ({verdict.op}): {_shown(verdict.summary)}")
+        lines.append(f"{shown(verdict.ref)} ({verdict.op}): {shown(verdict.summary)}")
         pods = f"  pods {verdict.pods_before} -> {verdict.pods_after}"
         lines.append(
             pods + f" (+{verdict.pods_created} -{verdict.pods_deleted})" + _lasting(verdict)
@@ -243,11 +275,17 @@ def as_text(report: Report) -> str:
             old, new = verdict.before.get(key), verdict.after.get(key)
             if any(a is not None and a.value for a in (old, new)):
                 lines.append(f"  {key} {_change(old, new).replace('→', '->')}")
-        lines.extend(f"  - {_shown(effect)}" for effect in verdict.effects)
+        if prices is not None:
+            lines.append(f"  cost/h {_cost_change(prices, verdict).replace('→', '->')}")
+        lines.extend(f"  - {shown(effect)}" for effect in verdict.effects)
+    if prices is not None and report.verdicts:
+        sides = (report.total(side) for side in ("before", "after", "peak"))
+        costs = _costs(prices, *sides)
+        lines += ["", "cost/h in total: {} -> {}, {} at the peak".format(*costs)]
     if report.findings:
         lines.append("")
         for f in report.findings:
-            lines.append(f"{f.level.upper()} {f.rule} {_shown(f.ref)}: {_shown(f.message)}")
+            lines.append(f"{f.level.upper()} {f.rule} {shown(f.ref)}: {shown(f.message)}")
     return "\n".join(lines) + "\n"
 
 
@@ -255,30 +293,40 @@ def _amounts(amounts: Any) -> dict[str, str]:
     return {key: _quantity(amounts.get(key)) for key in LEDGER_KEYS}
 
 
-def as_json(report: Report) -> str:
-    """The report in a versioned schema (``schema``); quantities as Kubernetes strings."""
+def _json_costs(prices: Prices | None, *sides: Resources) -> dict[str, object]:
+    if prices is None:
+        return {}
+    before, after, peak = (float(round(prices.hourly(side), 6)) for side in sides)
+    return {"costPerHour": {"before": before, "after": after, "peak": peak}}
+
+
+def as_json(report: Report, *, prices: Prices | None = None) -> str:
+    """The report in a versioned schema (``schema``); quantities as Kubernetes strings;
+    with ``prices``, ``costPerHour`` in the totals and each object."""
+    totals = (report.total("before"), report.total("after"), report.total("peak"))
     document = {
         "schema": SCHEMA,
-        "headline": _shown(headline(report)),
+        "headline": shown(headline(report, prices)),
         "blocked": report.blocked,
         "totals": {
-            "before": _amounts(report.total("before")),
-            "after": _amounts(report.total("after")),
-            "peak": _amounts(report.total("peak")),
+            "before": _amounts(totals[0]),
+            "after": _amounts(totals[1]),
+            "peak": _amounts(totals[2]),
             "pods": {
                 name: report.pods(f"pods_{name}")
                 for name in ("before", "after", "created", "deleted")
             }
             | {"peak": report.pods("peak_pods")},
-        },
+        }
+        | _json_costs(prices, *totals),
         "objects": [
             {
                 "kind": v.kind,
-                "namespace": _shown(v.namespace),
-                "name": _shown(v.name),
+                "namespace": shown(v.namespace),
+                "name": shown(v.name),
                 "op": v.op,
-                "summary": _shown(v.summary),
-                "effects": [_shown(e) for e in v.effects],
+                "summary": shown(v.summary),
+                "effects": [shown(e) for e in v.effects],
                 "pods": {
                     "before": v.pods_before,
                     "after": v.pods_after,
@@ -297,8 +345,9 @@ def as_json(report: Report) -> str:
                     if v.highest
                     else {}
                 ),
+                **_json_costs(prices, v.before, v.after, v.peak),
                 "knownAtDeploy": v.known_at_deploy,
-                "changed": [_shown(p) for p in v.changed],
+                "changed": [shown(p) for p in v.changed],
             }
             for v in report.verdicts
         ],
@@ -306,8 +355,8 @@ def as_json(report: Report) -> str:
             {
                 "rule": f.rule,
                 "level": f.level,
-                "object": _shown(f.ref),
-                "message": _shown(f.message),
+                "object": shown(f.ref),
+                "message": shown(f.message),
             }
             for f in report.findings
         ],

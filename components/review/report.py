@@ -60,7 +60,8 @@ def review(
     verdicts = []
     for change in changes:
         judge = VERDICTS.get(change.kind)
-        verdicts.append(judge(change, settings) if judge else _not_reviewed(change, settings))
+        verdict = judge(change, settings) if judge else _not_reviewed(change, settings)
+        verdicts.append(settings.kept(verdict))
     return Report(tuple(verdicts), source)
 
 

@@ -1,20 +1,25 @@
 """The review's rules: each a stable name, a default level and what it guards against.
 
-A CI job raises or lowers a rule by name (``--level recreate-restarts-cluster=block``);
-a ``block`` finding makes the review exit 1, so the job fails before merge.
+A CI job raises, lowers or turns off a rule by name (``--level
+recreate-restarts-cluster=block``, ``--level template-not-rolled=off``); a ``block``
+finding makes the review exit 1, so the job fails before merge.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Final
+from dataclasses import dataclass, field, replace
+from typing import Final, Literal
 
 from operator_runtime.render import RenderOptions
 
-from .model import Finding, Level
+from ..policy.rules import ORGANISATION_CHECKS
+from .model import Finding, Level, Verdict
 
-__all__ = ["RULES", "ReviewSettings", "parse_level"]
+__all__ = ["RULES", "ReviewSettings", "RuleLevel", "parse_level"]
+
+RuleLevel = Literal["warn", "block", "off"]
+_RULE_LEVELS: Final[Mapping[str, RuleLevel]] = {"warn": "warn", "block": "block", "off": "off"}
 
 RULES: Final[Mapping[str, tuple[Level, str]]] = {
     "invalid-object": ("block", "the operator would refuse the object"),
@@ -54,6 +59,13 @@ RULES: Final[Mapping[str, tuple[Level, str]]] = {
     ),
     "known-at-deploy": ("warn", "part of the verdict depends on a value known only at deploy"),
     "not-yet-reviewed": ("warn", "the review has no verdict for this kind yet"),
+    "quota-exceeded": (
+        "block",
+        "what the change's Ray objects request at its peak (both clusters of an upgrade) "
+        "exceeds the --quota given",
+    ),
+    # The policy pack's organisation rules, run with --policy-config (``policies``).
+    **{check.name: ("block", check.description) for check in ORGANISATION_CHECKS},
 }
 
 
@@ -69,20 +81,30 @@ class ReviewSettings:
     zero_downtime: bool = True
     """``ENABLE_ZERO_DOWNTIME``: false makes a RayService without an upgradeStrategy ignore
     a cluster change."""
-    levels: Mapping[str, Level] = field(default_factory=dict)
+    levels: Mapping[str, RuleLevel] = field(default_factory=dict)
 
     def finding(self, rule: str, ref: str, message: str) -> Finding:
         level = self.levels.get(rule, RULES[rule][0])
-        return Finding(rule=rule, level=level, ref=ref, message=message)
+        # A rule turned off still gives its finding here; ``kept`` drops it, so a verdict
+        # module never has to ask.
+        return Finding(
+            rule=rule, level=RULES[rule][0] if level == "off" else level, ref=ref, message=message
+        )
+
+    def is_off(self, rule: str) -> bool:
+        return self.levels.get(rule) == "off"
+
+    def kept(self, verdict: Verdict) -> Verdict:
+        """``verdict`` without the findings of the rules turned off."""
+        findings = tuple(f for f in verdict.findings if not self.is_off(f.rule))
+        return verdict if findings == verdict.findings else replace(verdict, findings=findings)
 
 
-def parse_level(text: str) -> tuple[str, Level]:
-    """``RULE=warn|block`` -> (rule, level); raises ``ValueError`` naming the choices."""
+def parse_level(text: str) -> tuple[str, RuleLevel]:
+    """``RULE=warn|block|off`` -> (rule, level); raises ``ValueError`` naming the choices."""
     rule, _, level = text.partition("=")
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; the rules are {', '.join(sorted(RULES))}")
-    if level == "warn":
-        return rule, "warn"
-    if level == "block":
-        return rule, "block"
-    raise ValueError(f"{text!r}: give RULE=warn or RULE=block")
+    if level in _RULE_LEVELS:
+        return rule, _RULE_LEVELS[level]
+    raise ValueError(f"{text!r}: give RULE=warn, RULE=block or RULE=off")

@@ -10,6 +10,7 @@ and ``newState`` as serialized resources with ``type``, ``inputs`` and ``outputs
 from __future__ import annotations
 
 import copy
+import io
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from components.__main__ import main
 from components.review import ObjectChange
 from components.review.changes import changed_paths
 
@@ -116,6 +118,13 @@ def quickstart_replicas() -> str:
     diff = {"spec.workerGroupSpecs[0].replicas": {"kind": "update", "inputDiff": False}}
     before, after = cluster(2, wire=True), cluster(3, wire=True)
     return digest(step("update", before, after, diff, diffReasons=["spec"]))
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    """``python -m pulumi_ray ARGV`` in this process: exit code, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
 
 
 def object_change(

@@ -3,7 +3,6 @@ ray.io/v1 objects, secrets and unknown values included, and the CLI around it.""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,6 @@ from typing import Any
 import pytest
 import yaml
 
-from components.__main__ import main
 from components.rendering import InputError
 from components.review import ReviewSettings, as_json, as_markdown, as_text, from_preview, review
 from tests.components.review_previews import (
@@ -23,12 +21,7 @@ from tests.components.review_previews import (
     secret,
     step,
 )
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
+from tests.components.review_previews import run_cli as run
 
 
 def test_a_preview_update_becomes_one_change() -> None:
@@ -106,7 +99,7 @@ def test_a_secret_never_reaches_any_format(tmp_path: Path) -> None:
     assert SECRET_VALUE in json.dumps(new)
     preview = tmp_path / "preview.json"
     preview.write_text(digest(step("update", old, new), step("delete", old, None)))
-    for form in ("markdown", "text", "json"):
+    for form in ("markdown", "text", "json", "sarif"):
         full = tmp_path / f"full.{form}"
         code, out, err = run("review", str(preview), "--format", form, "--output", str(full))
         assert code == 0, err
