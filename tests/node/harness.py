@@ -51,10 +51,16 @@ def start_real_node_cluster(state_dir: Path, *, with_kuberay: bool = False) -> L
 
 
 @dataclass(frozen=True)
-class DeployedOperator:
-    rendered: RenderedOperator
+class Deployed:
+    """An operator running as a pod on the node."""
+
     pod: dict[str, Any]
     """Its pod, as it was when it turned Ready."""
+
+
+@dataclass(frozen=True)
+class DeployedOperator(Deployed):
+    rendered: RenderedOperator
     digest: str
     """The image's manifest digest, which the Deployment pins."""
 
@@ -85,10 +91,10 @@ def ready_pod(cluster: LocalCluster, namespace: str, selector: str) -> dict[str,
 
 @contextlib.contextmanager
 def deploy_kuberay(cluster: LocalCluster, namespace: str, work_dir: Path
-                   ) -> Iterator[dict[str, Any]]:  # fmt: skip
+                   ) -> Iterator[Deployed]:  # fmt: skip
     """KubeRay's operator (``kuberay_manifests``) applied; its pod once Ready."""
     apply(cluster, kuberay.pod_manifests(namespace, KUBERAY_IMAGE), work_dir)
-    yield ready_pod(cluster, namespace, "app.kubernetes.io/name=kuberay-operator")
+    yield Deployed(ready_pod(cluster, namespace, "app.kubernetes.io/name=kuberay-operator"))
 
 
 @contextlib.contextmanager
@@ -109,7 +115,7 @@ def deploy_operator(cluster: LocalCluster, namespace: str, work_dir: Path
 
     try:
         apply(cluster, [*rendered.rbac, deployment], work_dir)
-        yield DeployedOperator(rendered, ready_pod(cluster, namespace, selector), digest)
+        yield DeployedOperator(ready_pod(cluster, namespace, selector), rendered, digest)
     finally:
         for manifest in rendered.rbac:
             if manifest["kind"] in ("ClusterRole", "ClusterRoleBinding"):
