@@ -182,3 +182,24 @@ def all_ready(pods: list[dict[str, Any]], count: int) -> bool:
         return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
     return len(pods) == count and all(map(ready, pods))
+
+
+def server_side_apply(cluster: LocalCluster, namespace: str, manifest: dict[str, Any]) -> None:
+    cluster.kubectl("-n", namespace, "apply", "--server-side", "-f", "-",
+                    input=json.dumps(manifest))  # fmt: skip
+
+
+def pod_states(cluster: LocalCluster, namespace: str) -> list[object]:
+    """Each Ray pod's container states and, for one not Ready, the kubelet's last probe
+    failures (what its probe command printed)."""
+    states: list[object] = []
+    for pod in pods(cluster, namespace, "ray.io/cluster"):
+        name, status = pod["metadata"]["name"], pod.get("status", {})
+        states.append((name, [(c["name"], c.get("ready"), c.get("restartCount"), c.get("state"))
+                              for c in status.get("containerStatuses", [])]))  # fmt: skip
+        if not all_ready([pod], 1):
+            selector = f"involvedObject.name={name}"
+            events = cluster.get_json("-n", namespace, "events", "--field-selector", selector)
+            states.append([(e.get("reason"), e.get("count"), e.get("message", "")[:300])
+                           for e in events["items"][-5:]])  # fmt: skip
+    return states
