@@ -9,14 +9,20 @@ list's resourceVersion on a thread until it is closed.
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import suppress
-from typing import Any
+from typing import Any, NamedTuple
 
 from operator_runtime.runtime.client import KubeClient, WatchStream
 from operator_runtime.runtime.kinds import ResourceKind
 
-Event = tuple[str, dict[str, Any]]
-"""A watch event's type (ADDED, MODIFIED, DELETED) and object."""
+
+class Event(NamedTuple):
+    type: str
+    """ADDED, MODIFIED or DELETED."""
+    object: dict[str, Any]
+    at: float
+    """When it arrived (``time.monotonic()``)."""
 
 
 class Recorder:
@@ -31,7 +37,8 @@ class Recorder:
 
     def __enter__(self) -> Recorder:
         found = self._kube.list(self._kind, self._namespace, **self._selectors)
-        self.events.extend(("ADDED", item) for item in found["items"])
+        now = time.monotonic()
+        self.events.extend(Event("ADDED", item, now) for item in found["items"])
         self._stream = self._kube.watch(
             self._kind, self._namespace, resource_version=found["metadata"]["resourceVersion"],
             timeout_seconds=3600, **self._selectors,
@@ -49,4 +56,4 @@ class Recorder:
         with suppress(Exception):  # the stream, closed under it by __exit__
             for event in self._stream:
                 if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                    self.events.append((event["type"], event["object"]))
+                    self.events.append(Event(event["type"], event["object"], time.monotonic()))

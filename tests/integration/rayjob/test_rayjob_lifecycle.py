@@ -152,8 +152,8 @@ class DeploymentStates(Recorder):
     @property
     def states(self) -> list[str]:
         states: list[str] = []
-        for _, job in list(self.events):
-            state = str((job.get("status") or {}).get("jobDeploymentStatus") or "")
+        for event in list(self.events):
+            state = str((event.object.get("status") or {}).get("jobDeploymentStatus") or "")
             if not states or states[-1] != state:
                 states.append(state)
         return states
