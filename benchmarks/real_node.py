@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from hack import kuberay, sandbox
 from hack.localcluster import LocalCluster
@@ -38,6 +37,7 @@ from hack.node.node import NODE_NAME
 from hack.raystatus import ray_status
 from tests.kubeclient import fresh_namespace
 from tests.node.harness import (
+    Deployed,
     all_ready,
     cluster_spec,
     deploy_kuberay,
@@ -52,7 +52,7 @@ NODES_SECONDS = 180.0
 NODE_PROCESSES = ("kubelet", "containerd", "containerd-shim", "kube-proxy", "coredns")
 """Command names (``/proc/PID/comm``, 15 characters at most) of the node's own processes."""
 
-Deploy = Callable[[LocalCluster, str, Path], AbstractContextManager[Any]]
+Deploy = Callable[[LocalCluster, str, Path], AbstractContextManager[Deployed]]
 KUBERAY = f"kuberay-{kuberay.VERSION}"
 OPERATORS: dict[str, Deploy] = {"ours": deploy_operator, KUBERAY: deploy_kuberay}
 
@@ -125,8 +125,7 @@ def one_run(cluster: LocalCluster, operator: str, work_dir: Path) -> Run:
         nodes = time.monotonic() - started
         time.sleep(5)  # the dashboard and agents settle after the last join
         memory = pod_memory_mib(cluster, ns)
-        operator_pod = deployed if isinstance(deployed, dict) else deployed.pod
-        operator_name = operator_pod["metadata"]["name"]
+        operator_name = deployed.pod["metadata"]["name"]
         return Run(
             operator=operator,
             pods_ready_s=round(ready, 1),

@@ -222,7 +222,12 @@ def run_program(program: Program) -> list[Registration]:
 
 def _run(program: Program, mocks: _Mocks, monitor: _Monitor) -> None:
     # A loop of our own, set before set_mocks: the root Stack it registers schedules its
-    # RPC on the current loop, and run_in_stack later waits for that RPC.
+    # RPC on the current loop, and run_in_stack later waits for that RPC. It is set
+    # under a policy of its own, and the caller's policy (with whatever loop the caller
+    # had, or none yet) is put back after: unsetting the loop instead would leave a
+    # caller that later asks for the current loop with none.
+    callers_policy = asyncio.get_event_loop_policy()
+    asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     worker_loops: list[asyncio.AbstractEventLoop] = []
@@ -247,7 +252,7 @@ def _run(program: Program, mocks: _Mocks, monitor: _Monitor) -> None:
         loop.run_until_complete(loop.shutdown_default_executor())
         for worker_loop in (*worker_loops, loop):
             worker_loop.close()
-        asyncio.set_event_loop(None)
+        asyncio.set_event_loop_policy(callers_policy)
 
 
 def _give_thread_a_loop(loops: list[asyncio.AbstractEventLoop]) -> None:

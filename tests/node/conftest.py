@@ -14,9 +14,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from hack import kuberay
 from hack.localcluster import LocalCluster
 from tests.kubeclient import fresh_namespace
-from tests.node.harness import start_real_node_cluster
+from tests.node.harness import deploy_kuberay, deploy_operator, start_real_node_cluster
 
 
 @pytest.fixture(scope="session")
@@ -24,6 +25,20 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClus
     state_dir = tmp_path_factory.mktemp("real-node")
     with start_real_node_cluster(state_dir, with_kuberay=True) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="module", params=["ours", f"kuberay-{kuberay.VERSION}"])
+def ray_namespace(request: pytest.FixtureRequest, real_cluster: LocalCluster,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # fmt: skip
+    """A namespace with an operator running in it as a real pod, watching it: ours, and
+    KubeRay's, which every scenario runs under too."""
+    work_dir = tmp_path_factory.mktemp("operator")
+    deploy = deploy_operator if request.param == "ours" else deploy_kuberay
+    with (
+        fresh_namespace(real_cluster, prefix="ray") as name,
+        deploy(real_cluster, name, work_dir),
+    ):
+        yield name
 
 
 @pytest.fixture

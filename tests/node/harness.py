@@ -51,10 +51,16 @@ def start_real_node_cluster(state_dir: Path, *, with_kuberay: bool = False) -> L
 
 
 @dataclass(frozen=True)
-class DeployedOperator:
-    rendered: RenderedOperator
+class Deployed:
+    """An operator running as a pod on the node."""
+
     pod: dict[str, Any]
     """Its pod, as it was when it turned Ready."""
+
+
+@dataclass(frozen=True)
+class DeployedOperator(Deployed):
+    rendered: RenderedOperator
     digest: str
     """The image's manifest digest, which the Deployment pins."""
 
@@ -85,10 +91,10 @@ def ready_pod(cluster: LocalCluster, namespace: str, selector: str) -> dict[str,
 
 @contextlib.contextmanager
 def deploy_kuberay(cluster: LocalCluster, namespace: str, work_dir: Path
-                   ) -> Iterator[dict[str, Any]]:  # fmt: skip
+                   ) -> Iterator[Deployed]:  # fmt: skip
     """KubeRay's operator (``kuberay_manifests``) applied; its pod once Ready."""
     apply(cluster, kuberay.pod_manifests(namespace, KUBERAY_IMAGE), work_dir)
-    yield ready_pod(cluster, namespace, "app.kubernetes.io/name=kuberay-operator")
+    yield Deployed(ready_pod(cluster, namespace, "app.kubernetes.io/name=kuberay-operator"))
 
 
 @contextlib.contextmanager
@@ -109,7 +115,7 @@ def deploy_operator(cluster: LocalCluster, namespace: str, work_dir: Path
 
     try:
         apply(cluster, [*rendered.rbac, deployment], work_dir)
-        yield DeployedOperator(rendered, ready_pod(cluster, namespace, selector), digest)
+        yield DeployedOperator(ready_pod(cluster, namespace, selector), rendered, digest)
     finally:
         for manifest in rendered.rbac:
             if manifest["kind"] in ("ClusterRole", "ClusterRoleBinding"):
@@ -176,3 +182,24 @@ def all_ready(pods: list[dict[str, Any]], count: int) -> bool:
         return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
     return len(pods) == count and all(map(ready, pods))
+
+
+def server_side_apply(cluster: LocalCluster, namespace: str, manifest: dict[str, Any]) -> None:
+    cluster.kubectl("-n", namespace, "apply", "--server-side", "-f", "-",
+                    input=json.dumps(manifest))  # fmt: skip
+
+
+def pod_states(cluster: LocalCluster, namespace: str) -> list[object]:
+    """Each Ray pod's container states and, for one not Ready, the kubelet's last probe
+    failures (what its probe command printed)."""
+    states: list[object] = []
+    for pod in pods(cluster, namespace, "ray.io/cluster"):
+        name, status = pod["metadata"]["name"], pod.get("status", {})
+        states.append((name, [(c["name"], c.get("ready"), c.get("restartCount"), c.get("state"))
+                              for c in status.get("containerStatuses", [])]))  # fmt: skip
+        if not all_ready([pod], 1):
+            selector = f"involvedObject.name={name}"
+            events = cluster.get_json("-n", namespace, "events", "--field-selector", selector)
+            states.append([(e.get("reason"), e.get("count"), e.get("message", "")[:300])
+                           for e in events["items"][-5:]])  # fmt: skip
+    return states

@@ -12,25 +12,21 @@ submitter fit.
 
 from __future__ import annotations
 
-import json
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hack import kuberay
 from hack.localcluster import LocalCluster
 from hack.raystatus import ray_status
-from tests.kubeclient import fresh_namespace
 from tests.node.harness import (
     OPERATOR_IMAGE,
     all_ready,
     cluster_spec,
-    deploy_kuberay,
-    deploy_operator,
+    pod_states,
     pods,
+    server_side_apply,
 )
 from tests.waiting import wait_for
 
@@ -53,46 +49,11 @@ SERVE_APP = textwrap.dedent("""
 """)
 
 
-def _apply(cluster: LocalCluster, namespace: str, manifest: dict[str, Any]) -> None:
-    cluster.kubectl("-n", namespace, "apply", "--server-side", "-f", "-",
-                    input=json.dumps(manifest))  # fmt: skip
-
-
-def _pod_states(cluster: LocalCluster, namespace: str) -> list[object]:
-    """Each Ray pod's container states and, for one not Ready, the kubelet's last probe
-    failures (what its probe command printed)."""
-    states: list[object] = []
-    for pod in pods(cluster, namespace, "ray.io/cluster"):
-        name, status = pod["metadata"]["name"], pod.get("status", {})
-        states.append((name, [(c["name"], c.get("ready"), c.get("restartCount"), c.get("state"))
-                              for c in status.get("containerStatuses", [])]))  # fmt: skip
-        if not all_ready([pod], 1):
-            selector = f"involvedObject.name={name}"
-            events = cluster.get_json("-n", namespace, "events", "--field-selector", selector)
-            states.append([(e.get("reason"), e.get("count"), e.get("message", "")[:300])
-                           for e in events["items"][-5:]])  # fmt: skip
-    return states
-
-
-@pytest.fixture(scope="module", params=["ours", f"kuberay-{kuberay.VERSION}"])
-def ray_namespace(request: pytest.FixtureRequest, real_cluster: LocalCluster,
-                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # fmt: skip
-    """A namespace with an operator running in it as a real pod, watching it: ours, and
-    KubeRay's, which every scenario runs under too."""
-    work_dir = tmp_path_factory.mktemp("operator")
-    deploy = deploy_operator if request.param == "ours" else deploy_kuberay
-    with (
-        fresh_namespace(real_cluster, prefix="ray") as name,
-        deploy(real_cluster, name, work_dir),
-    ):
-        yield name
-
-
 def test_a_head_and_two_workers_run_tasks_on_three_nodes(
     real_cluster: LocalCluster, ray_namespace: str
 ) -> None:
     ns = ray_namespace
-    _apply(
+    server_side_apply(
         real_cluster,
         ns,
         {
@@ -105,7 +66,7 @@ def test_a_head_and_two_workers_run_tasks_on_three_nodes(
     wait_for(
         "the head and two workers Ready by their probes",
         lambda: all_ready(pods(real_cluster, ns, "ray.io/cluster=three"), 3),
-        timeout=RAY_READY_SECONDS, interval=2.0, explain=lambda: _pod_states(real_cluster, ns),
+        timeout=RAY_READY_SECONDS, interval=2.0, explain=lambda: pod_states(real_cluster, ns),
     )  # fmt: skip
     (head,) = pods(real_cluster, ns, "ray.io/cluster=three,ray.io/node-type=head")
     head_name = head["metadata"]["name"]
@@ -140,7 +101,7 @@ def test_a_rayjob_runs_to_complete_and_its_cluster_goes(
     real_cluster: LocalCluster, ray_namespace: str, mode: str
 ) -> None:
     ns, name = ray_namespace, f"job-{mode.lower()}"
-    _apply(real_cluster, ns, {
+    server_side_apply(real_cluster, ns, {
         "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name},
         "spec": {
             "entrypoint": "python -c \"import ray; ray.init(); "
@@ -156,7 +117,7 @@ def test_a_rayjob_runs_to_complete_and_its_cluster_goes(
         return status if status.get("jobDeploymentStatus") in ("Complete", "Failed") else None
 
     status = wait_for(f"the {mode} RayJob to finish", finished, timeout=JOB_SECONDS,
-                      interval=2.0, explain=lambda: _pod_states(real_cluster, ns))  # fmt: skip
+                      interval=2.0, explain=lambda: pod_states(real_cluster, ns))  # fmt: skip
     assert status["jobDeploymentStatus"] == "Complete", status
     assert status["jobStatus"] == "SUCCEEDED", status
     if mode == "K8sJobMode":
@@ -177,7 +138,7 @@ def test_a_rayservice_answers_through_its_serve_service(
     ns = ray_namespace
     app = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "echo-app"},
            "data": {"echo.py": SERVE_APP}}  # fmt: skip
-    _apply(real_cluster, ns, app)
+    server_side_apply(real_cluster, ns, app)
     mounted = {
         "volumeMounts": [{"name": "app", "mountPath": "/home/ray/app"}],
         "env": [{"name": "PYTHONPATH", "value": "/home/ray/app"}],
@@ -187,7 +148,7 @@ def test_a_rayservice_answers_through_its_serve_service(
         {"name": "app", "configMap": {"name": "echo-app"}}
     ]
     serve_config = "applications:\n- name: echo\n  import_path: echo:app\n  route_prefix: /\n"
-    _apply(real_cluster, ns, {
+    server_side_apply(real_cluster, ns, {
         "apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "echo"},
         "spec": {"serveConfigV2": serve_config, "rayClusterConfig": spec},
     })  # fmt: skip
@@ -198,7 +159,7 @@ def test_a_rayservice_answers_through_its_serve_service(
         return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
     wait_for("the RayService to be Ready", running, timeout=SERVE_SECONDS, interval=2.0,
-             explain=lambda: _pod_states(real_cluster, ns))  # fmt: skip
+             explain=lambda: pod_states(real_cluster, ns))  # fmt: skip
     client = {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "serve-client"},
         "spec": {"restartPolicy": "Never", "containers": [{
@@ -209,7 +170,7 @@ def test_a_rayservice_answers_through_its_serve_service(
                         ".read().decode())"],
         }]},
     }  # fmt: skip
-    _apply(real_cluster, ns, client)
+    server_side_apply(real_cluster, ns, client)
     wait_for(
         "the client pod to finish",
         lambda: real_cluster.get_json("-n", ns, "pod", "serve-client")["status"].get("phase")

@@ -36,6 +36,7 @@ from tests.integration.rayjob.conftest import (
 )
 from tests.rayhead import RayHead
 from tests.waiting import wait_for
+from tests.watching import Recorder
 
 SLEEP_600 = 'python -c "import time; time.sleep(600)"'
 EXIT_1 = 'python -c "import sys; sys.exit(1)"'
@@ -142,50 +143,25 @@ def job_running_on_head(kube: KubeClient, namespace: str, name: str) -> Any:
     return check
 
 
-class DeploymentStates:
-    """Every jobDeploymentStatus one RayJob passes through, read from a watch.
-
-    A poll misses a state the operator holds for less than the poll's interval, and on
-    a loaded machine that is any state; the watch hands over every write in order.
-    """
+class DeploymentStates(Recorder):
+    """Every jobDeploymentStatus one RayJob passes through, in order (a watch's)."""
 
     def __init__(self, kube: KubeClient, namespace: str, name: str) -> None:
-        self._kube, self._namespace, self._name = kube, namespace, name
-        self.states: list[str] = []
-        self._stream: Any = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        super().__init__(kube, RAY_JOB, namespace, field_selector=f"metadata.name={name}")
 
-    def __enter__(self) -> DeploymentStates:
-        found = self._kube.list(
-            RAY_JOB, self._namespace, field_selector=f"metadata.name={self._name}"
-        )
-        for job in found["items"]:
-            self._note(job)
-        self._stream = self._kube.watch(
-            RAY_JOB, self._namespace, resource_version=found["metadata"]["resourceVersion"],
-            field_selector=f"metadata.name={self._name}",
-        )  # fmt: skip
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stream.close()
-        self._thread.join(5)
+    @property
+    def states(self) -> list[str]:
+        states: list[str] = []
+        for event in list(self.events):
+            state = str((event.object.get("status") or {}).get("jobDeploymentStatus") or "")
+            if not states or states[-1] != state:
+                states.append(state)
+        return states
 
     def reached(self, state: str) -> list[str] | None:
         """A condition for ``wait_for``: the states so far, once ``state`` was seen."""
-        return list(self.states) if state in self.states else None
-
-    def _note(self, job: dict[str, Any]) -> None:
-        state = str((job.get("status") or {}).get("jobDeploymentStatus") or "")
-        if not self.states or self.states[-1] != state:
-            self.states.append(state)
-
-    def _run(self) -> None:
-        with suppress(Exception):  # the stream closed under it by __exit__
-            for event in self._stream:
-                if event.get("type") in ("ADDED", "MODIFIED"):
-                    self._note(event["object"])
+        states = self.states
+        return states if state in states else None
 
 
 def scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:

@@ -1,0 +1,133 @@
+"""The Ray autoscaler, for real: the sidecar the operator renders runs the Ray image's
+own ``ray kuberay-autoscaler`` with the RBAC the operator made for it.
+
+A head that offers no CPU and a worker group of 0 to 3: a program asks for two CPUs,
+the autoscaler raises ``replicas``, the operator makes the pods, they join and run the
+tasks. Idle, the autoscaler names its victims in ``workersToDelete``; the operator must
+delete exactly those pods and make none in their place (the scale-down bug this project
+began from), and the group settles at 0. Both autoscaler versions, under both operators.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from typing import Any
+
+import pytest
+
+from hack.localcluster import LocalCluster
+from operator_runtime.runtime.client import KubeClient
+from operator_runtime.runtime.kinds import POD, RAY_CLUSTER
+from tests.kubeclient import shared_client
+from tests.node.harness import (
+    all_ready,
+    cluster_spec,
+    pod_states,
+    pods,
+    ray_container,
+    server_side_apply,
+)
+from tests.waiting import wait_for
+from tests.watching import Recorder
+
+HEAD_READY_SECONDS = 420.0
+"""As RAY_READY_SECONDS (test_ray_on_the_node.py): a head on two loaded cores."""
+DEMAND_SECONDS = 600.0
+"""From the program's start to its end: the autoscaler's loop (every 5 s for v1) sees the
+demand, the operator makes two pods, each starts a raylet and joins, the tasks run."""
+IDLE_TIMEOUT = 15
+SETTLE_SECONDS = 300.0
+"""From the program's end to no worker pod: idleTimeoutSeconds, the autoscaler's loop,
+then the pods' graceful stop."""
+
+DEMAND = textwrap.dedent("""
+    import ray, time
+    ray.init()
+    @ray.remote(num_cpus=1)
+    def work():
+        time.sleep(5)
+        return ray.get_runtime_context().get_node_id()
+    print("ran on", len(set(ray.get([work.remote() for _ in range(2)]))), "workers")
+""")
+
+
+def autoscaled_spec(version: str) -> dict[str, Any]:
+    spec = cluster_spec(0)
+    spec["enableInTreeAutoscaling"] = True
+    spec["autoscalerOptions"] = {
+        "version": version,
+        "idleTimeoutSeconds": IDLE_TIMEOUT,
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"},
+                      "limits": {"cpu": "500m", "memory": "512Mi"}},
+    }  # fmt: skip
+    spec["headGroupSpec"]["rayStartParams"] = {"num-cpus": "0"}
+    spec["workerGroupSpecs"] = [{
+        "groupName": "cpu", "replicas": 0, "minReplicas": 0, "maxReplicas": 3,
+        "rayStartParams": {},
+        "template": {"spec": {"containers": [ray_container("ray-worker")]}},
+    }]  # fmt: skip
+    return spec
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_the_autoscaler_scales_up_for_demand_and_down_by_exactly_its_victims(
+    real_cluster: LocalCluster, ray_namespace: str, version: str, request: pytest.FixtureRequest
+) -> None:
+    ns, name = ray_namespace, f"auto-{version}"
+    operator = request.node.callspec.params["ray_namespace"]
+    kube = shared_client(real_cluster)
+    server_side_apply(real_cluster, ns, {
+        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name},
+        "spec": autoscaled_spec(version),
+    })  # fmt: skip
+    wait_for(
+        "the head (with its autoscaler) Ready by its probes",
+        lambda: all_ready(pods(real_cluster, ns, f"ray.io/cluster={name}"), 1),
+        timeout=HEAD_READY_SECONDS, interval=2.0, explain=lambda: pod_states(real_cluster, ns),
+    )  # fmt: skip
+    (head,) = pods(real_cluster, ns, f"ray.io/cluster={name},ray.io/node-type=head")
+    workers = f"ray.io/cluster={name},ray.io/node-type=worker"
+    with (
+        Recorder(kube, POD, ns, label_selector=workers) as worker_pods,
+        Recorder(kube, RAY_CLUSTER, ns, field_selector=f"metadata.name={name}") as clusters,
+    ):
+        demand = time.monotonic()
+        ran = real_cluster.kubectl("-n", ns, "exec", head["metadata"]["name"], "-c", "ray-head",
+                                   "--", "python", "-c", DEMAND,
+                                   timeout=DEMAND_SECONDS).stdout  # fmt: skip
+        ran_for = time.monotonic() - demand
+        idle = time.monotonic()
+        wait_for(
+            "the worker group back at 0 with no worker pod",
+            lambda: not pods(real_cluster, ns, workers) and replicas(kube, ns, name) == 0,
+            timeout=SETTLE_SECONDS, interval=1.0, explain=lambda: pod_states(real_cluster, ns),
+        )  # fmt: skip
+        settled_for = time.monotonic() - idle
+    assert "ran on 2 workers" in ran, ran
+
+    created = [e.object["metadata"]["name"] for e in worker_pods.events if e.type == "ADDED"]
+    deleted = [e.object["metadata"]["name"] for e in worker_pods.events if e.type == "DELETED"]
+    ready_at = [e.at for e in worker_pods.events if all_ready([e.object], 1)]
+    first_ready = f"{min(ready_at) - demand:.1f} s" if ready_at else "never"
+    specs = [e.object["spec"] for e in clusters.events]
+    victims = {
+        victim
+        for spec in specs
+        for group in spec.get("workerGroupSpecs", [])
+        for victim in (group.get("scaleStrategy") or {}).get("workersToDelete") or []
+    }
+    asked = max(g.get("replicas", 0) for spec in specs for g in spec["workerGroupSpecs"])
+    print(f"\n{operator}, autoscaler {version}: program ran {ran_for:.1f} s "
+          f"(first worker Ready {first_ready} after demand); idle -> no workers in "
+          f"{settled_for:.1f} s; replicas asked up to {asked}; pods created {len(created)}, "
+          f"deleted {len(deleted)}; victims named {sorted(victims)}")  # fmt: skip
+    assert asked == 2, asked
+    assert len(created) == asked and len(set(created)) == len(created), created
+    assert sorted(deleted) == sorted(created), (created, deleted)
+    assert victims == set(deleted), (victims, deleted)
+
+
+def replicas(kube: KubeClient, namespace: str, name: str) -> int:
+    cluster = kube.get(RAY_CLUSTER, name, namespace)
+    return int(cluster["spec"]["workerGroupSpecs"][0].get("replicas", 0))
