@@ -1,10 +1,11 @@
 """Builds hand-made ``pulumi preview --json`` fixtures of the review tests.
 
-No stored output of the real engine exists in the repository yet; these follow the
-shape the engine documents for ``--json`` (``steps`` with ``op``, ``urn``, ``oldState``
-and ``newState`` as serialized resources with ``type``, ``inputs`` and ``outputs``,
-``detailedDiff`` and ``replaceReasons``), with secrets as the engine writes them
-(the secret signature and ``ciphertext: "[secret]"``) and unknowns as its sentinel.
+Two recorded outputs of the real engine sit beside them (``review_golden/*-preview.json``,
+read in test_review_input.py); these hand-made ones follow the shape the engine documents
+for ``--json`` (``steps`` with ``op``, ``urn``, ``oldState`` and ``newState`` as
+serialized resources with ``type``, ``inputs`` and ``outputs``, ``detailedDiff`` and
+``replaceReasons``), with secrets as the engine writes them (the secret signature and
+``ciphertext: "[secret]"``) and unknowns as its sentinel.
 """
 
 from __future__ import annotations

@@ -175,3 +175,26 @@ def test_two_programs_as_render_diff_takes_them(tmp_path: Path) -> None:
     assert code == 0, err
     assert out.startswith("1 Ray object(s) change · pods +1 -0 · CPU 0 · no findings")
     assert "worker group cpu: 2 -> 3 pods, 1 created" in out
+
+
+REAL = Path(__file__).parent / "review_golden"
+"""Two previews of the real engine (their ray.io steps, without the stack's config),
+written by tests/e2e/test_review_preview.py: the quickstart's replicas 2 -> 3 and
+batch-rayjob's entrypoint change (a new RayJob name: three steps of one URN)."""
+
+
+@pytest.mark.parametrize(
+    ("preview", "op", "changed", "pods"),
+    [
+        ("quickstart-replicas", "update", ("spec.workerGroupSpecs[cpu].replicas",), (1, 0)),
+        ("batch-rayjob-entrypoint", "replace", ("metadata.name", "spec.entrypoint"), (3, 3)),
+    ],
+)
+def test_a_real_engine_preview_reads_as_the_hand_made_ones(
+    preview: str, op: str, changed: tuple[str, ...], pods: tuple[int, int]
+) -> None:
+    [change] = from_preview((REAL / f"{preview}-preview.json").read_text())
+    assert (change.op, change.changed) == (op, changed)
+    assert change.create_before_delete is (op == "replace")
+    [verdict] = review([change], ReviewSettings()).verdicts
+    assert (verdict.pods_created, verdict.pods_deleted) == pods
