@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 from pathlib import Path
@@ -18,6 +19,10 @@ from components.review import (
 )
 from components.review.changes import changed_paths
 from tests.components.review_previews import cluster, quickstart_replicas
+from tests.components.test_review_raycronjob import cron
+from tests.components.test_review_rayjob import job
+from tests.components.test_review_rayservice import new_image as new_service_image
+from tests.components.test_review_rayservice import service
 
 GOLDEN = Path(__file__).parent / "review_golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
@@ -37,33 +42,53 @@ def test_quickstart_replicas_markdown_is_golden() -> None:
     _golden("quickstart-replicas.md", as_markdown(report))
 
 
-def _many(count: int) -> list[ObjectChange]:
-    changes = []
-    for index in range(count):
-        before = cluster(2)
-        after = cluster(3, image="rayproject/ray:2.53.0")
-        for document in (before, after):
-            document["metadata"]["name"] = f"team-{index:03d}-cluster"
-        changes.append(
-            ObjectChange(
-                kind="RayCluster",
-                namespace="default",
-                name=f"team-{index:03d}-cluster",
-                op="update",
-                before=before,
-                after=after,
-                changed=tuple(changed_paths(before, after)),
-            )
-        )
-    return changes
+def _team_change(kind: str, index: int) -> ObjectChange:
+    """One team's change of ``kind``, each with a finding: a RayCluster's template not
+    rolled, a RayService's new cluster, a RayJob's new run, a RayCronJob's template
+    (its feature gate off)."""
+    name = f"team-{index:03d}-{kind.lower()}"
+    op = "update"
+    if kind == "RayCluster":
+        before, after = cluster(2), cluster(3, image="rayproject/ray:2.53.0")
+    elif kind == "RayService":
+        before = service()
+        after = copy.deepcopy(before)
+        new_service_image(after)
+    elif kind == "RayJob":
+        before, after, op = job(), job(entrypoint="python b.py"), "replace"
+    else:
+        before = cron()
+        after = copy.deepcopy(before)
+        after["spec"]["jobTemplate"]["entrypoint"] = "python b.py"
+    for document in (before, after):
+        document["metadata"]["name"] = name
+    return ObjectChange(
+        kind=kind,
+        namespace="default",
+        name=name,
+        op=op,  # type: ignore[arg-type]
+        before=before,
+        after=after,
+        changed=tuple(changed_paths(before, after)),
+        create_before_delete=op == "replace",
+    )
+
+
+KINDS = ("RayCluster", "RayService", "RayJob", "RayCronJob")
+
+
+def _many(count: int, kinds: tuple[str, ...] = KINDS) -> list[ObjectChange]:
+    return [_team_change(kinds[index % len(kinds)], index) for index in range(count)]
 
 
 def test_500_objects_fit_a_comment_with_every_finding() -> None:
     report = review(_many(500), ReviewSettings())
     assert len(report.findings) == 500
+    assert {v.kind for v in report.verdicts} == set(KINDS)
     full = as_markdown(report, limit=10**9)
     assert len(full) > GITHUB_COMMENT_LIMIT  # the case is worth testing
     comment = as_markdown(report, full_report="review.md")
+    print(f"\n500 objects of every kind: {len(full)} characters in full, {len(comment)} trimmed")
     assert len(comment) <= GITHUB_COMMENT_LIMIT
     assert comment.startswith(MARKER + "\n### Ray review: 500 Ray object(s) change")
     for finding in report.findings:
@@ -72,7 +97,7 @@ def test_500_objects_fit_a_comment_with_every_finding() -> None:
 
 
 def test_a_small_limit_drops_details_first() -> None:
-    report = review(_many(3), ReviewSettings())
+    report = review(_many(3, ("RayCluster",)), ReviewSettings())
     full = as_markdown(report, limit=10**9)
     trimmed = as_markdown(report, limit=len(full) - 10)
     assert len(trimmed) < len(full)
