@@ -104,6 +104,7 @@ class RealNode:
         default_factory=lambda: processes.Supervisor("the real node"), repr=False
     )
     _lock: IO[str] | None = field(default=None, repr=False)
+    _kubelet_argv: list[str] = field(default_factory=list, repr=False)
 
     @property
     def cgroup_root(self) -> str:
@@ -230,9 +231,8 @@ class RealNode:
                 self.ctr("images", "import", str(image.tar))
                 for alias in image.references[1:]:
                     self.ctr("images", "tag", "--force", image.references[0], alias)
-            self._launch("kubelet", [str(self.tools.path("kubelet")), *files.kubelet_args],
-                         ready=lambda: processes.http_ok(
-                             f"http://{NODE_IP}:{KUBELET_HEALTH_PORT}/healthz"))  # fmt: skip
+            self._kubelet_argv = [str(self.tools.path("kubelet")), *files.kubelet_args]
+            self._start_kubelet()
             self._launch("coredns", [str(self.tools.path("coredns")), f"-conf={files.corefile}"],
                          ready=lambda: processes.http_ok(
                              f"http://{NODE_IP}:{DNS_READY_PORT}/ready"))  # fmt: skip
@@ -247,6 +247,22 @@ class RealNode:
             self.stop()
             raise
         _progress(f"{NODE_NAME} Ready in {time.monotonic() - started:.1f}s")
+
+    def _start_kubelet(self) -> None:
+        self._launch("kubelet", self._kubelet_argv, ready=lambda: processes.http_ok(
+            f"http://{NODE_IP}:{KUBELET_HEALTH_PORT}/healthz"))  # fmt: skip
+
+    def restart_kubelet(self, cluster: LocalCluster) -> None:
+        """Stop the kubelet as a node's service manager would (SIGTERM; its containers
+        run on under containerd), start it again, and return once the node is Ready.
+
+        The TERM goes to the kubelet inside the node: the ``nsenter`` the supervisor
+        holds forks it into the node's PID namespace and exits when it does."""
+        self.run("pkill", "--exact", "kubelet")
+        self._supervisor.stop("kubelet")
+        self._start_kubelet()
+        self._supervisor.wait(f"node {NODE_NAME} Ready again", lambda: self._node_ready(cluster),
+                              START_TIMEOUT)  # fmt: skip
 
     def _containerd_ready(self) -> bool:
         """containerd listens on its socket, which it opens once its plugins are loaded.

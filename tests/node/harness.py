@@ -19,6 +19,7 @@ from hack.image.ray import RAY_IMAGE, RAY_VERSION
 from hack.localcluster import LocalCluster
 from hack.node import images
 from hack.node.cluster import start_real_node_cluster as start_cluster
+from hack.node.node import RealNode
 from tests.integration.tenancy import RenderedOperator, apply, render_operator
 from tests.waiting import wait_for
 
@@ -203,3 +204,9 @@ def pod_states(cluster: LocalCluster, namespace: str) -> list[object]:
             states.append([(e.get("reason"), e.get("count"), e.get("message", "")[:300])
                            for e in events["items"][-5:]])  # fmt: skip
     return states
+
+
+def real_node(cluster: LocalCluster) -> RealNode:
+    """The cluster's real node (every cluster of this tier has one)."""
+    assert cluster.real_node is not None, "a control plane without a real node"
+    return cluster.real_node

@@ -1,0 +1,239 @@
+"""RayService upgrades while a client calls it, on the real node, under both operators.
+
+A client pod calls the Serve app through ``<name>-serve-svc`` ten times a second, and
+logs each call's wall-clock time and outcome. Meanwhile, one after another: a
+``serveConfigV2`` change (redeployed in place), a ``rayClusterConfig`` change (a new
+cluster, traffic switched, the old one deleted after its delay), a worker pod deleted
+and the head pod deleted. The promise of zero-downtime upgrades is zero failed calls in
+the first two; the last two are reported as figures. KubeRay's users report the serve
+Service losing its endpoints during upgrades (KubeRay #5148); a failed call in the
+first two windows would show it.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from hack.localcluster import LocalCluster
+from tests.node.harness import (
+    OPERATOR_IMAGE,
+    cluster_spec,
+    pod_states,
+    pods,
+    server_side_apply,
+)
+from tests.waiting import wait_for
+
+SERVE_SECONDS = 600.0
+"""A RayService's cluster to Ready with its app RUNNING, on two loaded cores (as in
+test_ray_on_the_node.py)."""
+CLIENT_SECONDS = 1800
+"""The client's own bound: it stops calling after this long whatever happens."""
+RATE = 10.0
+DELETION_DELAY = 10
+
+ECHO_APP = textwrap.dedent("""
+    import os
+    from ray import serve
+
+    @serve.deployment(num_replicas=1, ray_actor_options={"num_cpus": 0})
+    class Echo:
+        def __init__(self):
+            self.message = "unset"
+
+        def reconfigure(self, config):
+            self.message = config["message"]
+
+        async def __call__(self, request):
+            return f"{self.message} from {os.environ.get('RAY_CLUSTER_NAME')}"
+
+    app = Echo.bind()
+""")
+
+CLIENT = textwrap.dedent("""
+    import sys, time, urllib.request
+    url, rate, bound = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+    end = time.monotonic() + bound
+    while time.monotonic() < end:
+        began = time.time()
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                print(f"{began:.3f} ok {answer.read().decode()[:80]}", flush=True)
+        except Exception as error:
+            print(f"{began:.3f} fail {type(error).__name__} {str(error)[:80]}", flush=True)
+        time.sleep(max(0.0, 1 / rate - (time.time() - began)))
+""")
+
+
+def serve_config(message: str) -> str:
+    return (
+        "applications:\n- name: echo\n  import_path: echo:app\n  route_prefix: /\n"
+        f"  deployments:\n  - name: Echo\n    user_config:\n      message: {message}\n"
+    )
+
+
+def rayservice(message: str, generation: str) -> dict[str, Any]:
+    mounted = {
+        "volumeMounts": [{"name": "app", "mountPath": "/home/ray/app"}],
+        "env": [{"name": "PYTHONPATH", "value": "/home/ray/app"},
+                {"name": "GENERATION", "value": generation}],
+    }  # fmt: skip
+    spec = cluster_spec(1, **mounted)
+    for group in (spec["headGroupSpec"], *spec["workerGroupSpecs"]):
+        group["template"]["spec"]["volumes"] = [{"name": "app", "configMap": {"name": "echo"}}]
+    return {
+        "apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "echo"},
+        "spec": {"serveConfigV2": serve_config(message), "rayClusterConfig": spec,
+                 "rayClusterDeletionDelaySeconds": DELETION_DELAY},
+    }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Window:
+    what: str
+    began: float
+    ended: float
+
+
+@dataclass(frozen=True)
+class Call:
+    at: float
+    ok: bool
+    said: str
+
+
+def calls(cluster: LocalCluster, namespace: str) -> list[Call]:
+    result = cluster.kubectl("-n", namespace, "logs", "client", check=False)
+    if result.returncode != 0:  # not started yet
+        return []
+    found = []
+    logs = result.stdout
+    for line in logs.splitlines():
+        at, outcome, said = [*line.split(" ", 2), "", ""][:3]
+        found.append(Call(float(at), outcome == "ok", said))
+    return found
+
+
+def status(cluster: LocalCluster, namespace: str) -> dict[str, Any]:
+    found: dict[str, Any] = cluster.get_json("-n", namespace, "rayservice", "echo").get(
+        "status", {}
+    )
+    return found
+
+
+def ready(cluster: LocalCluster, namespace: str) -> bool:
+    conditions = status(cluster, namespace).get("conditions", [])
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def clusters(cluster: LocalCluster, namespace: str) -> set[str]:
+    return {c["metadata"]["name"] for c in cluster.get_json("-n", namespace, "raycluster")["items"]}
+
+
+def answered_lately(cluster: LocalCluster, namespace: str, since: float,
+                    check: Callable[[str], bool]) -> bool:  # fmt: skip
+    """The client's last five calls after ``since`` all succeeded and pass ``check``."""
+    recent = [c for c in calls(cluster, namespace) if c.at >= since][-5:]
+    return len(recent) == 5 and all(c.ok and check(c.said) for c in recent)
+
+
+@pytest.mark.timeout(4 * SERVE_SECONDS)
+def test_a_rayservice_keeps_answering_through_upgrades_and_says_what_pod_loss_costs(
+    real_cluster: LocalCluster, ray_namespace: str, request: pytest.FixtureRequest
+) -> None:
+    ns = ray_namespace
+    operator = request.node.callspec.params["ray_namespace"]
+    app = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "echo"},
+           "data": {"echo.py": ECHO_APP}}  # fmt: skip
+    server_side_apply(real_cluster, ns, app)
+    server_side_apply(real_cluster, ns, rayservice("one", "1"))
+    explain = lambda: (status(real_cluster, ns), pod_states(real_cluster, ns))  # noqa: E731
+    wait_for("the RayService to be Ready", lambda: ready(real_cluster, ns),
+             timeout=SERVE_SECONDS, interval=2.0, explain=explain)  # fmt: skip
+    (first_cluster,) = clusters(real_cluster, ns)
+    url = f"http://echo-serve-svc.{ns}.svc.cluster.local:8000/"
+    server_side_apply(real_cluster, ns, {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "client"},
+        "spec": {"restartPolicy": "Never", "containers": [{
+            "name": "client", "image": OPERATOR_IMAGE, "imagePullPolicy": "IfNotPresent",
+            "command": ["python3.11", "-c", CLIENT, url, str(RATE), str(CLIENT_SECONDS)],
+        }]},
+    })  # fmt: skip
+    started = time.time()
+    wait_for("the client's first answers", lambda: answered_lately(
+        real_cluster, ns, started, lambda said: said.startswith("one")),
+        timeout=120, interval=1.0, explain=lambda: calls(real_cluster, ns)[-5:])  # fmt: skip
+
+    windows: list[Window] = []
+
+    def window(what: str, act: Callable[[], object], done: Callable[[float], bool]) -> None:
+        """Do ``act``, then wait for ``done(since)``: the outcome, seen by the client."""
+        began = time.time()
+        act()
+        wait_for(what, lambda: done(began), timeout=SERVE_SECONDS, interval=1.0,
+                 explain=explain)  # fmt: skip
+        windows.append(Window(what, began, time.time()))
+        print(f"\n{operator}: {what}: done in {time.time() - began:.1f} s", flush=True)
+
+    def serving(says: Callable[[str], bool]) -> Callable[[float], bool]:
+        return lambda since: answered_lately(real_cluster, ns, since, says)
+
+    answering = serving(lambda _: True)
+
+    def replaced_and_running(gone: dict[str, Any]) -> bool:
+        """A pod of ``gone``'s cluster and kind in its place, Running, and ``gone`` gone."""
+        labels = gone["metadata"]["labels"]
+        selector = ",".join(
+            f"{key}={labels[key]}" for key in ("ray.io/cluster", "ray.io/node-type")
+        )
+        now = pods(real_cluster, ns, selector)
+        return [
+            p["metadata"]["uid"] != gone["metadata"]["uid"]
+            and p["status"].get("phase") == "Running"
+            for p in now
+        ] == [True]
+
+    window("serveConfigV2 change (in place)",
+           lambda: server_side_apply(real_cluster, ns, rayservice("two", "1")),
+           serving(lambda said: said == f"two from {first_cluster}"))  # fmt: skip
+    window("rayClusterConfig change (a new cluster)",
+           lambda: server_side_apply(real_cluster, ns, rayservice("two", "2")),
+           lambda since: first_cluster not in clusters(real_cluster, ns)
+           and serving(lambda said: said.startswith("two") and first_cluster not in said)(
+               since))  # fmt: skip
+    (second_cluster,) = clusters(real_cluster, ns)
+    (worker,) = pods(real_cluster, ns, f"ray.io/cluster={second_cluster},ray.io/node-type=worker")
+    # A RayService's worker is Ready only while a Serve proxy runs on it (its probe
+    # asks the proxy), and the one replica may come back on the head: so the
+    # replacement is waited for as Running, and the app for answering.
+    window("a worker pod deleted",
+           lambda: real_cluster.kubectl("-n", ns, "delete", "pod", worker["metadata"]["name"],
+                                        "--wait=false"),
+           lambda since: replaced_and_running(worker) and answering(since))  # fmt: skip
+    (head,) = pods(real_cluster, ns, f"ray.io/cluster={second_cluster},ray.io/node-type=head")
+    window("the head pod deleted",
+           lambda: real_cluster.kubectl("-n", ns, "delete", "pod", head["metadata"]["name"],
+                                        "--wait=false"),
+           lambda since: replaced_and_running(head) and answering(since))  # fmt: skip
+
+    made = calls(real_cluster, ns)
+    failed = {w.what: [c for c in made if w.began <= c.at <= w.ended and not c.ok]
+              for w in windows}  # fmt: skip
+    report = {
+        w.what: {"seconds": round(w.ended - w.began, 1),
+                 "calls": sum(w.began <= c.at <= w.ended for c in made),
+                 "failed": len(failed[w.what])}
+        for w in windows
+    }  # fmt: skip
+    print(f"\n{operator}: {json.dumps(report)}")
+    for what in list(failed)[:2]:
+        assert not failed[what], (what, [f"{c.at:.1f} {c.said}" for c in failed[what][:10]])
+    # The client called all along: a call ends within its 2 s timeout.
+    assert all(r["calls"] >= r["seconds"] / 3 for r in report.values()), report
