@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo bench shell lint venv policy-venv floor-venv localcluster node pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image crds permissions dashboards schema clean
+.PHONY: test demo bench shell lint venv policy-venv floor-venv localcluster node pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image redis-image crds permissions dashboards schema clean
 
 venv: $(STAMP)
 
@@ -104,6 +104,12 @@ image: venv
 ray-image: venv
 	$(PY) -m hack.image.ray build
 
+# The real node's Redis into dist/redis-image/ (hack/image/redis): Debian bookworm's
+# redis-server and redis-tools, extracted from locked .debs (fetched here), loaded on the
+# node as redis:<version> for the GCS fault-tolerance scenarios.
+redis-image: venv
+	$(PY) -m hack.image.redis build
+
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
@@ -115,7 +121,7 @@ lint: venv
 	$(PY) -m hack.schemadocs --check
 	$(PY) -m hack.dashboards --check
 
-test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image node lint
+test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image redis-image node lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
 
 # The README's quickstart through the engine built here, on one real node with our
@@ -152,4 +158,4 @@ schema: venv
 	$(PY) -m hack.schemadocs
 
 clean:
-	rm -rf $(VENV) $(FLOOR_VENV) .localcluster .pytest_cache .mypy_cache .ruff_cache dist/image dist/ray-image
+	rm -rf $(VENV) $(FLOOR_VENV) .localcluster .pytest_cache .mypy_cache .ruff_cache dist/image dist/ray-image dist/redis-image

@@ -71,6 +71,13 @@ def git(*arguments: str) -> str:
     ).stdout.strip()
 
 
+def recipe_date(recipe: Sequence[str]) -> datetime:
+    """The time of the last commit that changed ``recipe`` (paths of the repository): an
+    image dated by it keeps its digest across commits elsewhere."""
+    epoch = git("log", "-1", "--format=%ct", "--", *recipe)
+    return datetime.fromtimestamp(int(epoch), tz=UTC)
+
+
 def source_date() -> datetime:
     """SOURCE_DATE_EPOCH if set, else HEAD's commit time: the image's ``created``."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH") or git("log", "-1", "--format=%ct")

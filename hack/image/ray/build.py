@@ -13,11 +13,10 @@ elsewhere leaves the digest, and the node's copy of the image, alone.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 from hack.image import ImageBuild, debian
-from hack.image.oci import Layer, assemble, building, git, progress
+from hack.image.oci import Layer, assemble, building, progress, recipe_date
 from hack.image.python import SITE_DIR, base_tree, compile_bytecode, install_scripts
 from hack.image.ray import RAY_IMAGE, RAY_VERSION, wheels
 from hack.image.user import ImageUser
@@ -73,11 +72,6 @@ RECIPE = ("hack/image/ray", *(f"hack/image/{m}.py" for m in ("debian", "layers",
 """What the image is made by; the last commit touching it dates the image."""
 
 
-def created() -> datetime:
-    epoch = git("log", "-1", "--format=%ct", "--", *RECIPE)
-    return datetime.fromtimestamp(int(epoch), tz=UTC)
-
-
 def image_config() -> dict[str, object]:
     return {
         "Cmd": ["/bin/bash"],
@@ -115,4 +109,4 @@ def build(out: Path) -> ImageBuild:
             Layer(deps, "ray's dependencies (hack/image/ray/python.lock)"),
             Layer(ray, f"ray {RAY_VERSION} (hack/image/ray/python.lock)"),
         )
-        return assemble(out, layers, image_config(), RAY, scratch, created())
+        return assemble(out, layers, image_config(), RAY, scratch, recipe_date(RECIPE))

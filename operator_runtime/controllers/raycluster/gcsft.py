@@ -37,6 +37,7 @@ from operator_runtime.controllers.raycluster.run import (
 from operator_runtime.render import RedisCleanupJobParams, RenderError, build_redis_cleanup_job
 from operator_runtime.render.gcsft import (
     deletion_timeout,
+    external_storage_namespace,
     redis_cleanup_needed,
 )
 from operator_runtime.runtime.errors import AlreadyExists, ApiError, NotFound
@@ -178,7 +179,7 @@ def _cleanup(run: ClusterRun, left: float) -> Result:
             "Warning",
             Reason.REDIS_CLEANUP_JOB_FAILED,
             f"Redis cleanup Job {run.namespace}/{job['metadata']['name']} failed; the "
-            f"Redis storage namespace {_storage_namespace(run)!r} may need manual "
+            f"Redis storage namespace {external_storage_namespace(run.cluster)!r} may need manual "
             "cleanup (see https://docs.ray.io/en/master/cluster/kubernetes/user-guides/"
             "kuberay-gcs-ft.html)",
             Action.CLEANUP,
@@ -200,24 +201,28 @@ def _still_held(run: ClusterRun) -> bool:
 
 def _give_up(tools: ClusterTools, raw: Object, timeout: float) -> None:
     _patch_finalizer(tools, raw, present=False)
-    annotations = raw["metadata"].get("annotations") or {}
-    storage_namespace = annotations.get(
-        AnnotationKey.EXTERNAL_STORAGE_NAMESPACE, str(raw["metadata"].get("uid") or "")
-    )
     tools.events.record(
         raw,
         "Warning",
         Reason.FORCE_DELETED_STUCK_CLUSTER.value,
         f"Force-removed GCS FT finalizer after {timeout:.0f}s due to Redis cleanup "
-        f"timeout; Redis storage namespace {storage_namespace!r} may need manual "
+        f"timeout; Redis storage namespace {_raw_storage_namespace(raw)!r} may need manual "
         "cleanup",
         Action.CLEANUP.value,
     )
 
 
-def _storage_namespace(run: ClusterRun) -> str:
-    annotations = run.cluster.metadata.annotations or {}
-    return annotations.get(AnnotationKey.EXTERNAL_STORAGE_NAMESPACE, run.uid)
+def _raw_storage_namespace(raw: Object) -> str:
+    """``render.gcsft.external_storage_namespace`` read from the unparsed object (the
+    deadline holds whatever is wrong with it): the options' value, else the annotation,
+    else the UID."""
+    options = (raw.get("spec") or {}).get("gcsFaultToleranceOptions")
+    if isinstance(options, dict) and options.get("externalStorageNamespace"):
+        return str(options["externalStorageNamespace"])
+    annotations = raw["metadata"].get("annotations") or {}
+    return str(
+        annotations.get(AnnotationKey.EXTERNAL_STORAGE_NAMESPACE, raw["metadata"].get("uid", ""))
+    )
 
 
 def _create_job(run: ClusterRun) -> None:

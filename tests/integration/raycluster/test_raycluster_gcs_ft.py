@@ -111,8 +111,10 @@ def test_the_deletion_deadline_removes_the_finalizer_even_if_the_head_never_goes
             "spec": {"taints": [{"key": "test/held", "effect": "NoSchedule"}]},
         }
     )
+    ft = {"gcsFaultToleranceOptions": {**FT["gcsFaultToleranceOptions"],
+                                       "externalStorageNamespace": "ftstuck-storage"}}  # fmt: skip
     manifest = raycluster(
-        "ftstuck", namespace, workers=0, **FT, annotations={"ray.io/gcs-ft-deletion-timeout": "3"}
+        "ftstuck", namespace, workers=0, **ft, annotations={"ray.io/gcs-ft-deletion-timeout": "3"}
     )
     head_spec = manifest["spec"]["headGroupSpec"]["template"]["spec"]
     head_spec["nodeName"] = node
@@ -131,6 +133,8 @@ def test_the_deletion_deadline_removes_the_finalizer_even_if_the_head_never_goes
         assert _cleanup_jobs(client, namespace, "ftstuck") == []
         warning = wait_for("warning", lambda: events(client, namespace, "ForceDeletedStuckCluster"))
         assert warning[0]["type"] == "Warning"
+        # The namespace the head used, to clean up by hand (KubeRay's names the annotation's).
+        assert "'ftstuck-storage'" in warning[0]["note"], warning[0]["note"]
     finally:
         for pod in pods(client, namespace, "ray.io/cluster=ftstuck"):
             client.delete(POD, pod["metadata"]["name"], namespace, grace_period_seconds=0)
