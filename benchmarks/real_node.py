@@ -2,6 +2,7 @@
 a RayCluster (a head and two workers) to every pod Ready, and to three alive nodes in
 ``ray status``; and what the node and the Ray pods hold in memory meanwhile.
 
+    make node image ray-image redis-image kuberay   # what the node tier loads
     .venv/bin/python -m hack.sandbox -- .venv/bin/python -m benchmarks.real_node [--runs 3]
 
 One control plane with one real node (``tests/node/harness.py``, as the node tier starts
