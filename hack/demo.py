@@ -127,9 +127,11 @@ class QuickstartStack:
     env: dict[str, str]
 
     @classmethod
-    def create(cls, cluster: LocalCluster, state_dir: Path) -> QuickstartStack:
-        work_dir = state_dir / "quickstart"
-        shutil.copytree(QUICKSTART, work_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    def create(cls, cluster: LocalCluster, state_dir: Path,
+               program: Path = QUICKSTART) -> QuickstartStack:  # fmt: skip
+        """``program`` (the quickstart unless said) copied under ``state_dir``."""
+        work_dir = state_dir / program.name
+        shutil.copytree(program, work_dir, ignore=shutil.ignore_patterns("__pycache__"))
         engine.use_project_virtualenv(work_dir)
         built = engine.ensure_built()
         env = {**engine.engine_env(state_dir / "pulumi", built),

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import textwrap
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hack.demo import QuickstartStack
+from hack.image.ray import RAY_IMAGE, RAY_VERSION
 from hack.localcluster import LocalCluster
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import POD, RAY_CLUSTER
@@ -23,6 +26,7 @@ from tests.kubeclient import shared_client
 from tests.node.harness import (
     all_ready,
     cluster_spec,
+    deploy_operator,
     pod_states,
     pods,
     ray_container,
@@ -31,6 +35,7 @@ from tests.node.harness import (
 from tests.waiting import wait_for
 from tests.watching import Recorder
 
+STACK_PROGRAM = Path(__file__).parent / "autoscaled_stack"
 HEAD_READY_SECONDS = 420.0
 """As RAY_READY_SECONDS (test_ray_on_the_node.py): a head on two loaded cores."""
 DEMAND_SECONDS = 600.0
@@ -131,3 +136,36 @@ def test_the_autoscaler_scales_up_for_demand_and_down_by_exactly_its_victims(
 def replicas(kube: KubeClient, namespace: str, name: str) -> int:
     cluster = kube.get(RAY_CLUSTER, name, namespace)
     return int(cluster["spec"]["workerGroupSpecs"][0].get("replicas", 0))
+
+
+def test_a_stack_previews_no_change_after_the_autoscaler_scaled(
+    real_cluster: LocalCluster, real_namespace: str, tmp_path: Path
+) -> None:
+    """The Pulumi side: a stack's autoscaled RayCluster, scaled up by the autoscaler, is
+    what the stack says it should be (``pulumi preview --expect-no-changes``): the
+    components leave ``replicas`` to the autoscaler."""
+    ns = real_namespace
+    with deploy_operator(real_cluster, ns, tmp_path):
+        stack = QuickstartStack.create(real_cluster, tmp_path / "stack", STACK_PROGRAM)
+        stack.run("stack", "init", "node")
+        for key, value in (("namespace", ns), ("rayImage", RAY_IMAGE),
+                           ("rayVersion", RAY_VERSION)):  # fmt: skip
+            stack.run("config", "set", key, value)
+        stack.run("up", "--yes")
+        try:
+            (cluster,) = real_cluster.get_json("-n", ns, "raycluster")["items"]
+            name = cluster["metadata"]["name"]
+            wait_for("the head Ready",
+                     lambda: all_ready(pods(real_cluster, ns, f"ray.io/cluster={name}"), 1),
+                     timeout=HEAD_READY_SECONDS, interval=2.0,
+                     explain=lambda: pod_states(real_cluster, ns))  # fmt: skip
+            (head,) = pods(real_cluster, ns, f"ray.io/cluster={name},ray.io/node-type=head")
+            ran = real_cluster.kubectl("-n", ns, "exec", head["metadata"]["name"], "-c",
+                                       head["spec"]["containers"][0]["name"], "--", "python",
+                                       "-c", DEMAND, timeout=DEMAND_SECONDS).stdout  # fmt: skip
+            assert "ran on 2 workers" in ran, ran
+            kube = shared_client(real_cluster)
+            assert replicas(kube, ns, name) == 2
+            stack.run("preview", "--expect-no-changes")
+        finally:
+            stack.run("destroy", "--yes")
