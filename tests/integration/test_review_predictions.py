@@ -22,8 +22,10 @@ import contextlib
 import copy
 import dataclasses
 import datetime
+import re
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +43,7 @@ from operator_runtime.api.finalizers import Finalizer
 from operator_runtime.render import RenderOptions
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import FakeClock
-from operator_runtime.runtime.errors import NotFound
+from operator_runtime.runtime.errors import Conflict, NotFound
 from operator_runtime.runtime.kinds import (
     JOB,
     POD,
@@ -74,6 +76,16 @@ from tests.integration.rayservice.conftest import (  # noqa: F401 (fixtures)
     ready,
     serve_config,
     serve_head,
+    service_status,
+)
+from tests.integration.rayservice.test_rayservice_incremental import (  # noqa: F401 (fixtures)
+    CountingProxy,
+    FakeGatewayController,
+    Head,
+    gateway_crds,
+    incremental_service,
+    second_head,
+    spec_on,
 )
 from tests.kubeclient import fresh_namespace
 from tests.rayhead import module_ray_head  # noqa: F401 (a fixture)
@@ -124,6 +136,25 @@ def counted(recorder: Recorder, before: set[str], belongs: Callable[[Object], bo
         if event.type == "DELETED" or pod["metadata"].get("deletionTimestamp"):
             deleted.add(uid)
     return Counts(len(created), len(deleted))
+
+
+def counts_reached(
+    what: str,
+    recorder: Recorder,
+    before: set[str],
+    belongs: Callable[[Object], bool],
+    expected: Counts,
+    timeout: float = 120,
+) -> Counts:
+    """Waits for the watch's counts to reach ``expected``, gives the operator a few
+    quiet seconds to do more than predicted, and returns the counts then."""
+    wait_for(
+        f"{what}: {expected} as predicted",
+        lambda: counted(recorder, before, belongs) == expected,
+        timeout=timeout, interval=0.2, explain=lambda: counted(recorder, before, belongs),
+    )  # fmt: skip
+    time.sleep(QUIET_SECONDS)  # the operator's chance to do more than predicted
+    return counted(recorder, before, belongs)
 
 
 @dataclass(frozen=True)
@@ -459,14 +490,8 @@ def test_the_review_predicts_the_pods(
             apply(world, case, old, new)
             if done is not None:
                 wait_for(f"{name}: the change applied", lambda: done(world, new), timeout=120)
-            wait_for(
-                f"{name}: {expected} as predicted",
-                lambda: counted(recorder, before, belongs) == expected,
-                timeout=120, interval=0.2, explain=lambda: counted(recorder, before, belongs),
-            )  # fmt: skip
-            reached = time.monotonic() - started
-            time.sleep(QUIET_SECONDS)  # the operator's chance to do more than predicted
-            actual = counted(recorder, before, belongs)
+            actual = counts_reached(name, recorder, before, belongs, expected)
+            reached = time.monotonic() - started - QUIET_SECONDS
     finally:
         for manifest in (old, new):
             remove(world, manifest)
@@ -589,13 +614,7 @@ def test_a_failed_run_is_retried_on_a_new_cluster(
                 f"RayJob {name} Failed",
                 reaches(world.kube, world.namespace, name, "Failed"), timeout=180,
             )  # fmt: skip
-            wait_for(
-                f"{name}: {expected} as predicted",
-                lambda: counted(recorder, set(), belongs) == expected,
-                timeout=60, interval=0.2, explain=lambda: counted(recorder, set(), belongs),
-            )  # fmt: skip
-            time.sleep(QUIET_SECONDS)
-            actual = counted(recorder, set(), belongs)
+            actual = counts_reached(name, recorder, set(), belongs, expected, 60)
             clusters = {
                 e.object["metadata"]["labels"]["ray.io/cluster"] for e in list(recorder.events)
                 if belongs(e.object)
@@ -688,3 +707,109 @@ def ticked(
 def remove_cron(world: World, name: str) -> None:
     with contextlib.suppress(NotFound):
         world.kube.delete(RAY_CRON_JOB, name, world.namespace)
+
+
+def test_an_incremental_upgrade_moves_traffic_in_the_predicted_steps(
+    world: World,
+    gateway_crds: LocalCluster,  # noqa: F811
+    second_head: Future[ServeHead],  # noqa: F811
+    tmp_path: Path,
+    gc_knows_rayclusters: None,  # noqa: F811
+) -> None:
+    """The review of a cluster change under ``NewClusterWithIncrementalUpgrade``: a new
+    cluster beside the old, traffic moved in a number of steps, the old cluster deleted.
+    The operator (the Gateway and HTTPRoute accepted by the incremental module's fake
+    gateway controller; the new cluster's head is a second real head, so each cluster's
+    serve ``target_capacity`` is its own): the pods of the new cluster created, the old
+    one's deleted, and each change of the new cluster's HTTPRoute weight a step."""
+    second = second_head.result()
+    with (
+        CountingProxy(world.head.dashboard_port) as first_dashboard,
+        CountingProxy(second.dashboard_port) as second_dashboard,
+        FakeGatewayController(world.kube, world.namespace) as gateway,
+    ):
+        old = incremental_service(world.namespace, Head(world.head, first_dashboard), "hello")
+        new = copy.deepcopy(old)
+        new["spec"].update(spec_on(Head(second, second_dashboard), "v2"))
+        name = old["metadata"]["name"]
+        report = predicted(None, old, new, tmp_path)
+        (verdict,) = report.verdicts
+        steps = [int(m[1]) for e in verdict.effects if (m := re.search(r"(\d+) traffic step", e))]
+        assert steps, verdict.effects
+        expected = Counts(report.pods("pods_created"), report.pods("pods_deleted"))
+        belongs = cluster_pods_of(name, suffixed=True)
+        try:
+            world.kube.create(old)
+            first = incremental_settled(world, name, verdict.pods_before)
+            before = {p["metadata"]["uid"] for p in world.kube.list(POD, world.namespace)["items"]}
+            with Recorder(world.kube, POD, world.namespace) as recorder:
+                changed = time.monotonic()
+                found = world.kube.get(RAY_SERVICE, name, world.namespace)
+                found["spec"] = new["spec"]
+                world.kube.update(found)
+                pending = wait_for(
+                    "a pending cluster",
+                    lambda: (service_status(world.kube, world.namespace, name)
+                             .get("pendingServiceStatus") or {}).get("rayClusterName"),
+                    timeout=30,
+                )  # fmt: skip
+                wait_for(f"RayCluster {pending}", lambda: not gone(world, pending), timeout=30)
+                autoscaled(world, pending, new)
+                wait_for("the promotion", lambda: switched(world, new), timeout=240)
+                wait_for(
+                    "the old cluster deleted", lambda: gone(world, first), timeout=60,
+                )  # fmt: skip
+                actual = counts_reached(name, recorder, before, belongs, expected, 60)
+                elapsed = time.monotonic() - changed - QUIET_SECONDS
+            weights = [dict(b).get(f"{pending}-serve-svc") for b in gateway.weights(changed)]
+        finally:
+            remove(world, old)
+    moves = [w for i, w in enumerate(weights) if w and w != (weights[i - 1] if i else None)]
+    print(
+        f"\nRayService incremental upgrade: predicted {expected.created} created / "
+        f"{expected.deleted} deleted in {steps[0]} traffic step(s); the operator: "
+        f"{actual.created} / {actual.deleted}, the new cluster's weights {moves} "
+        f"({elapsed:.1f} s)"
+    )
+    assert actual == expected
+    assert len(moves) == steps[0], moves
+
+
+def incremental_settled(world: World, name: str, pods: int) -> str:
+    """Ready, and the active cluster's ``pods`` running and ready: its name."""
+    wait_for(f"RayService {name} Ready", ready(world.kube, world.namespace, name), timeout=180)
+    cluster = wait_for(
+        f"RayService {name}'s active cluster",
+        lambda: active_cluster(world.kube, world.namespace, name), timeout=120,
+    )  # fmt: skip
+
+    def live() -> list[Object]:
+        found = world.kube.list(POD, world.namespace, label_selector=f"ray.io/cluster={cluster}")
+        return [p for p in found["items"] if not p["metadata"].get("deletionTimestamp")]
+
+    wait_for(
+        f"RayService {name}'s {pods} pod(s) ready",
+        lambda: len(live()) == pods and all(running_ready(p) for p in live()),
+        timeout=60, interval=0.3,
+        explain=lambda: [(p["metadata"]["name"], running_ready(p)) for p in live()],
+    )  # fmt: skip
+    return str(cluster)
+
+
+def autoscaled(world: World, cluster: str, service: dict[str, Any]) -> None:
+    """What the autoscaler of the pending cluster would do (none runs here): the
+    operator makes it with its groups' replicas unset, to be sized from the serve
+    ``target_capacity``; at full capacity that is the spec's replicas."""
+    wanted = service["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+
+    def scaled() -> bool:
+        found = world.kube.get(RAY_CLUSTER, cluster, world.namespace)
+        for group, spec in zip(found["spec"]["workerGroupSpecs"], wanted, strict=True):
+            group["replicas"] = spec["replicas"]
+        try:
+            world.kube.update(found)
+        except Conflict:
+            return False  # the operator wrote it meanwhile: again
+        return True
+
+    wait_for(f"RayCluster {cluster} scaled", scaled, timeout=30)
