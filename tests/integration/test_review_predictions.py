@@ -10,7 +10,10 @@ predicted: a count that overshoots fails too.
 
 One operator process (all controllers), one namespace and one real Ray head with Serve
 (the RayServices' health checks and the RayJob's HTTP submission reach it) serve the
-whole module; each case has objects of its own names.
+whole module; each case has objects of its own names. The verdicts about what follows a
+change have a test each, on the same operator and namespace: a GCS FT deletion's wait
+for the Redis cleanup Job, a RayJob's retry and a RayCronJob's template change (its
+controller in-process, on a clock the test moves).
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import datetime
+import re
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,15 +38,35 @@ from components.review import Report, ReviewSettings, from_sources, review
 from hack.clusterhosts import ClusterHosts
 from hack.localcluster import LocalCluster
 from hack.localcluster.client import make_client
+from operator_runtime.api import FeatureGates
+from operator_runtime.api.finalizers import Finalizer
+from operator_runtime.render import RenderOptions
 from operator_runtime.runtime.client import KubeClient
-from operator_runtime.runtime.errors import NotFound
-from operator_runtime.runtime.kinds import POD, RAY_CLUSTER, RAY_JOB, RAY_SERVICE, Object
+from operator_runtime.runtime.clock import FakeClock
+from operator_runtime.runtime.errors import Conflict, NotFound
+from operator_runtime.runtime.kinds import (
+    JOB,
+    POD,
+    RAY_CLUSTER,
+    RAY_CRON_JOB,
+    RAY_JOB,
+    RAY_SERVICE,
+    Object,
+)
 from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     gc_knows_rayclusters,
     gc_probe,
     ray_crds,
     raycluster,
     running_ready,
+)
+from tests.integration.raycronjob.conftest import (
+    created_at,
+    cron_operator,
+    fake_clock_at,
+    jobs_of,
+    raycronjob,
+    unix_minutes,
 )
 from tests.integration.rayjob.conftest import operator, rayjob, reaches
 from tests.integration.rayservice.conftest import (  # noqa: F401 (fixtures)
@@ -50,6 +76,16 @@ from tests.integration.rayservice.conftest import (  # noqa: F401 (fixtures)
     ready,
     serve_config,
     serve_head,
+    service_status,
+)
+from tests.integration.rayservice.test_rayservice_incremental import (  # noqa: F401 (fixtures)
+    CountingProxy,
+    FakeGatewayController,
+    Head,
+    gateway_crds,
+    incremental_service,
+    second_head,
+    spec_on,
 )
 from tests.kubeclient import fresh_namespace
 from tests.rayhead import module_ray_head  # noqa: F401 (a fixture)
@@ -57,6 +93,7 @@ from tests.waiting import wait_for
 from tests.watching import Recorder
 
 KINDS = {"RayCluster": RAY_CLUSTER, "RayService": RAY_SERVICE, "RayJob": RAY_JOB}
+FINALIZER = Finalizer.GCS_FT_REDIS_CLEANUP.value
 QUIET_SECONDS = 3.0
 """After the counts reach the prediction: time for the operator to do more than that."""
 
@@ -99,6 +136,25 @@ def counted(recorder: Recorder, before: set[str], belongs: Callable[[Object], bo
         if event.type == "DELETED" or pod["metadata"].get("deletionTimestamp"):
             deleted.add(uid)
     return Counts(len(created), len(deleted))
+
+
+def counts_reached(
+    what: str,
+    recorder: Recorder,
+    before: set[str],
+    belongs: Callable[[Object], bool],
+    expected: Counts,
+    timeout: float = 120,
+) -> Counts:
+    """Waits for the watch's counts to reach ``expected``, gives the operator a few
+    quiet seconds to do more than predicted, and returns the counts then."""
+    wait_for(
+        f"{what}: {expected} as predicted",
+        lambda: counted(recorder, before, belongs) == expected,
+        timeout=timeout, interval=0.2, explain=lambda: counted(recorder, before, belongs),
+    )  # fmt: skip
+    time.sleep(QUIET_SECONDS)  # the operator's chance to do more than predicted
+    return counted(recorder, before, belongs)
 
 
 @dataclass(frozen=True)
@@ -272,6 +328,25 @@ def job_started(world: World, manifest: dict[str, Any]) -> object:
     return reaches(world.kube, world.namespace, manifest["metadata"]["name"], "Running")()
 
 
+def shut_down(build: Callable[[World], dict[str, Any]]) -> Callable[[World], dict[str, Any]]:
+    """A RayJob that may be suspended: KubeRay refuses ``suspend`` without
+    ``shutdownAfterJobFinishes`` (the review says so too: ``invalid-object``)."""
+    return edited(build, lambda spec: spec.update(shutdownAfterJobFinishes=True))
+
+
+def suspended(build: Callable[[World], dict[str, Any]]) -> Callable[[World], dict[str, Any]]:
+    return edited(shut_down(build), lambda spec: spec.update(suspend=True))
+
+
+def job_suspended(world: World, manifest: dict[str, Any]) -> object:
+    return reaches(world.kube, world.namespace, manifest["metadata"]["name"], "Suspended")()
+
+
+def job_settled_suspended(world: World, manifest: dict[str, Any]) -> None:
+    name = manifest["metadata"]["name"]
+    wait_for(f"RayJob {name} Suspended", lambda: job_suspended(world, manifest), timeout=60)
+
+
 CASES = {
     "RayCluster: replicas 2 -> 3 creates one pod": Case(
         small_cluster("rc-scale"),
@@ -324,22 +399,44 @@ CASES = {
         replaced=True,
         done=job_started,
     ),
+    "RayJob: suspend deletes its cluster": Case(
+        shut_down(job("rj-suspend", 300)),
+        suspended(job("rj-suspend", 300)),
+        job_running,
+        rules=("suspend-deletes-pods",),
+        done=job_suspended,
+    ),
+    "RayJob: resume is a new run": Case(
+        suspended(job("rj-resume", 300)),
+        shut_down(job("rj-resume", 300)),
+        job_settled_suspended,
+        done=job_started,
+    ),
 }
 
 
-def predicted(case: Case, old: dict[str, Any], new: dict[str, Any], tmp: Path) -> Report:
-    """The report of old -> new, each as a manifest file read as ``review`` reads it."""
-    sides = []
+def predicted(
+    case: Case | None,
+    old: dict[str, Any] | None,
+    new: dict[str, Any] | None,
+    tmp: Path,
+    settings: ReviewSettings | None = None,
+) -> Report:
+    """The report of old -> new, each as a manifest file read as ``review`` reads it
+    (None: the object is not on that side, created or deleted)."""
+    sides: list[list[Source]] = []
     for label, manifest in (("old", old), ("new", new)):
+        if manifest is None:
+            sides.append([])
+            continue
         path = tmp / f"{label}.yaml"
         path.write_text(yaml.safe_dump(manifest))
         sources = load_sources(str(path))
-        if case.replaced:
+        if case is not None and case.replaced:
             # What a program's resource gives: one resource behind both names.
             sources = [dataclasses.replace(s, origin='resource "run"') for s in sources]
         sides.append(sources)
-    before: list[Source] = sides[0]
-    return review(from_sources(before, sides[1]), ReviewSettings())
+    return review(from_sources(sides[0], sides[1]), settings or ReviewSettings())
 
 
 def apply(world: World, case: Case, old: dict[str, Any], new: dict[str, Any]) -> None:
@@ -353,13 +450,15 @@ def apply(world: World, case: Case, old: dict[str, Any], new: dict[str, Any]) ->
     world.kube.update(found)
 
 
-def belongs_to(manifest: dict[str, Any]) -> Callable[[Object], bool]:
+def belongs_to(manifest: dict[str, Any], *, replaced: bool) -> Callable[[Object], bool]:
     name = manifest["metadata"]["name"]
     if manifest["kind"] == "RayCluster":
         return cluster_pods_of(name)
     if manifest["kind"] == "RayService":
         return cluster_pods_of(name, suffixed=True)
-    return cluster_pods_of("rj", suffixed=True)  # both runs: rj-a-<suffix>, rj-b-<suffix>
+    if replaced:
+        return cluster_pods_of("rj", suffixed=True)  # both runs: rj-a-<suffix>, rj-b-<suffix>
+    return cluster_pods_of(name, suffixed=True)
 
 
 def remove(world: World, manifest: dict[str, Any]) -> None:
@@ -381,7 +480,7 @@ def test_the_review_predicts_the_pods(
     report = predicted(case, old, new, tmp_path)
     expected = Counts(report.pods("pods_created"), report.pods("pods_deleted"))
     rules = {finding.rule for finding in report.findings}
-    belongs = belongs_to(old)
+    belongs = belongs_to(old, replaced=case.replaced)
     listed = world.kube.list(POD, world.namespace)["items"]
     before = {p["metadata"]["uid"] for p in listed if belongs(p)}
     done = case.done
@@ -391,14 +490,8 @@ def test_the_review_predicts_the_pods(
             apply(world, case, old, new)
             if done is not None:
                 wait_for(f"{name}: the change applied", lambda: done(world, new), timeout=120)
-            wait_for(
-                f"{name}: {expected} as predicted",
-                lambda: counted(recorder, before, belongs) == expected,
-                timeout=120, interval=0.2, explain=lambda: counted(recorder, before, belongs),
-            )  # fmt: skip
-            reached = time.monotonic() - started
-            time.sleep(QUIET_SECONDS)  # the operator's chance to do more than predicted
-            actual = counted(recorder, before, belongs)
+            actual = counts_reached(name, recorder, before, belongs, expected)
+            reached = time.monotonic() - started - QUIET_SECONDS
     finally:
         for manifest in (old, new):
             remove(world, manifest)
@@ -408,3 +501,315 @@ def test_the_review_predicts_the_pods(
     )
     assert actual == expected
     assert set(case.rules) <= rules, rules
+
+
+# -- what follows a change: a deletion's wait, a retry, a schedule ---------------------
+
+
+def resource_version(event: Any) -> int:
+    return int(event.object["metadata"]["resourceVersion"])
+
+
+def test_a_gcs_ft_deletion_waits_for_the_redis_cleanup_job(
+    world: World,
+    tmp_path: Path,
+    gc_knows_rayclusters: None,  # noqa: F811
+) -> None:
+    """The review: every pod goes, and the deletion waits for the Redis cleanup Job (at
+    most ``ray.io/gcs-ft-deletion-timeout``). The operator: the RayCluster stays, held by
+    its finalizer, until that Job has been created and has finished (kwok completes its
+    pod), well within the timeout."""
+    name, timeout = "rc-ft", 60
+    manifest = raycluster(
+        name, world.namespace, workers=1, group="cpu",
+        annotations={"ray.io/gcs-ft-deletion-timeout": str(timeout)},
+        gcsFaultToleranceOptions={"redisAddress": "redis.example:6379"},
+    )  # fmt: skip
+    world.kube.create(manifest)
+    cluster_settled(world, manifest)
+    report = predicted(None, manifest, None, tmp_path)
+    waits = [f for f in report.findings if f.rule == "gcs-ft-deletion-waits"]
+    assert waits and f"{timeout} s" in waits[0].message, report.findings
+    expected = Counts(report.pods("pods_created"), report.pods("pods_deleted"))
+    of_cluster = cluster_pods_of(name)
+
+    def belongs(pod: Object) -> bool:
+        # The cleanup Job's pod carries the cluster's label too; the cluster's are counted.
+        labels = pod["metadata"].get("labels") or {}
+        return of_cluster(pod) and labels.get("ray.io/node-type") != "redis-cleanup"
+
+    before = {p["metadata"]["uid"] for p in world.kube.list(POD, world.namespace)["items"]}
+    with (
+        Recorder(world.kube, POD, world.namespace) as pods,
+        Recorder(world.kube, JOB, world.namespace) as jobs,
+        Recorder(world.kube, RAY_CLUSTER, world.namespace) as clusters,
+    ):
+        started = time.monotonic()
+        world.kube.delete(RAY_CLUSTER, name, world.namespace)
+        wait_for(f"RayCluster {name} gone", lambda: gone(world, name), timeout=timeout + 30)
+        elapsed = time.monotonic() - started
+        actual = counted(pods, before, belongs)
+        cleanup = [
+            e for e in list(jobs.events)
+            if (e.object["metadata"].get("labels") or {}).get("ray.io/cluster") == name
+        ]  # fmt: skip
+        cluster_events = [e for e in list(clusters.events) if e.object["metadata"]["name"] == name]
+    finished = [
+        e for e in cleanup
+        if any(c["type"] == "Complete" and c["status"] == "True"
+               for c in (e.object.get("status") or {}).get("conditions") or ())
+    ]  # fmt: skip
+    held = [
+        e for e in cluster_events
+        if e.object["metadata"].get("deletionTimestamp")
+        and FINALIZER in (e.object["metadata"].get("finalizers") or ())
+    ]  # fmt: skip
+    removed = [e for e in cluster_events if e.type == "DELETED"]
+    print(
+        f"\nRayCluster with GCS FT deleted: predicted {expected.deleted} pod(s) deleted and a "
+        f"wait of at most {timeout} s for the cleanup Job; the operator: {actual.deleted} "
+        f"deleted, {len({e.object['metadata']['uid'] for e in cleanup})} cleanup Job, gone in "
+        f"{elapsed:.1f} s"
+    )
+    assert actual == expected
+    assert cleanup, "no Redis cleanup Job"
+    assert finished, "the cluster went before its cleanup Job finished"
+    assert held and removed
+    # The finalizer held the cluster until the Job finished, then let it go.
+    assert resource_version(finished[0]) < resource_version(removed[0])
+    assert elapsed < timeout, "the deadline, not the Job, ended the wait"
+
+
+def gone(world: World, name: str) -> bool:
+    try:
+        world.kube.get(RAY_CLUSTER, name, world.namespace)
+    except NotFound:
+        return True
+    return False
+
+
+def test_a_failed_run_is_retried_on_a_new_cluster(
+    world: World,
+    tmp_path: Path,
+    gc_knows_rayclusters: None,  # noqa: F811
+) -> None:
+    """The review of a RayJob with ``backoffLimit: 1``: a run of N pods, retried once on a
+    new cluster after the old one is deleted. The operator, with an entrypoint that
+    fails: two clusters one after the other, 2 N pods created, the first N deleted."""
+    name, limit = "rj-retry", 1
+    manifest = job(name, 0)(world)
+    manifest["spec"]["entrypoint"] = 'python -c "import sys; sys.exit(3)"'
+    manifest["spec"]["backoffLimit"] = limit
+    report = predicted(None, None, manifest, tmp_path)
+    (verdict,) = report.verdicts
+    assert any(f"retried up to {limit} time(s)" in e for e in verdict.effects), verdict.effects
+    assert any("after the old one is deleted" in e for e in verdict.effects), verdict.effects
+    run = report.pods("pods_created")
+    expected = Counts(run * (1 + limit), run * limit)
+    belongs = cluster_pods_of(name, suffixed=True)
+    try:
+        with Recorder(world.kube, POD, world.namespace) as recorder:
+            world.kube.create(manifest)
+            wait_for(
+                f"RayJob {name} Failed",
+                reaches(world.kube, world.namespace, name, "Failed"), timeout=180,
+            )  # fmt: skip
+            actual = counts_reached(name, recorder, set(), belongs, expected, 60)
+            clusters = {
+                e.object["metadata"]["labels"]["ray.io/cluster"] for e in list(recorder.events)
+                if belongs(e.object)
+            }  # fmt: skip
+        status = world.kube.get(RAY_JOB, name, world.namespace)["status"]
+    finally:
+        remove(world, manifest)
+    print(
+        f"\nRayJob backoffLimit {limit}: predicted {1 + limit} run(s) of {run} pod(s), "
+        f"{expected.created} created / {expected.deleted} deleted; the operator: "
+        f"{len(clusters)} cluster(s), {actual.created} / {actual.deleted}, "
+        f"failed {status.get('failed')} time(s)"
+    )
+    assert actual == expected
+    assert len(clusters) == 1 + limit
+    assert status.get("failed") == 1 + limit
+
+
+def test_a_raycronjob_template_change_reaches_only_later_runs(
+    world: World,
+    ray_crds: LocalCluster,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The review: a template change makes no pod now and reaches only the RayJobs made
+    from now on. The operator's RayCronJob controller (the gate on, in-process on a clock
+    the test moves, beside the module's operator, which runs the RayJobs: suspended by
+    the template, they make no pod): the RayJob of the tick before the change keeps the
+    old template, the next tick's gets the new one."""
+    name = "cron-review"
+    old = raycronjob(name, world.namespace, "* * * * *", timeZone="UTC")
+    new = copy.deepcopy(old)
+    new["spec"]["jobTemplate"]["entrypoint"] = "python -c \"print('tock')\""
+    gates = ReviewSettings(
+        options=RenderOptions(feature_gates=FeatureGates.parse("RayCronJob=true"))
+    )
+    report = predicted(None, old, new, tmp_path, gates)
+    (verdict,) = report.verdicts
+    assert verdict.summary.startswith("template changed: only RayJobs created from now on")
+    assert not report.findings, report.findings
+    expected = Counts(report.pods("pods_created"), report.pods("pods_deleted"))
+    belongs = cluster_pods_of(name, suffixed=True)
+    created = world.kube.create(old)
+    clock = fake_clock_at(created_at(created))
+    first = created_at(created).replace(second=0, microsecond=0) + datetime.timedelta(minutes=1)
+    second = first + datetime.timedelta(minutes=1)
+    try:
+        with (
+            Recorder(world.kube, POD, world.namespace) as recorder,
+            cron_operator(ray_crds, world.namespace, clock),
+        ):
+            clock.advance((first - clock.now()).total_seconds())
+            wait_for("the first tick's RayJob", ticked(world, clock, name, first), timeout=30)
+            found = world.kube.get(RAY_CRON_JOB, name, world.namespace)
+            found["spec"] = new["spec"]
+            world.kube.update(found)
+            clock.advance((second - clock.now()).total_seconds())
+            wait_for("the second tick's RayJob", ticked(world, clock, name, second), timeout=30)
+            time.sleep(QUIET_SECONDS)
+            actual = counted(recorder, set(), belongs)
+        jobs = jobs_of(world.kube, world.namespace, name)
+    finally:
+        remove_cron(world, name)
+    entrypoints = [jobs[f"{name}-{unix_minutes(t)}"]["spec"]["entrypoint"] for t in (first, second)]
+    print(
+        f"\nRayCronJob template change: predicted {expected.created} created / "
+        f"{expected.deleted} deleted, later runs only; the operator: {actual.created} / "
+        f"{actual.deleted}, entrypoints by tick {entrypoints}"
+    )
+    assert actual == expected
+    assert sorted(jobs) == sorted(f"{name}-{unix_minutes(t)}" for t in (first, second))
+    assert entrypoints == [
+        old["spec"]["jobTemplate"]["entrypoint"],
+        new["spec"]["jobTemplate"]["entrypoint"],
+    ]
+
+
+def ticked(
+    world: World, clock: FakeClock, name: str, tick: datetime.datetime
+) -> Callable[[], bool]:
+    """The RayJob of ``tick`` exists; the fake clock moves 10 ms a look, so the
+    controller's retry after a failed pass (a backoff on that clock) comes due."""
+
+    def check() -> bool:
+        clock.advance(0.01)
+        return f"{name}-{unix_minutes(tick)}" in jobs_of(world.kube, world.namespace, name)
+
+    return check
+
+
+def remove_cron(world: World, name: str) -> None:
+    with contextlib.suppress(NotFound):
+        world.kube.delete(RAY_CRON_JOB, name, world.namespace)
+
+
+def test_an_incremental_upgrade_moves_traffic_in_the_predicted_steps(
+    world: World,
+    gateway_crds: LocalCluster,  # noqa: F811
+    second_head: Future[ServeHead],  # noqa: F811
+    tmp_path: Path,
+    gc_knows_rayclusters: None,  # noqa: F811
+) -> None:
+    """The review of a cluster change under ``NewClusterWithIncrementalUpgrade``: a new
+    cluster beside the old, traffic moved in a number of steps, the old cluster deleted.
+    The operator (the Gateway and HTTPRoute accepted by the incremental module's fake
+    gateway controller; the new cluster's head is a second real head, so each cluster's
+    serve ``target_capacity`` is its own): the pods of the new cluster created, the old
+    one's deleted, and each change of the new cluster's HTTPRoute weight a step."""
+    second = second_head.result()
+    with (
+        CountingProxy(world.head.dashboard_port) as first_dashboard,
+        CountingProxy(second.dashboard_port) as second_dashboard,
+        FakeGatewayController(world.kube, world.namespace) as gateway,
+    ):
+        old = incremental_service(world.namespace, Head(world.head, first_dashboard), "hello")
+        new = copy.deepcopy(old)
+        new["spec"].update(spec_on(Head(second, second_dashboard), "v2"))
+        name = old["metadata"]["name"]
+        report = predicted(None, old, new, tmp_path)
+        (verdict,) = report.verdicts
+        steps = [int(m[1]) for e in verdict.effects if (m := re.search(r"(\d+) traffic step", e))]
+        assert steps, verdict.effects
+        expected = Counts(report.pods("pods_created"), report.pods("pods_deleted"))
+        belongs = cluster_pods_of(name, suffixed=True)
+        try:
+            world.kube.create(old)
+            first = incremental_settled(world, name, verdict.pods_before)
+            before = {p["metadata"]["uid"] for p in world.kube.list(POD, world.namespace)["items"]}
+            with Recorder(world.kube, POD, world.namespace) as recorder:
+                changed = time.monotonic()
+                found = world.kube.get(RAY_SERVICE, name, world.namespace)
+                found["spec"] = new["spec"]
+                world.kube.update(found)
+                pending = wait_for(
+                    "a pending cluster",
+                    lambda: (service_status(world.kube, world.namespace, name)
+                             .get("pendingServiceStatus") or {}).get("rayClusterName"),
+                    timeout=30,
+                )  # fmt: skip
+                wait_for(f"RayCluster {pending}", lambda: not gone(world, pending), timeout=30)
+                autoscaled(world, pending, new)
+                wait_for("the promotion", lambda: switched(world, new), timeout=240)
+                wait_for(
+                    "the old cluster deleted", lambda: gone(world, first), timeout=60,
+                )  # fmt: skip
+                actual = counts_reached(name, recorder, before, belongs, expected, 60)
+                elapsed = time.monotonic() - changed - QUIET_SECONDS
+            weights = [dict(b).get(f"{pending}-serve-svc") for b in gateway.weights(changed)]
+        finally:
+            remove(world, old)
+    moves = [w for i, w in enumerate(weights) if w and w != (weights[i - 1] if i else None)]
+    print(
+        f"\nRayService incremental upgrade: predicted {expected.created} created / "
+        f"{expected.deleted} deleted in {steps[0]} traffic step(s); the operator: "
+        f"{actual.created} / {actual.deleted}, the new cluster's weights {moves} "
+        f"({elapsed:.1f} s)"
+    )
+    assert actual == expected
+    assert len(moves) == steps[0], moves
+
+
+def incremental_settled(world: World, name: str, pods: int) -> str:
+    """Ready, and the active cluster's ``pods`` running and ready: its name."""
+    wait_for(f"RayService {name} Ready", ready(world.kube, world.namespace, name), timeout=180)
+    cluster = wait_for(
+        f"RayService {name}'s active cluster",
+        lambda: active_cluster(world.kube, world.namespace, name), timeout=120,
+    )  # fmt: skip
+
+    def live() -> list[Object]:
+        found = world.kube.list(POD, world.namespace, label_selector=f"ray.io/cluster={cluster}")
+        return [p for p in found["items"] if not p["metadata"].get("deletionTimestamp")]
+
+    wait_for(
+        f"RayService {name}'s {pods} pod(s) ready",
+        lambda: len(live()) == pods and all(running_ready(p) for p in live()),
+        timeout=60, interval=0.3,
+        explain=lambda: [(p["metadata"]["name"], running_ready(p)) for p in live()],
+    )  # fmt: skip
+    return str(cluster)
+
+
+def autoscaled(world: World, cluster: str, service: dict[str, Any]) -> None:
+    """What the autoscaler of the pending cluster would do (none runs here): the
+    operator makes it with its groups' replicas unset, to be sized from the serve
+    ``target_capacity``; at full capacity that is the spec's replicas."""
+    wanted = service["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+
+    def scaled() -> bool:
+        found = world.kube.get(RAY_CLUSTER, cluster, world.namespace)
+        for group, spec in zip(found["spec"]["workerGroupSpecs"], wanted, strict=True):
+            group["replicas"] = spec["replicas"]
+        try:
+            world.kube.update(found)
+        except Conflict:
+            return False  # the operator wrote it meanwhile: again
+        return True
+
+    wait_for(f"RayCluster {cluster} scaled", scaled, timeout=30)
