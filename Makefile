@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo bench shell lint venv policy-venv floor-venv localcluster node pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image redis-image crds permissions dashboards schema clean
+.PHONY: test demo node-compare bench shell lint venv policy-venv floor-venv localcluster node pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image redis-image crds permissions dashboards schema clean
 
 venv: $(STAMP)
 
@@ -123,6 +123,12 @@ lint: venv
 
 test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image redis-image node lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
+
+# The real node's scenarios with KubeRay's side of each (make test runs the long ones,
+# tests/node/harness.py operators(), under our operator alone, so that two cores do not
+# run two sets of Ray pods beside the other tiers); some 25 minutes.
+node-compare: venv localcluster node kuberay image ray-image redis-image
+	PULUMI_RAY_NODE_COMPARE=1 $(SANDBOX) $(PY) -m pytest -p no:randomly -s tests/node
 
 # The README's quickstart through the engine built here, on one real node with our
 # operator's image and the Ray stand-in loaded (hack/demo.py). The binaries come from

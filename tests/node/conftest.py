@@ -14,10 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from hack import kuberay
 from hack.localcluster import LocalCluster
 from tests.kubeclient import fresh_namespace
-from tests.node.harness import deploy_kuberay, deploy_operator, start_real_node_cluster
+from tests.node.harness import BOTH, deploy_kuberay, deploy_operator, start_real_node_cluster
 
 
 @pytest.fixture(scope="session")
@@ -27,7 +26,13 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClus
         yield cluster
 
 
-@pytest.fixture(scope="module", params=["ours", f"kuberay-{kuberay.VERSION}"])
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "ray_namespace" in metafunc.fixturenames:
+        chosen = getattr(metafunc.module, "OPERATORS", BOTH)
+        metafunc.parametrize("ray_namespace", chosen, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
 def ray_namespace(request: pytest.FixtureRequest, real_cluster: LocalCluster,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # fmt: skip
     """A namespace with an operator running in it as a real pod, watching it: ours, and

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,3 +220,15 @@ def real_node(cluster: LocalCluster) -> RealNode:
     """The cluster's real node (every cluster of this tier has one)."""
     assert cluster.real_node is not None, "a control plane without a real node"
     return cluster.real_node
+
+
+BOTH = ("ours", f"kuberay-{kuberay.VERSION}")
+COMPARE_ENV = "PULUMI_RAY_NODE_COMPARE"
+"""Set (``make node-compare``): every scenario runs under both operators."""
+
+
+def operators(*, compared_in_make_test: bool) -> tuple[str, ...]:
+    """The operators a module's scenarios run under: both, or (for the long scenarios,
+    whose KubeRay side ``make node-compare`` runs, so that ``make test`` keeps two cores
+    from running two sets of Ray pods beside the other tiers) ours alone."""
+    return BOTH if compared_in_make_test or os.environ.get(COMPARE_ENV) else BOTH[:1]

@@ -27,6 +27,7 @@ from tests.node.harness import (
     all_ready,
     cluster_spec,
     deploy_operator,
+    operators,
     pod_states,
     pods,
     ray_container,
@@ -34,6 +35,9 @@ from tests.node.harness import (
 )
 from tests.waiting import wait_for
 from tests.watching import Recorder
+
+OPERATORS = operators(compared_in_make_test=False)
+"""KubeRay's side of these scenarios runs under ``make node-compare``."""
 
 STACK_PROGRAM = Path(__file__).parent / "autoscaled_stack"
 HEAD_READY_SECONDS = 420.0

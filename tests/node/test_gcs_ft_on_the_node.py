@@ -38,9 +38,19 @@ from hack.image.redis import REDIS_IMAGE
 from hack.localcluster import LocalCluster
 from operator_runtime.runtime.kinds import JOB, POD
 from tests.kubeclient import shared_client
-from tests.node.harness import all_ready, cluster_spec, pod_states, pods, server_side_apply
+from tests.node.harness import (
+    all_ready,
+    cluster_spec,
+    operators,
+    pod_states,
+    pods,
+    server_side_apply,
+)
 from tests.waiting import wait_for
 from tests.watching import Event, Recorder
+
+OPERATORS = operators(compared_in_make_test=False)
+"""KubeRay's side of these scenarios runs under ``make node-compare``."""
 
 RAY_READY_SECONDS = 420.0
 """As in test_ray_on_the_node.py: Ray pods on two loaded cores."""

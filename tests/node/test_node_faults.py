@@ -16,6 +16,7 @@ from tests.kubeclient import shared_client
 from tests.node.harness import (
     all_ready,
     cluster_spec,
+    operators,
     pod_states,
     pods,
     ray_container,
@@ -24,6 +25,9 @@ from tests.node.harness import (
 )
 from tests.waiting import wait_for
 from tests.watching import Recorder
+
+OPERATORS = operators(compared_in_make_test=False)
+"""KubeRay's side of these scenarios runs under ``make node-compare``."""
 
 PENDING = 20
 KILLED = "ray.io/cluster=killed"

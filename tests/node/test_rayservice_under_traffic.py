@@ -25,11 +25,15 @@ from hack.localcluster import LocalCluster
 from tests.node.harness import (
     OPERATOR_IMAGE,
     cluster_spec,
+    operators,
     pod_states,
     pods,
     server_side_apply,
 )
 from tests.waiting import wait_for
+
+OPERATORS = operators(compared_in_make_test=False)
+"""KubeRay's side of these scenarios runs under ``make node-compare``."""
 
 SERVE_SECONDS = 600.0
 """A RayService's cluster to Ready with its app RUNNING, on two loaded cores (as in
@@ -64,7 +68,7 @@ CLIENT = textwrap.dedent("""
     while time.monotonic() < end:
         began = time.time()
         try:
-            with urllib.request.urlopen(url, timeout=2) as answer:
+            with urllib.request.urlopen(url, timeout=10) as answer:
                 print(f"{began:.3f} ok {answer.read().decode()[:80]}", flush=True)
         except Exception as error:
             print(f"{began:.3f} fail {type(error).__name__} {str(error)[:80]}", flush=True)
@@ -235,5 +239,5 @@ def test_a_rayservice_keeps_answering_through_upgrades_and_says_what_pod_loss_co
     print(f"\n{operator}: {json.dumps(report)}")
     for what in list(failed)[:2]:
         assert not failed[what], (what, [f"{c.at:.1f} {c.said}" for c in failed[what][:10]])
-    # The client called all along: a call ends within its 2 s timeout.
-    assert all(r["calls"] >= r["seconds"] / 3 for r in report.values()), report
+    # The client called all along: a call ends within its 10 s timeout.
+    assert all(r["calls"] >= r["seconds"] / 11 for r in report.values()), report

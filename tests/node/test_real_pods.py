@@ -34,10 +34,22 @@ SERVER = textwrap.dedent("""
     http.server.HTTPServer(("", 8000), Answer).serve_forever()
 """)
 CLIENT = textwrap.dedent("""
-    import socket, ssl, sys, urllib.request
+    import socket, ssl, sys, time, urllib.error, urllib.request
     service = sys.argv[1]
     print("resolved", socket.gethostbyname(service), flush=True)
-    print("answer", urllib.request.urlopen(f"http://{service}:8000/", timeout=10).read().decode())
+    # kube-proxy programs the ClusterIP on its next sync after the endpoint turns Ready:
+    # refused until then, for up to a minute on a loaded node.
+    for attempt in range(60):
+        try:
+            answer = urllib.request.urlopen(f"http://{service}:8000/", timeout=10).read()
+            break
+        except urllib.error.URLError as error:
+            if not isinstance(error.reason, ConnectionRefusedError):
+                raise
+            time.sleep(1)
+    else:
+        raise SystemExit("the ClusterIP refused for a minute")
+    print("answer", answer.decode())
     account = "/var/run/secrets/kubernetes.io/serviceaccount"
     context = ssl.create_default_context(cafile=f"{account}/ca.crt")
     token = open(f"{account}/token").read()
