@@ -82,8 +82,9 @@ class Spec:
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
-    # Linux only: the kernel sends SIGKILL when the starting thread exits.
+def killed_with_parent() -> None:
+    """A ``preexec_fn``: the kernel SIGKILLs the child when the thread that started it
+    exits (Linux only; it holds across ``execve`` of anything not setuid)."""
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
@@ -116,7 +117,7 @@ def launch(spec: Spec) -> Running:
             list(spec.argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             cwd=spec.cwd, env=dict(spec.env) if spec.env is not None else None,
             start_new_session=True,
-            preexec_fn=_die_with_parent if spec.die_with_parent else None,
+            preexec_fn=killed_with_parent if spec.die_with_parent else None,
         )  # fmt: skip
     return Running(spec, process, process.pid)
 

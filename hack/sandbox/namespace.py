@@ -22,6 +22,7 @@ from pathlib import Path
 
 from hack.localcluster.cluster import NODE_IP, POD_CIDR, SERVICE_CLUSTER_IP_RANGE
 from hack.node import cgroups
+from hack.processes import killed_with_parent
 from hack.sandbox import DIR_ENV, HOSTS_FILE, NETNS_ENV
 
 ROUTED_TO_LOOPBACK = (POD_CIDR, f"{NODE_IP}/32", SERVICE_CLUSTER_IP_RANGE)
@@ -80,7 +81,10 @@ def enter(inner_arguments: Sequence[str]) -> int:
     # `hack` is not an installed package: the inner interpreter finds it from here.
     python_path = os.pathsep.join(filter(None, [str(repo_root), os.environ.get("PYTHONPATH")]))
     try:
-        process = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": python_path})
+        # The command dies with this process: a sandbox killed outright (a CI timeout, a
+        # test's teardown) takes what it runs, and a real node's, along with it.
+        process = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": python_path},
+                                   preexec_fn=killed_with_parent)  # fmt: skip
         previous = {
             number: signal.signal(number, lambda received, _frame: process.send_signal(received))
             for number in _FORWARDED_SIGNALS

@@ -89,19 +89,6 @@ def nested_processes(marker: str, known: set[str]) -> list[str]:
     return found
 
 
-def _kill_nested_run(marker: str) -> None:
-    """SIGKILL the nested run's ``tests.node.nested`` process, if it still runs."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            if "tests.node.nested" in command and marker in command:
-                os.kill(int(entry.name), signal.SIGKILL)
-        except (OSError, ProcessLookupError):
-            continue  # gone meanwhile
-
-
 def test_a_killed_run_leaves_no_process_cgroup_mount_link_or_sysctl(tmp_path: Path) -> None:
     assert set(KUBELET_TUNABLES) <= set(sysctls())
     sysctls_before, known = sysctls(), pid_namespaces()
@@ -133,9 +120,8 @@ def test_a_killed_run_leaves_no_process_cgroup_mount_link_or_sysctl(tmp_path: Pa
         os.kill(inner, signal.SIGKILL)  # the run dies as a killed pytest would
         nested.wait(timeout=60)
     finally:
-        # A failure above leaves the nested run up, and SIGKILL of its sandbox does not
-        # reach it: it is killed as the test would have killed it, and its node follows.
-        _kill_nested_run(str(tmp_path))
+        # A failure above leaves the nested run up: killing its sandbox takes it along
+        # (hack.sandbox starts its command to die with it), and its node follows.
         if nested.poll() is None:
             nested.kill()
             nested.wait()
