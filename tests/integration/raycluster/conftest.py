@@ -29,6 +29,7 @@ from operator_runtime.runtime.errors import NotFound
 from operator_runtime.runtime.kinds import CONFIG_MAP, EVENT, POD, RAY_CLUSTER, Object
 from operator_runtime.runtime.manager import Manager, ManagerOptions
 from operator_runtime.runtime.metrics import RuntimeMetrics
+from tests.integration.managers import manager_running
 from tests.kubeclient import make_client
 from tests.waiting import wait_for
 
@@ -154,16 +155,8 @@ def running_operator(
         manager.context(), options or RayClusterOptions(), metrics_registry=registry
     )
     manager.add(controller)
-    stop = threading.Event()
-    exit_codes: list[int] = []
-    thread = threading.Thread(target=lambda: exit_codes.append(manager.run(stop)), daemon=True)
-    thread.start()
-    try:
+    with manager_running(manager):
         yield RunningOperator(manager, controller, registry)
-    finally:
-        stop.set()
-        thread.join(60)
-    assert exit_codes == [0], "the operator must drain and exit 0"
 
 
 @pytest.fixture

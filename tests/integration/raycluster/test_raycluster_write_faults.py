@@ -12,7 +12,6 @@ The operator runs in-process and reaches the API server through the fault proxy
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from operator_runtime.runtime.manager import Manager, ManagerOptions
 from operator_runtime.runtime.ratelimit import TokenBucket
 from operator_runtime.runtime.transport import UrllibTransport, load_configuration
 from tests.faultproxy import FaultProxy, match
+from tests.integration.managers import manager_running
 from tests.integration.raycluster.conftest import (
     live_pods,
     poke,
@@ -55,16 +55,8 @@ def operator_through(
                        health_address="0", watch_inactivity_timeout=inactivity),
     )  # fmt: skip
     manager.add(RayClusterController(manager.context(), RayClusterOptions()))
-    stop = threading.Event()
-    exit_codes: list[int] = []
-    thread = threading.Thread(target=lambda: exit_codes.append(manager.run(stop)), daemon=True)
-    thread.start()
-    try:
+    with manager_running(manager):
         yield manager
-    finally:
-        stop.set()
-        thread.join(60)
-    assert exit_codes == [0]
 
 
 def eventually(condition: Callable[[], object], timeout: float) -> bool:

@@ -15,7 +15,6 @@ within about a second of the advance, without poking the object.
 from __future__ import annotations
 
 import datetime
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,6 +31,7 @@ from operator_runtime.runtime.clock import Clock, FakeClock
 from operator_runtime.runtime.kinds import RAY_CRON_JOB, RAY_JOB, Object
 from operator_runtime.runtime.manager import Manager, ManagerOptions
 from operator_runtime.runtime.registry import ControllerRegistry
+from tests.integration.managers import manager_running
 from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     container,
     events,
@@ -39,7 +39,6 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     make_client,
     ray_crds,
 )
-from tests.waiting import wait_for
 
 CONTROLLER = "raycronjob"
 
@@ -82,17 +81,8 @@ def cron_operator(
     built = registry.build(manager.context(), [CONTROLLER])
     for controller in built:
         manager.add(controller)
-    stop = threading.Event()
-    exit_codes: list[int] = []
-    thread = threading.Thread(target=lambda: exit_codes.append(manager.run(stop)), daemon=True)
-    thread.start()
-    try:
-        wait_for("the operator's caches", lambda: manager.leading.is_set() and manager.ready())
+    with manager_running(manager):
         yield CronOperator(manager, client, [c.name for c in built])
-    finally:
-        stop.set()
-        thread.join(60)
-    assert exit_codes == [0], "the operator must drain and exit 0"
 
 
 class RunningClock(FakeClock):

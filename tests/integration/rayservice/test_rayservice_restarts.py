@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -30,6 +29,7 @@ from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import EVENT, GATEWAY, HTTP_ROUTE, RAY_SERVICE
 from operator_runtime.runtime.manager import Manager, ManagerOptions
 from operator_runtime.runtime.registry import ControllerRegistry
+from tests.integration.managers import manager_running
 from tests.integration.raycluster.conftest import make_client
 from tests.integration.rayjob.conftest import ClusterHosts, operator
 from tests.integration.rayservice.conftest import (
@@ -155,23 +155,16 @@ def in_process_operator(
     options = dataclasses.replace(options, serve_config_cache_size=cache_size)
     service_controller = RayServiceController(context, options)
     manager.add(service_controller)
-    stop = threading.Event()
-    exit_codes: list[int] = []
-    thread = threading.Thread(target=lambda: exit_codes.append(manager.run(stop)), daemon=True)
-    thread.start()
     try:
-        wait_for("the operator's caches", lambda: manager.leading.is_set() and manager.ready())
-        yield manager
+        with manager_running(manager):
+            yield manager
     finally:
-        stop.set()
-        thread.join(60)
         # The connections to the heads (dashboard, serve proxy): the manager closes a
         # controller's at shutdown through its ``close()``, which the RayService
         # controller does not have yet, so they would be left to the garbage collector
         # and fail the next test with unclosed sockets. Closing the pool is idempotent:
         # still right once the manager closes it.
         service_controller.tools.dashboards.close()
-    assert exit_codes == [0], "the operator must drain and exit 0"
 
 
 def test_three_rayservices_with_a_cache_of_two_are_ready_and_not_put_again(

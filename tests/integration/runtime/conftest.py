@@ -21,6 +21,7 @@ from hack.localcluster.cluster import free_port
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.manager import Manager, ManagerOptions
 from operator_runtime.runtime.metrics import RuntimeMetrics
+from tests.integration.managers import manager_running
 from tests.integration.runtime.copier import Copier
 from tests.kubeclient import make_client
 
@@ -59,16 +60,8 @@ def running_manager(
     manager.add(copier)
     if before_start is not None:
         before_start(manager)
-    stop = threading.Event()
-    exit_codes: list[int] = []
-    thread = threading.Thread(target=lambda: exit_codes.append(manager.run(stop)))
-    thread.start()
-    try:
-        yield RunningManager(manager, copier, stop, thread, exit_codes)
-    finally:
-        stop.set()
-        thread.join(60)
-    assert exit_codes == [0], "the manager must drain and exit 0"
+    with manager_running(manager, synced=False) as run:
+        yield RunningManager(manager, copier, run.stop, run.thread, run.exit_codes)
 
 
 def source_manifest(namespace: str, name: str, data: dict[str, str],
