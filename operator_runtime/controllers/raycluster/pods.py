@@ -20,7 +20,7 @@ import logging
 from operator_runtime.api import WorkerGroupSpec
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey, NodeType
-from operator_runtime.api.raycluster import PROVISIONED, SUSPENDED, SUSPENDING
+from operator_runtime.api.raycluster import PROVISIONED, STATE_READY, SUSPENDED, SUSPENDING
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers import batchscheduler
 from operator_runtime.controllers.conditions import is_true
@@ -44,7 +44,8 @@ from operator_runtime.controllers.raycluster.scaledown import scale_down_victims
 from operator_runtime.controllers.raycluster.status import suspend_status
 from operator_runtime.render import PodParams, build_pod, desired_worker_replicas
 from operator_runtime.render.gcsft import ft_enabled
-from operator_runtime.runtime.kinds import POD, Object, being_deleted
+from operator_runtime.runtime.errors import NotFound
+from operator_runtime.runtime.kinds import POD, RAY_CLUSTER, Object, being_deleted
 
 log = logging.getLogger(__name__)
 HEAD = ""
@@ -171,6 +172,8 @@ def _reconcile_head(run: ClusterRun, expected_hash: str) -> bool:
             AnnotationKey.DISABLE_PROVISIONED_HEAD_RESTART.value,
         )
         return False
+    if not still_there(run):
+        return False
     pod = build_pod(params=PodParams(cluster=run.cluster, options=run.tools.options.render))
     pod_annotations = pod["metadata"].setdefault("annotations", {})  # type: ignore[union-attr]
     assert isinstance(pod_annotations, dict)
@@ -275,6 +278,8 @@ def _create_workers(
 ) -> None:
     """Create the missing pods through the create queue (``creates.py``): the pass goes
     on at once, and the group waits for them through its expectations."""
+    if not still_there(run):
+        return
     allowed = take_budget(run, count)
     indexes = free_replica_indexes(remaining, allowed)
     key, creates = run.group_key(group.group_name), run.tools.creates
@@ -292,6 +297,37 @@ def _create_workers(
     if creates.submit(key, calls, wanted=functools.partial(_still_current, run), probe=probe):
         run.waiting_on_cache = True
         run.creates_unseen = True
+
+
+def still_there(run: ClusterRun) -> bool:
+    """Whether the cluster still stands on the server, asked live before a pass replaces
+    pods of a ready cluster whose spec has not changed (at most once a pass).
+
+    Such pods most often went with the cluster itself: the garbage collector deletes
+    them after their owner, but the pod informer may hand those deletions over before the
+    RayCluster informer hands over the owner's, and a pass over the cached cluster would
+    make the pods again, for the collector to delete at once (seen after a RayJob's
+    suspend). KubeRay's two informers leave the same window. A pass that creates for a
+    spec change (a new cluster, a scale-up: a new generation) never pays the read."""
+    if run.still_there is None:
+        metadata, status = run.raw["metadata"], run.raw.get("status") or {}
+        steady = status.get("state") == STATE_READY and status.get(
+            "observedGeneration"
+        ) == metadata.get("generation")
+        run.still_there = not steady or _live_and_same(run)
+    return run.still_there
+
+
+def _live_and_same(run: ClusterRun) -> bool:
+    try:
+        live = run.tools.client.get(RAY_CLUSTER, run.name, run.namespace)
+    except NotFound:
+        log.info("%s: gone from the server; its vanished pods are not made again", run.key)
+        return False
+    live_metadata = live["metadata"]
+    return live_metadata.get("uid") == run.raw["metadata"].get("uid") and not live_metadata.get(
+        "deletionTimestamp"
+    )
 
 
 def _still_current(run: ClusterRun) -> bool:

@@ -117,6 +117,8 @@ class ClusterRun:
     worker_renders: dict[str, JSONObject] = field(default_factory=dict)
     """Group name -> its single-host worker pod as rendered in this pass (shared by
     its creates, which only read it: ``podwrites.single_host_worker``)."""
+    still_there: bool | None = None
+    """``pods.still_there``'s answer, asked at most once a pass."""
     _cluster_pods: list[Object] | None = None
     """``cluster_pods`` of this pass, read once: every step sees the same pods."""
 
