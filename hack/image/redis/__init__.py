@@ -2,7 +2,8 @@
 redis-image``): Debian bookworm's ``redis-server`` and ``redis-tools`` (for
 ``redis-cli``), extracted from pinned .debs, not Redis's published image.
 
-No shell and no init: the image config's command is ``redis-server`` with the
+A shell (dash, as ``/bin/sh``: manifests such as KubeRay's samples start the server
+with ``sh -c``) and no init: the image config's command is ``redis-server`` with the
 defaults a config file would otherwise change (no daemonizing, every address); a pod
 adds ``--requirepass`` and the like as args. It runs as ``redis`` (999:999, home
 ``/var/lib/redis``, redis-server's working directory, where a snapshot would go), the

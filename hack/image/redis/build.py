@@ -25,6 +25,9 @@ BASE = debian.Base(
         "redis-server",
         "redis-tools",  # redis-cli, what a test or a user reads the keys with
         "ca-certificates",  # what redis-cli --tls verifies against (and extract() bundles)
+        # /bin/sh: Redis's own image has one, and manifests start the server through it
+        # (KubeRay's samples run `sh -c "redis-server /usr/local/etc/redis/redis.conf"`).
+        "dash",
     ),
     excluded={
         **debian.INSTALL_MACHINERY,
@@ -35,7 +38,7 @@ BASE = debian.Base(
         "openssl": "the CLI; redis links libssl3, and the bundle is made here",
     },
     user=REDIS,
-    links={},
+    links={"bin/sh": "dash"},
     lock_command="python -m hack.image.redis lock",
 )
 COMMAND = ("redis-server", "--bind", "0.0.0.0", "::", "--dir", f"/{REDIS.home}")
