@@ -16,9 +16,9 @@ kube-system included). So the table's Lease permission moves to the leader-elect
 together with the events the manager writes there; the ClusterRole keeps the rest.
 
 Needs that come only with a feature gate or a flag (``Permission.only_with``: the
-RayCronJob controller, the Gateway API of incremental upgrades, the API server proxy of
-``--use-kubernetes-proxy``, a batch scheduler's PodGroups) are granted only when the
-Deployment turns them on.
+RayCronJob and NetworkPolicy controllers, the Gateway API of incremental upgrades, the API
+server proxy of ``--use-kubernetes-proxy``, a batch scheduler's PodGroups) are granted
+only when the Deployment turns them on.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ Every answer comes from the functions the controller's pod step calls
 - a scale-down without the autoscaler deletes the surplus; with it (and without
   ``ENABLE_RANDOM_POD_DELETE``) the autoscaler chooses, and the operator deletes none;
 - the pods of a worker group no longer in the spec are not touched: the controller
-  only walks the spec's groups, so they run until the cluster goes;
+  only walks the spec's groups, so they run until the cluster goes; with
+  ``spec.networkPolicy`` (gate ``RayClusterNetworkPolicy``) the group's NetworkPolicy is
+  deleted all the same, so those pods run unisolated;
 - a deletion of a Redis GCS FT cluster waits for its cleanup Job (``render.gcsft``).
 
 The pods running before the change are taken to be what the old spec asks for; an
@@ -234,10 +236,19 @@ def _groups(
     old_groups = {g.group_name: g for g in old.spec.worker_group_specs or ()}
     new_groups = {g.group_name: g for g in new.spec.worker_group_specs or ()}
     autoscaled = bool(new.spec.enable_in_tree_autoscaling) and not settings.random_pod_delete
+    isolated = new.spec.network_policy is not None and settings.options.feature_gates.enabled(
+        "RayClusterNetworkPolicy"
+    )
     for name in sorted(set(old_groups) - set(new_groups)):
         effects.append(
             f"worker group {name} is removed, but its {olds[name]} pod(s) keep running "
             "until the cluster is deleted"
+            + (
+                f", and its NetworkPolicy {new.metadata.name}-workers-{name} is deleted: "
+                "they are no longer isolated"
+                if isolated
+                else ""
+            )
         )
         findings.append(
             settings.finding(

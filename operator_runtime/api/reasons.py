@@ -1,5 +1,5 @@
 """Event reasons, event actions and ``ReplicaFailure`` condition reasons of the
-RayCluster and RayJob controllers.
+RayCluster, RayJob and NetworkPolicy controllers.
 
 The strings are KubeRay's, so ``kubectl get events --field-selector reason=...`` and
 alerts written for KubeRay keep working.
@@ -79,6 +79,19 @@ class JobReason(StrEnum):
     DELETED_RAYJOB = "DeletedRayJob"
     """Ours: KubeRay deletes the RayJob (DeleteSelf, DELETE_RAYJOB_CR_AFTER_JOB_FINISHES)
     without an Event; one tells ``kubectl get events`` readers why it went."""
+
+
+class NetworkPolicyReason(StrEnum):
+    """``reason`` of the Events the NetworkPolicy controller records (gate
+    ``RayClusterNetworkPolicy``), on the RayCluster the policies belong to."""
+
+    CREATED = "CreatedNetworkPolicy"
+    UPDATED = "UpdatedNetworkPolicy"
+    DELETED = "DeletedNetworkPolicy"
+    FAILED_TO_CREATE = "FailedToCreateNetworkPolicy"
+    FAILED_TO_UPDATE = "FailedToUpdateNetworkPolicy"
+    FAILED_TO_DELETE = "FailedToDeleteNetworkPolicy"
+    NAME_COLLISION = "NetworkPolicyNameCollision"
 
 
 class Action(StrEnum):

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from operator_runtime.controllers import raycronjob
+from operator_runtime.controllers import networkpolicy, raycronjob
+from operator_runtime.controllers.networkpolicy import NetworkPolicyController
 from operator_runtime.controllers.raycluster import RayClusterController
 from operator_runtime.controllers.raycronjob import RayCronJobController
 from operator_runtime.controllers.rayjob import RayJobController
@@ -42,6 +43,13 @@ def _raycronjob(context: ControllerContext) -> RayCronJobController | None:
     return RayCronJobController(context)
 
 
+def _networkpolicy(context: ControllerContext) -> NetworkPolicyController | None:
+    """Only with the ``RayClusterNetworkPolicy`` gate on, as KubeRay starts it."""
+    if not networkpolicy.enabled(gates_of(context)):
+        return None
+    return NetworkPolicyController(context)
+
+
 def _rayservice(context: ControllerContext) -> RayServiceController:
     return RayServiceController(context, metrics_registry=_metrics(context))
 
@@ -51,8 +59,10 @@ def register(registry: ControllerRegistry) -> None:
 
     The registry builds them in name order, so the RayCluster controller registers the
     shared pod informer (with its projection) before the RayJob controller reads it.
-    The RayCronJob controller is built only when its feature gate is on."""
+    The RayCronJob and NetworkPolicy controllers are built only when their feature
+    gates are on."""
     registry.register(RayClusterController.name, _raycluster)
     registry.register(RayJobController.name, _rayjob)
     registry.register(RayServiceController.name, _rayservice)
     registry.register(RayCronJobController.name, _raycronjob)
+    registry.register(NetworkPolicyController.name, _networkpolicy)

@@ -1,4 +1,4 @@
-"""Writes the operator's permission table from what the manager and the four controllers
+"""Writes the operator's permission table from what the manager and the five controllers
 declare (their ``need()`` calls), so a new API call cannot be left out of the RBAC:
 
     python -m operator_runtime.controllers.permission_table          # write it
@@ -20,12 +20,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
-from operator_runtime.controllers import raycluster, raycronjob, rayjob, rayservice
+from operator_runtime.controllers import networkpolicy, raycluster, raycronjob, rayjob, rayservice
 from operator_runtime.controllers.permissions import MANAGER_NEEDS
 from operator_runtime.render import Permission
 
 TABLE_FILE: Final = Path(__file__).resolve().parent.parent / "render" / "operator_permissions.py"
-_ORDER: Final = ("manager", "raycluster", "rayjob", "rayservice", "raycronjob")
+_ORDER: Final = ("manager", "raycluster", "rayjob", "rayservice", "raycronjob", "networkpolicy")
 
 _HEADER: Final = '''\
 """Every permission the operator uses: one row per controller and resource, the verbs and
@@ -53,6 +53,7 @@ def declared() -> tuple[Permission, ...]:
         *rayjob.PERMISSIONS,
         *rayservice.PERMISSIONS,
         *raycronjob.PERMISSIONS,
+        *networkpolicy.PERMISSIONS,
     )
 
 

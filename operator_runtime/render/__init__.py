@@ -40,6 +40,13 @@ from operator_runtime.render.manifest import (
 )
 from operator_runtime.render.metadata import owner_reference, pod_labels
 from operator_runtime.render.names import check_label, check_name, pod_name
+from operator_runtime.render.networkpolicy import (
+    NetworkPolicyParams,
+    build_head_network_policy,
+    build_network_policies,
+    build_worker_network_policy,
+    network_policy_matches,
+)
 from operator_runtime.render.options import RenderOptions
 from operator_runtime.render.pods import PodParams, RenderError, build_pod
 from operator_runtime.render.quantity import QuantityError, parse_quantity, quantity_value
@@ -102,6 +109,7 @@ __all__ = [
     "IngressParams",
     "ManifestError",
     "ManifestRenderParams",
+    "NetworkPolicyParams",
     "Permission",
     "PodParams",
     "QuantityError",
@@ -123,9 +131,11 @@ __all__ = [
     "build_gateway",
     "build_gcs_storage_pvc",
     "build_head_ingress",
+    "build_head_network_policy",
     "build_head_service",
     "build_headless_service",
     "build_httproute",
+    "build_network_policies",
     "build_operator_cluster_role",
     "build_pod",
     "build_ray_start",
@@ -137,6 +147,7 @@ __all__ = [
     "build_redis_cleanup_job",
     "build_serve_service",
     "build_submitter_job",
+    "build_worker_network_policy",
     "check_label",
     "check_name",
     "cluster_serve_port",
@@ -151,6 +162,7 @@ __all__ = [
     "incremental_upgrade_enabled",
     "is_ray_object",
     "load_documents",
+    "network_policy_matches",
     "owner_reference",
     "parse_quantity",
     "partial_hash_matches",

@@ -18,6 +18,7 @@ from operator_runtime.render.batchscheduler import pod_groups
 from operator_runtime.render.gcsft import ft_embedded, ft_enabled
 from operator_runtime.render.ingress import IngressParams, build_head_ingress, ingress_enabled
 from operator_runtime.render.jobs import RedisCleanupJobParams, build_redis_cleanup_job
+from operator_runtime.render.networkpolicy import NetworkPolicyParams, build_network_policies
 from operator_runtime.render.options import RenderOptions
 from operator_runtime.render.pods import PodParams, build_pod
 from operator_runtime.render.rbac import (
@@ -67,7 +68,8 @@ class ClusterRenderParams:
 
 def render_cluster(*, params: ClusterRenderParams) -> list[JSONObject]:
     """SA, Role, RoleBinding, Ingress, auth Secret, head/headless/serve Services, GCS
-    PVC, head pod, worker pods (group, replica, host order), then the cleanup Job."""
+    PVC, NetworkPolicies (their own controller's, with its gate on), head pod, worker
+    pods (group, replica, host order), then the cleanup Job."""
     cluster, options = params.cluster, params.options
     objects: list[JSONObject] = []
     if cluster.spec.enable_in_tree_autoscaling:
@@ -89,6 +91,8 @@ def render_cluster(*, params: ClusterRenderParams) -> list[JSONObject]:
         objects.append(build_serve_service(params=services))
     if gcs_storage_pvc_needed(cluster):
         objects.append(build_gcs_storage_pvc(params=GcsStoragePvcParams(cluster=cluster)))
+    if options.feature_gates.enabled("RayClusterNetworkPolicy"):
+        objects.extend(build_network_policies(params=NetworkPolicyParams(cluster=cluster)))
     objects.extend(pod_groups(cluster, options.batch_scheduler))
     if not cluster.spec.suspend:
         objects.append(build_pod(params=PodParams(cluster=cluster, options=options)))

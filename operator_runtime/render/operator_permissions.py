@@ -332,4 +332,20 @@ OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
         why="one RayJob per tick",
         only_with="RayCronJob",
     ),
+    Permission(
+        controller="networkpolicy",
+        group="networking.k8s.io",
+        resources=("networkpolicies",),
+        verbs=("create", "delete", "get", "list", "update", "watch"),
+        why="informer cache; the head's and each worker group's NetworkPolicy; a namesake read on AlreadyExists",
+        only_with="RayClusterNetworkPolicy",
+    ),
+    Permission(
+        controller="networkpolicy",
+        group="ray.io",
+        resources=("rayclusters",),
+        verbs=("list", "watch"),
+        why="informer cache",
+        only_with="RayClusterNetworkPolicy",
+    ),
 )

@@ -126,6 +126,7 @@ LEASES = {t for t in TABLE if t[:2] == ("coordination.k8s.io", "leases")}
 PROXY = {t for t in table() if t[1] in ("services/proxy", "pods/proxy")}
 CRON = {t for t in table() if t[1].startswith("raycronjobs")} | {("ray.io", "rayjobs", "create")}
 GATEWAY = {t for t in table() if t[0] == "gateway.networking.k8s.io"}
+NETWORK_POLICIES = {t for t in table() if t[1] == "networkpolicies"}
 VOLCANO = {t for t in table() if t[0] == "scheduling.volcano.sh"}
 PLUGINS = {t for t in table() if t[0] == "scheduling.x-k8s.io"}
 
@@ -244,7 +245,8 @@ def test_cluster_role_is_the_render_table_and_the_lease_stays_in_its_namespace()
 def test_the_cluster_role_follows_the_flags_and_gates_it_deploys_with() -> None:
     """``services/proxy`` and ``pods/proxy`` reach any pod's ports through the API server:
     granted only with ``--use-kubernetes-proxy``. A controller behind a gate that is off
-    (RayCronJob), or a gated path (the Gateway API of incremental upgrades), gets nothing."""
+    (RayCronJob, RayClusterNetworkPolicy), or a gated path (the Gateway API of incremental
+    upgrades), gets nothing."""
 
     def granted(args: RayOperatorArgs | None) -> tuple[set[Triple], Any]:
         result = deploy(args)
@@ -253,9 +255,9 @@ def test_the_cluster_role_follows_the_flags_and_gates_it_deploys_with() -> None:
 
     default, parsed = granted(None)  # with CRDs: RBAC must not depend on them
     assert not parsed.use_kubernetes_proxy
-    assert default & (PROXY | CRON) == set()
+    assert default & (PROXY | CRON | NETWORK_POLICIES) == set()
     assert default >= GATEWAY  # RayServiceIncrementalUpgrade is on by default
-    assert PROXY and CRON and GATEWAY
+    assert PROXY and CRON and GATEWAY and NETWORK_POLICIES
 
     proxied, parsed = granted(operator_args(use_kubernetes_proxy=True, install_crds=False))
     assert parsed.use_kubernetes_proxy
@@ -268,6 +270,12 @@ def test_the_cluster_role_follows_the_flags_and_gates_it_deploys_with() -> None:
         )
     )
     assert gated == (default | CRON) - GATEWAY
+
+    isolating, _ = granted(
+        operator_args(feature_gates={"RayClusterNetworkPolicy": True}, install_crds=False)
+    )
+    assert isolating == default | NETWORK_POLICIES
+    assert {"create", "update", "delete"} <= {verb for _, _, verb in NETWORK_POLICIES}
 
 
 def test_a_batch_schedulers_podgroups_are_granted_only_with_that_scheduler() -> None:

@@ -11,8 +11,12 @@ import pytest
 
 from components.review import ObjectChange, ReviewSettings, review
 from components.review.raycluster import raycluster_verdict
+from operator_runtime.api import FeatureGates
+from operator_runtime.render import RenderOptions
 from operator_runtime.render.resources import format_quantity
 from tests.components.review_previews import cluster, object_change
+
+GATE_ON = "RayClusterNetworkPolicy=true"
 
 
 def change(
@@ -202,6 +206,19 @@ def test_a_removed_groups_pods_stay_in_the_ledger() -> None:
     verdict = raycluster_verdict(change(edited(BASE, add_gpu_group), BASE), ReviewSettings())
     assert verdict.pods_after == verdict.pods_before == 4
     assert format_quantity(verdict.after["gpu"]) == "1"
+
+
+def test_a_removed_groups_pods_lose_their_network_policy() -> None:
+    """KubeRay v1.7.0's NetworkPolicy controller deletes a removed group's policy while
+    the RayCluster controller leaves its pods running."""
+    isolated = edited(BASE, lambda d: d["spec"].update(networkPolicy={}))
+    gates = ReviewSettings(options=RenderOptions(feature_gates=FeatureGates.parse(GATE_ON)))
+    verdict = raycluster_verdict(change(edited(isolated, add_gpu_group), isolated), gates)
+    [effect] = [e for e in verdict.effects if "worker group gpu is removed" in e]
+    assert "NetworkPolicy demo-workers-gpu is deleted: they are no longer isolated" in effect
+    assert verdict.findings[0].rule == "removed-group-pods-remain"
+    plain = raycluster_verdict(change(edited(BASE, add_gpu_group), BASE), gates)
+    assert not [e for e in plain.effects if "NetworkPolicy" in e]
 
 
 def test_a_replacement_that_creates_first_peaks_at_both_clusters() -> None:

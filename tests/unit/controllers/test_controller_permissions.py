@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from operator_runtime.api.features import GATES
-from operator_runtime.controllers import permission_table, raycronjob, rayjob, rayservice
+from operator_runtime.controllers import (
+    networkpolicy,
+    permission_table,
+    raycronjob,
+    rayjob,
+    rayservice,
+)
+from operator_runtime.controllers.networkpolicy.controller import GATE as NETWORK_POLICY_GATE
 from operator_runtime.controllers.permissions import MANAGER_NEEDS, declarer
 from operator_runtime.controllers.raycluster import GATE_STEPS, PERMISSIONS, RESOURCE_STEPS
 from operator_runtime.controllers.raycluster.controller import WATCHED
@@ -43,6 +50,7 @@ DECLARED = {
     "rayjob": rayjob.PERMISSIONS,
     "raycronjob": raycronjob.PERMISSIONS,
     "rayservice": rayservice.PERMISSIONS,
+    "networkpolicy": networkpolicy.PERMISSIONS,
 }
 
 
@@ -102,14 +110,15 @@ PLUGINS = batch_scheduler_flag("scheduler-plugins")
 
 
 def test_needs_of_a_gate_or_flag_say_which() -> None:
-    """The conditions travel with the declarations: the whole RayCronJob controller, the
-    Gateway API of incremental upgrades, the API server proxy, and each batch scheduler's
-    PodGroups."""
+    """The conditions travel with the declarations: the whole RayCronJob and
+    NetworkPolicy controllers, the Gateway API of incremental upgrades, the API server
+    proxy, and each batch scheduler's PodGroups."""
     assert all(p.only_with == CRON_GATE for p in raycronjob.PERMISSIONS)
+    assert all(p.only_with == NETWORK_POLICY_GATE for p in networkpolicy.PERMISSIONS)
     conditional = {
         (p.controller, p.resources, p.only_with)
         for p in OPERATOR_PERMISSIONS
-        if p.only_with and p.controller != "raycronjob"
+        if p.only_with and p.controller not in ("raycronjob", "networkpolicy")
     }
     assert conditional == {
         ("rayjob", ("services/proxy",), USE_KUBERNETES_PROXY),
@@ -138,8 +147,9 @@ def test_every_declared_need_says_why(controller: str) -> None:
         (rayjob.PERMISSIONS, rayjob.WATCHED),
         (raycronjob.PERMISSIONS, raycronjob.WATCHED),
         (rayservice.PERMISSIONS, rayservice.WATCHED),
+        (networkpolicy.PERMISSIONS, networkpolicy.WATCHED),
     ],
-    ids=["raycluster", "rayjob", "raycronjob", "rayservice"],
+    ids=["raycluster", "rayjob", "raycronjob", "rayservice", "networkpolicy"],
 )
 def test_every_watched_kind_is_listable_and_watchable(
     declared: tuple[Permission, ...], watched: dict[str, tuple[ResourceKind, str | None]]
@@ -155,6 +165,9 @@ def test_the_caches_are_the_watched_kinds() -> None:
     assert [f.name for f in dataclasses.fields(JobCaches)] == [*rayjob.WATCHED, "pod_groups"]
     assert [f.name for f in dataclasses.fields(raycronjob.CronCaches)] == list(raycronjob.WATCHED)
     assert [f.name for f in dataclasses.fields(ServiceCaches)] == list(rayservice.WATCHED)
+    assert [f.name for f in dataclasses.fields(networkpolicy.PolicyCaches)] == list(
+        networkpolicy.WATCHED
+    )
 
 
 def test_steps_run_in_kuberays_order() -> None:
