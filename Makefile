@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo node-compare bench shell lint venv policy-venv floor-venv localcluster node pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image redis-image crds permissions dashboards schema clean
+.PHONY: test demo node-compare kuberay-e2e kuberay-e2e-build bench shell lint venv policy-venv floor-venv localcluster node pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image redis-image crds permissions dashboards schema clean
 
 venv: $(STAMP)
 
@@ -78,6 +78,11 @@ sdk-deps: pulumi-engine
 kuberay: venv
 	$(PY) -m hack.kuberay build
 
+# KubeRay's own e2e test packages (hack/kuberay_e2e), built as test binaries from the
+# ray-operator Go module; the real-node tier runs them against our operator.
+kuberay-e2e-build: venv
+	$(PY) -m hack.kuberay_e2e build
+
 # Kueue's controller manager, CRDs and webhook manifest (hack/kueue): the batch-scheduling
 # tests (tests/integration/batch) run it beside the local control plane in the sandbox.
 kueue: venv
@@ -121,7 +126,7 @@ lint: venv
 	$(PY) -m hack.schemadocs --check
 	$(PY) -m hack.dashboards --check
 
-test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image redis-image node lint
+test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kuberay-e2e-build kueue gang-schedulers prometheus image ray-image redis-image node lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
 
 # The real node's scenarios with KubeRay's side of each (make test runs the long ones,
@@ -129,6 +134,21 @@ test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay ku
 # run two sets of Ray pods beside the other tiers); some 25 minutes.
 node-compare: venv localcluster node kuberay image ray-image redis-image
 	PULUMI_RAY_NODE_COMPARE=1 $(SANDBOX) $(PY) -m pytest -p no:randomly -s tests/node
+
+# KubeRay's own e2e suite (its sampleyaml, e2e, e2erayjob, e2erayservice and e2eautoscaler
+# packages) on the real node under both operators, one after the other; the per-test
+# table goes to dist/kuberay-e2e/report.md (tests/node/kuberay_e2e.py). Hours, not minutes:
+# make test runs two of its samples.
+# KUBERAY_E2E=sampleyaml,e2erayjob runs those packages alone.
+KUBERAY_E2E_DIR := dist/kuberay-e2e
+KUBERAY_E2E ?= all
+kuberay-e2e: venv localcluster node kuberay kuberay-e2e-build image ray-image redis-image
+	mkdir -p $(KUBERAY_E2E_DIR) && rm -f $(KUBERAY_E2E_DIR)/results.jsonl
+	PULUMI_RAY_KUBERAY_E2E=$(KUBERAY_E2E) PULUMI_RAY_KUBERAY_E2E_REPORT=$(KUBERAY_E2E_DIR)/results.jsonl \
+		$(SANDBOX) $(PY) -m pytest -p no:randomly -s tests/node/test_kuberay_e2e.py; \
+	status=$$?; \
+	$(PY) -m tests.node.kuberay_e2e $(KUBERAY_E2E_DIR)/results.jsonl | tee $(KUBERAY_E2E_DIR)/report.md; \
+	exit $$status
 
 # The README's quickstart through the engine built here, on one real node with our
 # operator's image and the Ray stand-in loaded (hack/demo.py). The binaries come from

@@ -85,13 +85,16 @@ def start_operator(
     return process
 
 
-def pod_manifests(namespace: str, image: str) -> list[dict[str, Any]]:
+def pod_manifests(namespace: str, image: str, *, all_namespaces: bool = False,
+                  cpu_request: bool = True) -> list[dict[str, Any]]:  # fmt: skip
     """KubeRay's operator as a pod: ``image`` (``hack.node.images.kuberay_layout`` of
-    this build) in a Deployment watching ``namespace`` alone, its probes and ports as its
-    chart sets them (health on 8082, metrics on 8080), non-root with a read-only root.
-    Its RBAC is ours, not the chart's: every right on every namespaced kind of
-    ``namespace``, which covers what it touches there (pods, services, jobs, events,
-    ray.io, its Lease) and nothing outside."""
+    this build) in a Deployment watching ``namespace`` alone (or, ``all_namespaces``,
+    every one), its probes and ports as its chart sets them (health on 8082, metrics on
+    8080), non-root with a read-only root, requesting 100m of CPU unless not
+    ``cpu_request``. Its RBAC is ours, not the chart's: every right on every namespaced
+    kind of ``namespace`` (a Role), which covers what it touches there (pods, services,
+    jobs, events, ray.io, its Lease) and nothing outside; with ``all_namespaces``,
+    every right everywhere (a ClusterRole, as KubeRay's e2e suite runs it)."""
     meta = {"name": "kuberay-operator", "namespace": namespace,
             "labels": {"app.kubernetes.io/name": "kuberay-operator"}}  # fmt: skip
 
@@ -101,25 +104,32 @@ def pod_manifests(namespace: str, image: str) -> list[dict[str, Any]]:
 
     container = {
         "name": "kuberay-operator", "image": image, "imagePullPolicy": "IfNotPresent",
-        "args": [f"--watch-namespace={namespace}", "--log-stdout-encoder=json"],
+        "args": [*([] if all_namespaces else [f"--watch-namespace={namespace}"]),
+                 "--log-stdout-encoder=json"],
         "ports": [{"name": "http-metrics", "containerPort": 8080},
                   {"name": "health", "containerPort": 8082}],
         "readinessProbe": probe("/readyz"),
         "livenessProbe": probe("/healthz"),
-        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
+        "resources": {"requests": {"memory": "128Mi",
+                                   **({"cpu": "100m"} if cpu_request else {})},
                       "limits": {"memory": "512Mi"}},
         "securityContext": {"runAsNonRoot": True, "readOnlyRootFilesystem": True,
                             "allowPrivilegeEscalation": False,
                             "capabilities": {"drop": ["ALL"]},
                             "seccompProfile": {"type": "RuntimeDefault"}},
     }  # fmt: skip
+    role = "ClusterRole" if all_namespaces else "Role"
+    role_meta = {**meta, "name": f"kuberay-operator-{namespace}"} if all_namespaces else meta
+    if all_namespaces:
+        role_meta.pop("namespace")
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta,
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": role, "metadata": role_meta,
          "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                     "name": meta["name"]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": f"{role}Binding",
+         "metadata": role_meta,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role,
+                     "name": role_meta["name"]},
          "subjects": [{"kind": "ServiceAccount", "name": meta["name"],
                        "namespace": namespace}]},
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {

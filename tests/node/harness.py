@@ -94,25 +94,54 @@ def ready_pod(cluster: LocalCluster, namespace: str, selector: str) -> dict[str,
     return ready
 
 
-@contextlib.contextmanager
-def deploy_kuberay(cluster: LocalCluster, namespace: str, work_dir: Path
-                   ) -> Iterator[Deployed]:  # fmt: skip
-    """KubeRay's operator (``kuberay_manifests``) applied; its pod once Ready."""
-    apply(cluster, kuberay.pod_manifests(namespace, KUBERAY_IMAGE), work_dir)
-    yield Deployed(ready_pod(cluster, namespace, "app.kubernetes.io/name=kuberay-operator"))
+@dataclass(frozen=True)
+class Scope:
+    """How an operator is deployed: watching its own namespace alone (the scenarios'
+    way) or every namespace (KubeRay's e2e suite makes a namespace per test), and with
+    or without a CPU request (a 2-CPU node fits a KubeRay sample's 2-CPU cluster only
+    beside an operator that requests none)."""
+
+    all_namespaces: bool = False
+    cpu_request: bool = True
 
 
 @contextlib.contextmanager
-def deploy_operator(cluster: LocalCluster, namespace: str, work_dir: Path
-                    ) -> Iterator[DeployedOperator]:  # fmt: skip
+def deploy_kuberay(cluster: LocalCluster, namespace: str, work_dir: Path,
+                   scope: Scope = Scope()) -> Iterator[Deployed]:  # fmt: skip
+    """KubeRay's operator (``kuberay_manifests``) applied; its pod once Ready; its
+    cluster-scoped RBAC deleted after."""
+    manifests = kuberay.pod_manifests(namespace, KUBERAY_IMAGE,
+                                      all_namespaces=scope.all_namespaces,
+                                      cpu_request=scope.cpu_request)  # fmt: skip
+    try:
+        apply(cluster, manifests, work_dir)
+        yield Deployed(ready_pod(cluster, namespace, "app.kubernetes.io/name=kuberay-operator"))
+    finally:
+        _delete_cluster_scoped(cluster, manifests)
+
+
+def _delete_cluster_scoped(cluster: LocalCluster, manifests: list[dict[str, Any]]) -> None:
+    for manifest in manifests:
+        if manifest["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+            cluster.kubectl("delete", manifest["kind"].lower(), manifest["metadata"]["name"],
+                            "--wait=false", check=False)  # fmt: skip
+
+
+@contextlib.contextmanager
+def deploy_operator(cluster: LocalCluster, namespace: str, work_dir: Path,
+                    scope: Scope = Scope()) -> Iterator[DeployedOperator]:  # fmt: skip
     """The ``RayOperator`` component's ServiceAccount, RBAC and Deployment, as it renders
-    them for ``namespace`` (watching it alone), applied; its pod Ready by its own probes;
-    its cluster-scoped RBAC deleted after."""
+    them for ``namespace`` (watching it alone unless ``scope`` says all), applied; its
+    pod Ready by its own probes; its cluster-scoped RBAC deleted after."""
     digest = operator_image().digest
     reference = f"{OPERATOR_IMAGE.rsplit(':', 1)[0]}@{digest}"
+    resources = None if scope.cpu_request else {"requests": {"memory": "256Mi"},
+                                                "limits": {"memory": "1Gi"}}  # fmt: skip
     rendered = render_operator(
-        namespace, RayOperatorArgs(image=reference, watch_namespaces=[namespace])
-    )
+        namespace,
+        RayOperatorArgs(image=reference, resources=resources,
+                        watch_namespaces=[] if scope.all_namespaces else [namespace]),
+    )  # fmt: skip
     deployment = json.loads(json.dumps(rendered.deployment))
     selector = ",".join(
         f"{k}={v}" for k, v in deployment["spec"]["selector"]["matchLabels"].items()
@@ -122,10 +151,7 @@ def deploy_operator(cluster: LocalCluster, namespace: str, work_dir: Path
         apply(cluster, [*rendered.rbac, deployment], work_dir)
         yield DeployedOperator(ready_pod(cluster, namespace, selector), rendered, digest)
     finally:
-        for manifest in rendered.rbac:
-            if manifest["kind"] in ("ClusterRole", "ClusterRoleBinding"):
-                cluster.kubectl("delete", manifest["kind"].lower(), manifest["metadata"]["name"],
-                                "--wait=false", check=False)  # fmt: skip
+        _delete_cluster_scoped(cluster, rendered.rbac)
 
 
 def ray_container(name: str, **extra: Any) -> dict[str, Any]:

@@ -1,0 +1,224 @@
+"""KubeRay's own e2e suite on the real node: which of its tests run, how one is run, and
+the outcome each should have under each operator.
+
+A KubeRay test is one top-level Go test of a package of ray-operator v1.6.2
+(``hack.kuberay_e2e``); most run subtests, and each subtest's outcome is held here on
+its own. An outcome other than a pass is listed in ``EXPECTED`` with its reason, for
+both operators: a test KubeRay passes and ours fails is a bug or a difference
+``docs/conformance.md`` explains, and one both fail says what this machine lacks.
+
+``python -m tests.node.kuberay_e2e REPORT.jsonl...`` prints the per-test table of the
+results a run wrote (``make kuberay-e2e``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from hack import kuberay_e2e, processes
+from hack.image.ray import RAY_IMAGE, RAY_VERSION
+from hack.localcluster import LocalCluster
+
+ALL_ENV = "PULUMI_RAY_KUBERAY_E2E"
+"""Set (``make kuberay-e2e``): every test of the packages it names (comma-separated, or
+``all`` for every package of ``hack.kuberay_e2e``), under both operators. Unset
+(``make test``): ``SMOKE``, under ours."""
+
+REPORT_ENV = "PULUMI_RAY_KUBERAY_E2E_REPORT"
+"""A JSON-lines file each run appends its subtests' results to."""
+
+
+@dataclass(frozen=True)
+class Selected:
+    """One top-level test of a package, narrowed to some subtests (a ``-test.run``
+    pattern's second part) or whole."""
+
+    package: str
+    test: str
+    subtests: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.package}/{self.test}" + (f"/{self.subtests}" if self.subtests else "")
+
+    @property
+    def pattern(self) -> str:
+        return f"^{self.test}$" + (f"/^{self.subtests}$" if self.subtests else "")
+
+    @property
+    def skipped(self) -> str:
+        """A ``-test.skip`` pattern for its subtests ``NOT_RUN`` names (or none)."""
+        prefix = f"{self.package}/{self.test}/"
+        names = sorted(re.escape(t[len(prefix) :]) for t in NOT_RUN if t.startswith(prefix))
+        return f"^{self.test}$/^({'|'.join(names)})$" if names else ""
+
+
+_NEEDS_PYPI = "its runtime_env pip-installs packages from PyPI, which the sandbox never reaches"
+_NEEDS_GITHUB = ("its Serve app's working_dir is a zip on github.com, which the sandbox "
+                 "never reaches")  # fmt: skip
+
+NOT_RUN: Mapping[str, str] = {
+    "sampleyaml/TestRayJob": f"every sample of it: {_NEEDS_PYPI}",
+    "sampleyaml/TestRayService": f"every sample of it: {_NEEDS_GITHUB}",
+}
+"""KubeRay tests (``package/Test`` or ``package/Test/subtest``) not run here, and why:
+each needs something outside this machine. Listed in the report, never counted as a
+pass."""
+
+
+SMOKE = (
+    Selected("sampleyaml", "TestRayCluster", "ray-cluster.sample.yaml"),
+    Selected("sampleyaml", "TestRayJobInteractiveMode"),
+)
+"""What ``make test`` runs (its budget holds two samples, not the suite): KubeRay's
+default RayCluster sample and its interactive RayJob sample, under our operator. (Its
+other RayJob samples install packages from PyPI at run time, which the sandbox never
+reaches: ``NOT_RUN``.)"""
+
+
+def listed(package: str) -> list[Selected]:
+    """Every top-level test of ``package``, as its binary lists them."""
+    binary = kuberay_e2e.ensure_built().path(f"{package}.test")
+    names = subprocess.run([str(binary), "-test.list", "."], check=True, capture_output=True,
+                           text=True).stdout.split()  # fmt: skip
+    return [
+        Selected(package, name)
+        for name in names
+        if name.startswith("Test") and f"{package}/{name}" not in NOT_RUN
+    ]
+
+
+def selection() -> list[Selected]:
+    chosen = os.environ.get(ALL_ENV, "")
+    if not chosen:
+        return list(SMOKE)
+    packages = kuberay_e2e.PACKAGES if chosen == "all" else tuple(chosen.split(","))
+    unknown = sorted(set(packages) - set(kuberay_e2e.PACKAGES))
+    if unknown:
+        raise ValueError(f"{ALL_ENV}: no such package {unknown}; known: {kuberay_e2e.PACKAGES}")
+    return [test for package in packages for test in listed(package)]
+
+
+@dataclass(frozen=True)
+class Result:
+    operator: str
+    test: str
+    """``package/TestName`` or ``package/TestName/subtest``, as ``go test -v`` names it."""
+    outcome: str
+    """PASS, FAIL or SKIP."""
+    seconds: float
+
+
+_RESULT_LINE = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+) \(([\d.]+)s\)")
+_PROGRESS = re.compile(r"^\s*(=== RUN|--- (PASS|FAIL|SKIP))")
+
+TIMEOUTS = {"KUBERAY_TEST_TIMEOUT_SHORT": "2m", "KUBERAY_TEST_TIMEOUT_MEDIUM": "4m",
+            "KUBERAY_TEST_TIMEOUT_LONG": "10m"}  # fmt: skip
+"""Twice KubeRay's own (1, 2 and 5 minutes; its own variables): its CI gives kind four
+cores, this machine has two, which Ray pods share with the rest of ``make test``."""
+
+
+def run(cluster: LocalCluster, selected: Selected, operator: str, output_dir: Path,
+        timeout: float) -> tuple[list[Result], str]:  # fmt: skip
+    """Run one selected test's binary against ``cluster`` (whose operator is
+    ``operator``); its subtests' results and its whole output. The Ray image KubeRay's
+    tests build their own objects with is the node's (``KUBERAY_TEST_RAY_IMAGE``)."""
+    binary = kuberay_e2e.ensure_built().path(f"{selected.package}.test")
+    output_dir.mkdir(parents=True, exist_ok=True)
+    env = {
+        **cluster.env,
+        **TIMEOUTS,
+        "KUBERAY_TEST_RAY_IMAGE": RAY_IMAGE,
+        "KUBERAY_TEST_RAY_VERSION": RAY_VERSION,
+        "KUBERAY_TEST_OUTPUT_DIR": str(output_dir),
+    }
+    started = time.monotonic()
+    lines: list[str] = []
+    with subprocess.Popen(
+        [str(binary), "-test.v", "-test.count=1", f"-test.run={selected.pattern}",
+         *([f"-test.skip={selected.skipped}"] if selected.skipped else []),
+         f"-test.timeout={int(timeout)}s"],
+        env=env, cwd=output_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=processes.killed_with_parent,
+    ) as process:  # fmt: skip
+        assert process.stdout is not None
+        # Its own -test.timeout ends it; each subtest's start and end is shown as it
+        # happens, since one top-level test can run for half an hour.
+        for line in process.stdout:
+            lines.append(line)
+            if _PROGRESS.match(line):
+                print(f"[kuberay-e2e {operator}] {line.strip()}", flush=True)
+    output = "".join(lines)
+    (output_dir / "go-test.log").write_text(output)
+    results = [
+        Result(operator, f"{selected.package}/{m.group(2)}", m.group(1), float(m.group(3)))
+        for m in map(_RESULT_LINE.match, output.splitlines())
+        if m is not None
+    ]
+    if not results:
+        # A binary that panicked or timed out prints no result line for the test it was in.
+        results = [Result(operator, selected.id, "FAIL", time.monotonic() - started)]
+    return results, output
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The outcome a test has under each operator on this node when not a pass, and why."""
+
+    ours: str
+    kuberay: str
+    why: str
+
+
+EXPECTED: Mapping[str, Expected] = {}
+"""Tests whose outcome on this node is not a pass, by ``Result.test``."""
+
+
+def expected(test: str, operator: str) -> str:
+    entry = EXPECTED.get(test)
+    if entry is None:
+        return "PASS"
+    return entry.ours if operator == "ours" else entry.kuberay
+
+
+def record(results: Iterable[Result]) -> None:
+    """Append ``results`` to the run's report, when one is kept (``REPORT_ENV``)."""
+    report = os.environ.get(REPORT_ENV)
+    if report:
+        with Path(report).open("a") as file:
+            for result in results:
+                file.write(json.dumps(asdict(result)) + "\n")
+
+
+def table(lines: Iterable[str]) -> str:
+    """The Markdown table of a report's results: a row per test, a column per operator
+    (outcome and seconds), and the reason for an outcome other than a pass."""
+    by_test: dict[str, dict[str, Result]] = {}
+    operators: list[str] = []
+    for line in lines:
+        result = Result(**json.loads(line))
+        by_test.setdefault(result.test, {})[result.operator] = result
+        if result.operator not in operators:
+            operators.append(result.operator)
+    rows = ["| KubeRay test | " + " | ".join(operators) + " | why not a pass |",
+            "|---" * (len(operators) + 2) + "|"]  # fmt: skip
+    for test in sorted(by_test):
+        cells = [f"{r.outcome} {r.seconds:.0f}s" if (r := by_test[test].get(o)) else "not run"
+                 for o in operators]  # fmt: skip
+        entry = EXPECTED.get(test)
+        rows.append(f"| {test} | " + " | ".join(cells) + f" | {entry.why if entry else ''} |")
+    for test, why in sorted(NOT_RUN.items()):
+        rows.append(f"| {test} | " + " | ".join("not run" for _ in operators) + f" | {why} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(table(line for path in sys.argv[1:] for line in Path(path).read_text().splitlines()))
