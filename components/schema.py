@@ -57,7 +57,9 @@ SCHEMA_FILE: Final = Path(__file__).with_name("schema.json")
 
 LANGUAGE_SETTINGS: Final[dict[str, dict[str, str]]] = {
     # npm: a scope of our own; the default, @pulumi/ray, is the Pulumi organisation's scope.
-    "nodejs": {"packageName": "@pulumi-ray/ray"},
+    # TypeScript: the compiler the SDK is tested with (examples/typescript-quickstart's
+    # devDependency, tests/e2e/test_sdk_typescript.py), not the generator's ^4.7 default.
+    "nodejs": {"packageName": "@pulumi-ray/ray", "typescriptVersion": "^5.9.3"},
     # Go: unpublished, so a path no proxy answers for (like the wrapper modules under
     # hack/); a consumer `replace`s it with the generated directory (module
     # pulumi-ray.local/sdk/go, whose go.mod hack/pulumi/gomod/pulumi-gen-sdk writes).

@@ -58,11 +58,11 @@ async def _translated(awaitable: Awaitable[T]) -> T:
 
 def _checked(value: object) -> object:
     """``value``, an output of the component, with its error translated (as the server
-    awaits each part of an Output: its value, whether it is known, whether secret)."""
+    awaits each part of an Output: its resources, value, whether known, whether secret)."""
     if not isinstance(value, pulumi.Output):
         return value
     return pulumi.Output(
-        value.resources(),
+        _translated(value.resources()),
         _translated(value.future()),
         _translated(value.is_known()),
         _translated(value.is_secret()),

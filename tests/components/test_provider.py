@@ -60,3 +60,62 @@ def test_the_provider_serves_the_committed_schema(provider_port: int) -> None:
         stub = provider_pb2_grpc.ResourceProviderStub(channel)
         response = stub.GetSchema(provider_pb2.GetSchemaRequest(), timeout=60)
     assert json.loads(response.schema) == json.loads(SCHEMA_FILE.read_text())
+
+
+def test_an_input_error_reaches_the_engine_as_a_check_failure_with_its_own_line() -> None:
+    """The provider's server passes a ``RunError`` through as an unhandled exception (the
+    engine then prints ``Unexpected <class ...RayInputError>``); translated, it is an
+    ``InputPropertiesError`` whose message is the one line, and anything else passes."""
+    import pulumi
+    from pulumi.provider.server import ComponentInitError
+
+    from components._inputs import RayInputError
+    from components.provider.checked import engine_error
+
+    error = RayInputError(
+        "RayCluster team-y/shared",
+        "spec.workerGroupSpecs[0].maxReplicas",
+        "worker group cpu has maxReplicas -1",
+        "set maxReplicas >= 0",
+        "RAYCLUSTER_NEGATIVE_REPLICAS",
+    )
+    line = (
+        "RayCluster team-y/shared: spec.workerGroupSpecs[0].maxReplicas: worker group cpu "
+        "has maxReplicas -1; set maxReplicas >= 0 [RAYCLUSTER_NEGATIVE_REPLICAS]"
+    )
+    for raised in (error, ComponentInitError(error)):
+        translated = engine_error(raised)
+        assert isinstance(translated, pulumi.InputPropertiesError)
+        assert not isinstance(translated, pulumi.RunError)
+        assert translated.message == line
+        assert translated.errors is None
+    other = ValueError("a bug")
+    assert engine_error(other) is other
+    wrapped = ComponentInitError(other)
+    assert engine_error(wrapped) is wrapped
+
+
+def test_an_input_error_in_an_output_is_translated_where_the_server_awaits_it() -> None:
+    """A consumer's inputs are Outputs, so the spec is checked in an ``apply``: the error
+    surfaces when the server awaits the component's outputs."""
+    import asyncio
+
+    import pulumi
+
+    from components._inputs import RayInputError
+    from components.provider.checked import _checked
+
+    async def run() -> None:
+        async def fail() -> str:
+            raise RayInputError("RayJob j", "spec.entrypoint", "is empty", "set it", "CODE")
+
+        output = pulumi.Output.from_input(asyncio.ensure_future(fail()))
+        checked = _checked(output)
+        assert isinstance(checked, pulumi.Output)
+        with pytest.raises(pulumi.InputPropertiesError, match=r"^RayJob j: spec.entrypoint"):
+            await checked.is_known()
+        with pytest.raises(pulumi.InputPropertiesError):
+            await checked.future()
+        assert _checked("plain") == "plain"
+
+    asyncio.run(run())
