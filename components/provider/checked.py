@@ -21,8 +21,8 @@ they resolve, inside an ``apply``: the error then surfaces when the server resol
 component's outputs, not in its constructor, and each output is translated too.
 """
 
-from collections.abc import Awaitable
-from typing import TypeVar
+import asyncio
+from typing import Any
 
 import pulumi
 from pulumi.provider.experimental.component import ComponentProvider
@@ -33,8 +33,6 @@ from .._inputs import RayInputError
 
 __all__ = ["CheckedComponentProvider", "engine_error"]
 
-T = TypeVar("T")
-
 
 def engine_error(error: Exception) -> Exception:
     """``error`` as the provider's server should see it: a ``RayInputError`` (wrapped in
@@ -42,13 +40,21 @@ def engine_error(error: Exception) -> Exception:
     anything else is returned as it is."""
     inner = error.inner if isinstance(error, ComponentInitError) else error
     if isinstance(inner, RayInputError):
-        return pulumi.InputPropertiesError(str(inner))
+        # ``errors=[]``, not None: the SDK's server builds the gRPC status's details (and
+        # the trailing metadata that carries them) only for a list, and fails without.
+        return pulumi.InputPropertiesError(str(inner), errors=[])
     return error
 
 
-async def _translated(awaitable: Awaitable[T]) -> T:
+async def _resolved(output: pulumi.Output[Any]) -> tuple[set[Any], Any, bool, bool]:
+    """Every part of ``output`` (as the server awaits them), its error translated."""
     try:
-        return await awaitable
+        return (
+            await output.resources(),
+            await output.future(with_unknowns=True),
+            await output.is_known(),
+            await output.is_secret(),
+        )
     except Exception as error:
         translated = engine_error(error)
         if translated is error:
@@ -57,15 +63,29 @@ async def _translated(awaitable: Awaitable[T]) -> T:
 
 
 def _checked(value: object) -> object:
-    """``value``, an output of the component, with its error translated (as the server
-    awaits each part of an Output: its resources, value, whether known, whether secret)."""
+    """``value``, an output of the component, with its error translated.
+
+    The error is carried by the value alone: the other parts fall back to harmless
+    values, so whichever part the SDK awaits first, no part's error is left unretrieved.
+    """
     if not isinstance(value, pulumi.Output):
         return value
+    whole = asyncio.ensure_future(_resolved(value))
+
+    async def part(index: int, fallback: object) -> Any:
+        try:
+            return (await whole)[index]
+        except Exception:
+            return fallback
+
+    async def checked_value() -> Any:
+        return (await whole)[1]
+
     return pulumi.Output(
-        _translated(value.resources()),
-        _translated(value.future()),
-        _translated(value.is_known()),
-        _translated(value.is_secret()),
+        asyncio.ensure_future(part(0, set())),
+        asyncio.ensure_future(checked_value()),
+        asyncio.ensure_future(part(2, True)),
+        asyncio.ensure_future(part(3, False)),
     )
 
 

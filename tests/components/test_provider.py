@@ -88,7 +88,7 @@ def test_an_input_error_reaches_the_engine_as_a_check_failure_with_its_own_line(
         assert isinstance(translated, pulumi.InputPropertiesError)
         assert not isinstance(translated, pulumi.RunError)
         assert translated.message == line
-        assert translated.errors is None
+        assert translated.errors == []
     other = ValueError("a bug")
     assert engine_error(other) is other
     wrapped = ComponentInitError(other)
@@ -113,9 +113,13 @@ def test_an_input_error_in_an_output_is_translated_where_the_server_awaits_it() 
         checked = _checked(output)
         assert isinstance(checked, pulumi.Output)
         with pytest.raises(pulumi.InputPropertiesError, match=r"^RayJob j: spec.entrypoint"):
-            await checked.is_known()
-        with pytest.raises(pulumi.InputPropertiesError):
             await checked.future()
+        with pytest.raises(pulumi.InputPropertiesError):
+            await checked.is_known()
+        known = _checked(pulumi.Output.secret("value"))
+        assert isinstance(known, pulumi.Output)
+        assert await known.future() == "value"
+        assert await known.is_secret()
         assert _checked("plain") == "plain"
 
     asyncio.run(run())
