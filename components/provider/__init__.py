@@ -12,8 +12,10 @@ Two ways in, one server:
 - ``PulumiPlugin.yaml`` (``runtime: python``) beside this file: a current Pulumi CLI runs
   this directory through its Python language host (``python <this directory> <engine>``).
 - ``python -m pulumi_ray.provider <engine>``: what an executable plugin named
-  ``pulumi-resource-ray`` runs (``hack.pulumi.write_provider_plugin`` writes one), for an
-  engine whose Python host cannot run plugins, as the one built here (docs/components.md).
+  ``pulumi-resource-ray`` of an installed ``pulumi-ray`` runs, for an engine whose Python
+  host cannot run plugins, as the one built here (docs/components.md). The tests' plugin
+  (``hack.pulumi.write_provider_plugin``) runs this directory instead, so that it serves
+  the checkout under test whatever the virtualenv's editable install points at.
 """
 
 import json

@@ -1,8 +1,8 @@
 """The component provider serves the committed schema, started either way it can be:
-``python -m pulumi_ray.provider`` (what the executable ``pulumi-resource-ray`` runs) and
-``python components/provider`` (what a current Pulumi CLI's Python host runs for the
-plugin directory with ``PulumiPlugin.yaml``, which the host we build cannot: the e2e tier
-runs the first way through the engine, this is the only check of the second).
+``python -m pulumi_ray.provider`` (what an installed package's executable plugin runs)
+and ``python components/provider`` (what a current Pulumi CLI's Python host runs for the
+plugin directory with ``PulumiPlugin.yaml``, and what the tests' ``pulumi-resource-ray``
+runs through the engine, since the host we build cannot run the directory itself).
 
 Each asks the provider's own gRPC ``GetSchema``, the exact text it serves, before any
 engine reads it into its schema types (tests/e2e/test_yaml_consumer.py compares that).
