@@ -122,6 +122,7 @@ lint: venv
 	$(VENV)/bin/lint-imports
 	$(PY) -m hack.deadcode
 	$(PY) -m operator_runtime.controllers.permission_table --check
+	$(PY) -m components.statustypes --check
 	$(PY) -m components.schema --check
 	$(PY) -m hack.schemadocs --check
 	$(PY) -m hack.dashboards --check
@@ -180,6 +181,7 @@ dashboards: venv
 # The components' Pulumi package schema (components/schema.json), from their annotations,
 # and the reference in docs/components.md, from the schema.
 schema: venv
+	$(PY) -m components.statustypes
 	$(PY) -m components.schema
 	$(PY) -m hack.schemadocs
 

@@ -45,6 +45,8 @@ from pulumi.runtime.stack import run_in_stack
 
 from operator_runtime.api.useryaml import UserYamlError, load_yaml, load_yaml_all
 
+from ._offline import OFFLINE
+
 __all__ = [
     "AUTONAME_SUFFIX",
     "ENCRYPTED_CONFIG",
@@ -234,6 +236,8 @@ def _run(program: Program, mocks: _Mocks, monitor: _Monitor) -> None:
     loop.set_default_executor(
         ThreadPoolExecutor(initializer=_give_thread_a_loop, initargs=(worker_loops,))
     )
+    # In the context run_program made for this run: the components know they run offline.
+    OFFLINE.set(True)
     try:
         pulumi.runtime.set_mocks(
             mocks, project=program.project, stack=program.stack, preview=True, monitor=monitor

@@ -52,6 +52,7 @@ __all__ = [
     "derived",
     "parse_timeout",
     "plan_workload",
+    "status_of",
 ]
 
 WAIT_FOR: Final = "pulumi.com/waitFor"
@@ -468,6 +469,17 @@ def namespace_of(args: WorkloadArgs, resource: RayObjectResource) -> pulumi.Outp
     if args.namespace is not None:
         return after(resource, args.namespace)
     return resource.metadata.apply(lambda meta: (meta or {}).get("namespace") or "default")
+
+
+StatusT = TypeVar("StatusT", bound=Mapping[str, Any])
+
+
+def status_of(resource: RayObjectResource, shape: type[StatusT]) -> pulumi.Output[StatusT]:
+    """The object's ``status`` as the provider read it, typed as ``shape`` (one of
+    ``components.status``): ``{}`` before the operator wrote one, never None, so a
+    consumer's typed status object exists as soon as the object does."""
+    del shape  # names the type for the caller; the value is the provider's own dict
+    return resource.status.apply(lambda status: cast(StatusT, status or {}))
 
 
 def report_queued(

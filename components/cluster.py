@@ -15,6 +15,7 @@ from . import _workload as w
 from ._args import aliased, build_args
 from ._inputs import object_ref
 from .edges import Backend, GatewayEdgeArgs, IngressEdgeArgs, check_edges, create_edges
+from .status import RayClusterStatus
 
 __all__ = ["RayCluster", "RayClusterArgs"]
 
@@ -117,8 +118,9 @@ class RayCluster(pulumi.ComponentResource):
     """``http://<head service>.<namespace>.svc.<cluster domain>:8265``."""
     serve_url: pulumi.Output[str | None]
     """The serve Service's URL when ``ray.io/enable-serve-service`` is "true", else None."""
-    status: pulumi.Output[Any]
-    """The RayCluster's ``status`` as the provider last read it."""
+    status: pulumi.Output[RayClusterStatus]
+    """The RayCluster's ``status`` as the provider last read it: wire
+    (camelCase) keys, ``{}`` until the operator writes one."""
 
     def __init__(
         self,
@@ -154,7 +156,7 @@ class RayCluster(pulumi.ComponentResource):
         self.serve_url = w.derived(
             cr, plan, lambda c: ns.apply(lambda n: serve_url(c, n, cluster_domain)), ns
         )
-        self.status = cr.status
+        self.status = w.status_of(cr, RayClusterStatus)
         ports = w.derived(cr, plan, service_ports)
         create_edges(
             self,

@@ -11,6 +11,7 @@ from operator_runtime import api
 from . import _workload as w
 from ._args import aliased, build_args
 from ._inputs import object_ref
+from .status import RayCronJobStatus
 
 __all__ = ["RayCronJob", "RayCronJobArgs"]
 
@@ -66,8 +67,9 @@ class RayCronJob(pulumi.ComponentResource):
 
     name: pulumi.Output[str]
     namespace: pulumi.Output[str]
-    status: pulumi.Output[Any]
-    """``status.lastScheduleTime`` once a RayJob was created."""
+    status: pulumi.Output[RayCronJobStatus]
+    """The RayCronJob's ``status`` as the provider last read it: wire (camelCase) keys,
+    ``lastScheduleTime`` once a RayJob was created, ``{}`` until then."""
 
     def __init__(
         self,
@@ -92,7 +94,7 @@ class RayCronJob(pulumi.ComponentResource):
         """The ray.io/v1 object (a Python attribute, not an output of the package)."""
         self.namespace = w.namespace_of(common, cr)
         self.name = w.derived(cr, plan, lambda c: c.metadata.name)
-        self.status = cr.status
+        self.status = w.status_of(cr, RayCronJobStatus)
         self.register_outputs(
             {
                 "name": self.name,

@@ -17,6 +17,7 @@ from operator_runtime.api.validation._names import MAX_RAYJOB_NAME
 from . import _workload as w
 from ._args import aliased, build_args
 from ._inputs import RayInputError, has_outputs, object_ref, redact_secrets
+from .status import RayJobStatus
 
 __all__ = ["RayJob", "RayJobArgs"]
 
@@ -187,7 +188,9 @@ class RayJob(pulumi.ComponentResource):
     head_service_name: pulumi.Output[str | None]
     """Known from ``cluster_selector``, else once the operator named the cluster."""
     dashboard_url: pulumi.Output[str | None]
-    status: pulumi.Output[Any]
+    status: pulumi.Output[RayJobStatus]
+    """The RayJob's ``status`` as the provider last read it: wire
+    (camelCase) keys, ``{}`` until the operator writes one."""
 
     def __init__(
         self,
@@ -214,7 +217,7 @@ class RayJob(pulumi.ComponentResource):
         """The ray.io/v1 object (a Python attribute, not an output of the package)."""
         self.namespace = w.namespace_of(common, cr)
         self.name = w.derived(cr, plan, lambda j: j.metadata.name)
-        status = cr.status
+        status = w.status_of(cr, RayJobStatus)
         ns = self.namespace
         domain = common.cluster_domain
         self.head_service_name = w.derived(

@@ -16,7 +16,6 @@ the ``pulumi-`` prefix of the Python distribution's name in every token.
 """
 
 import argparse
-import difflib
 import importlib.metadata
 import json
 import sys
@@ -28,6 +27,7 @@ import pulumi
 from pulumi.provider.experimental.analyzer import Analyzer
 from pulumi.provider.experimental.schema import generate_schema
 
+from ._golden import write_or_check
 from .cluster import RayCluster
 from .cronjob import RayCronJob
 from .job import RayJob
@@ -57,7 +57,9 @@ SCHEMA_FILE: Final = Path(__file__).with_name("schema.json")
 
 LANGUAGE_SETTINGS: Final[dict[str, dict[str, str]]] = {
     # npm: a scope of our own; the default, @pulumi/ray, is the Pulumi organisation's scope.
-    "nodejs": {"packageName": "@pulumi-ray/ray"},
+    # TypeScript: the compiler the SDK is tested with (examples/typescript-quickstart's
+    # devDependency, tests/e2e/test_sdk_typescript.py), not the generator's ^4.7 default.
+    "nodejs": {"packageName": "@pulumi-ray/ray", "typescriptVersion": "^5.9.3"},
     # Go: unpublished, so a path no proxy answers for (like the wrapper modules under
     # hack/); a consumer `replace`s it with the generated directory (module
     # pulumi-ray.local/sdk/go, whose go.mod hack/pulumi/gomod/pulumi-gen-sdk writes).
@@ -100,27 +102,6 @@ def with_sdk_settings(document: dict[str, Any]) -> dict[str, Any]:
 
 def schema_text() -> str:
     return json.dumps(package_schema(), indent=2, sort_keys=True) + "\n"
-
-
-def write_or_check(path: Path, text: str, *, check: bool, remedy: str) -> int:
-    """Write ``text`` to the golden file ``path``; with ``check``, write nothing and return
-    1 with a unified diff if the file differs (``remedy`` says how to refresh it)."""
-    if not check:
-        path.write_text(text, encoding="utf-8")
-        return 0
-    committed = path.read_text(encoding="utf-8") if path.exists() else ""
-    if committed == text:
-        return 0
-    sys.stdout.writelines(
-        difflib.unified_diff(
-            committed.splitlines(keepends=True),
-            text.splitlines(keepends=True),
-            str(path),
-            "generated",
-        )
-    )
-    print(f"{path.name} is stale: run `{remedy}`", file=sys.stderr)
-    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,6 +17,7 @@ from . import _workload as w
 from ._args import aliased, build_args
 from ._inputs import RayInputError, object_ref
 from .edges import Backend, GatewayEdgeArgs, IngressEdgeArgs, check_edges, create_edges
+from .status import RayServiceStatuses
 
 __all__ = ["RayService", "RayServiceArgs"]
 
@@ -155,7 +156,9 @@ class RayService(pulumi.ComponentResource):
     serve_service_name: pulumi.Output[str]
     serve_url: pulumi.Output[str]
     """``http://<name>-serve-svc.<namespace>.svc.<cluster domain>:8000``."""
-    status: pulumi.Output[Any]
+    status: pulumi.Output[RayServiceStatuses]
+    """The RayService's ``status`` as the provider last read it: wire
+    (camelCase) keys, ``{}`` until the operator writes one."""
 
     def __init__(
         self,
@@ -193,7 +196,7 @@ class RayService(pulumi.ComponentResource):
         self.serve_url = w.derived(
             cr, plan, lambda s: ns.apply(lambda n: serve_url(s, n, cluster_domain)), ns
         )
-        self.status = cr.status
+        self.status = w.status_of(cr, RayServiceStatuses)
         create_edges(
             self,
             resource_name,

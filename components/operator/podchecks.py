@@ -14,6 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic.alias_generators import to_camel
 
+from .._offline import OFFLINE, OPERATOR_IMAGE_STAND_IN
 from .args import OperatorServiceAccount
 from .monitoring import SCRAPE_INTERVAL
 from .refusal import Refusal
@@ -80,6 +81,10 @@ _POD_SECURITY_FIELDS: Final = frozenset(
 
 
 def image(value: pulumi.Input[str] | None) -> pulumi.Input[str]:
+    """The operator's image; required, but offline (``render``, ``review``), where no
+    rendered object depends on it, a missing one is a stand-in (``components._offline``)."""
+    if value is None and OFFLINE.get():
+        return OPERATOR_IMAGE_STAND_IN
     if value is None:
         raise Refusal(
             "image",

@@ -12,8 +12,10 @@ Two ways in, one server:
 - ``PulumiPlugin.yaml`` (``runtime: python``) beside this file: a current Pulumi CLI runs
   this directory through its Python language host (``python <this directory> <engine>``).
 - ``python -m pulumi_ray.provider <engine>``: what an executable plugin named
-  ``pulumi-resource-ray`` runs (``hack.pulumi.write_provider_plugin`` writes one), for an
-  engine whose Python host cannot run plugins, as the one built here (docs/components.md).
+  ``pulumi-resource-ray`` of an installed ``pulumi-ray`` runs, for an engine whose Python
+  host cannot run plugins, as the one built here (docs/components.md). The tests' plugin
+  (``hack.pulumi.write_provider_plugin``) runs this directory instead, so that it serves
+  the checkout under test whatever the virtualenv's editable install points at.
 """
 
 import json
@@ -29,17 +31,19 @@ def serve() -> None:
 
     The engine's address is the first command-line argument (``pulumi.provider.main``
     reads ``sys.argv`` itself); the port served on is printed on stdout for the engine.
-    The host is Pulumi's (``component_provider_host`` in parts): its provider infers the
-    schema, and the schema it answers with is the provider's own analysis plus
-    the SDK settings the analyzer cannot say (npm name, Go import path), so ``pulumi
-    package add`` generates the SDKs the committed ``schema.json`` describes.
+    The host is Pulumi's (``component_provider_host`` in parts), with a component's
+    input error reported as a check failure (``checked``). Its provider infers the
+    schema; the schema it answers with is the provider's own analysis plus the SDK
+    settings the analyzer cannot say (npm name, Go import path), so ``pulumi package add``
+    generates the SDKs the committed ``schema.json`` describes.
     """
     # Imported here: the analyzer and the gRPC server are only needed by a process that
     # serves.
     from pulumi.provider import main
-    from pulumi.provider.experimental.component import ComponentProvider
 
-    provider = ComponentProvider(list(COMPONENTS), PACKAGE_NAME, None, package_version())
+    from .checked import CheckedComponentProvider
+
+    provider = CheckedComponentProvider(list(COMPONENTS), PACKAGE_NAME, None, package_version())
     # The provider has analyzed the components already: add the SDK settings to its
     # schema rather than analyze them a second time at every start.
     provider.schema = json.dumps(with_sdk_settings(json.loads(provider.schema or "{}")))

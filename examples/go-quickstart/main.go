@@ -45,6 +45,8 @@ func main() {
 		}
 
 		ctx.Export("dashboard", cluster.DashboardUrl)
+		// The RayCluster's status is typed (RayClusterStatusOutput): a checked accessor.
+		ctx.Export("state", cluster.Status.State())
 		return nil
 	})
 }

@@ -33,3 +33,5 @@ const cluster = new ray.RayCluster(
 );
 
 export const dashboard = cluster.dashboardUrl;
+// The RayCluster's status is typed (RayClusterStatus): no cast, and tsc checks the name.
+export const state = cluster.status.state;

@@ -86,3 +86,49 @@ def test_the_docs_reference_is_the_schemas_and_follows_a_change() -> None:
     assert "| `brandNew` | integer | A \\| B. |" in changed
     # Only the reference moved: the hand-written prose before it is kept.
     assert changed.split(schemadocs.BEGIN)[0] == committed.split(schemadocs.BEGIN)[0]
+
+
+def test_committed_status_types_are_current() -> None:
+    """``components/status.py`` is what ``components.statustypes`` writes from the API
+    models today (``make lint`` runs the same ``--check``)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "components.statustypes", "--check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr
+
+
+def test_each_status_output_is_an_object_type_of_the_schema() -> None:
+    """What a YAML, TypeScript or Go program reads: ``status`` is the kind's status type,
+    keyed by KubeRay's wire names, not ``Any``."""
+    document = schema.package_schema()
+    wanted = {
+        "RayCluster": ("RayClusterStatus", {"state", "readyWorkerReplicas", "desiredGPU"}),
+        "RayJob": ("RayJobStatus", {"jobDeploymentStatus", "jobStatus", "dashboardURL"}),
+        "RayService": ("RayServiceStatuses", {"conditions", "activeServiceStatus"}),
+        "RayCronJob": ("RayCronJobStatus", {"lastScheduleTime"}),
+    }
+    for component, (type_name, fields) in wanted.items():
+        status = document["resources"][f"ray:index:{component}"]["properties"]["status"]
+        assert status["$ref"] == f"#/types/ray:index:{type_name}"
+        assert fields <= set(document["types"][f"ray:index:{type_name}"]["properties"])
+    head = document["types"]["ray:index:RayClusterStatus"]["properties"]["head"]
+    assert head["$ref"] == "#/types/ray:index:HeadInfo"
+    assert set(document["types"]["ray:index:HeadInfo"]["properties"]) >= {"podIP", "serviceIP"}
+
+
+def test_the_status_generator_refuses_a_field_it_has_no_type_for() -> None:
+    """The check can fail: a status field of a type no schema carries (a union) is a
+    decision for the generator, never a silent ``Any``."""
+    from pydantic import BaseModel
+
+    from components import statustypes
+
+    class OddStatus(BaseModel):
+        either: int | list[int] | None = None
+
+    with pytest.raises(TypeError, match="no status output type"):
+        statustypes._class_text(OddStatus, [])

@@ -20,7 +20,9 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Final
 
+import pulumi.automation as auto
 import pytest
 import yaml
 
@@ -105,6 +107,8 @@ def test_the_quickstart_ups_and_destroys(
     # Read at once: the component's up must not return before the operator said ready.
     live = cluster.get_json("raycluster", "-n", "default", program.ray_cluster_name)
     assert live["status"]["state"] == "ready", live.get("status")
+    # The typed status, read by the program itself (${demo.status.state}, cluster.status.state).
+    assert result.outputs["state"].value == "ready", program.text[-4000:]
     assert result.outputs["dashboard"].value == (
         f"http://{program.ray_cluster_name}-head-svc.default.svc.cluster.local:8265"
     )
@@ -129,3 +133,42 @@ def test_the_quickstart_ups_and_destroys(
         assert "NotFound" in found.stderr, f"{kind}/{name} left behind: {found.stdout}"
     resources = program.stack.export_stack().deployment.get("resources") or []
     assert resources == [], [r["urn"] for r in resources]
+
+
+BAD_MIN_REPLICAS: dict[str, tuple[str, str, str]] = {
+    "yaml-quickstart": ("Pulumi.yaml", "minReplicas: 0", "minReplicas: 5"),
+    "typescript-quickstart": ("index.ts", "minReplicas: 0,", "minReplicas: 5,"),
+    "go-quickstart": ("main.go", '"minReplicas": pulumi.Int(0)', '"minReplicas": pulumi.Int(5)'),
+}
+"""Each quickstart with ``minReplicas`` above its ``maxReplicas`` (4): file, old, new."""
+REFUSED: Final = (
+    "ray:index:RayCluster resource 'demo' has a problem: RayCluster default/demo: "
+    "spec.workerGroupSpecs[0].minReplicas: worker group cpu has minReplicas 5 greater than "
+    "maxReplicas 4; set minReplicas <= maxReplicas [RAYCLUSTER_MIN_GT_MAX]"
+)
+"""The engine's prefix, then the line a Python program prints for the same mistake."""
+
+
+@pytest.mark.parametrize("example", sorted(BAD_MIN_REPLICAS))
+def test_a_bad_value_fails_the_preview_with_one_clean_line(
+    example: str, program_stack: Callable[..., ProgramStack]
+) -> None:
+    """The component provider reports the input error as a check failure: the engine
+    prints the object, the field path, the fix and the code on one line, with no
+    ``Unexpected <class ...RayInputError>`` (a Python exception passed through gRPC) and
+    no traceback, in every language."""
+    program = program_stack(example=EXAMPLES / example)
+    file_name, old, new = BAD_MIN_REPLICAS[example]
+    source = Path(program.stack.workspace.work_dir) / file_name
+    text = source.read_text()
+    assert text.count(old) == 1, (old, text)
+    source.write_text(text.replace(old, new))
+    for key, value in CONFIG[example].items():
+        program.set_config(key, value)
+    with pytest.raises(auto.CommandError) as failed:
+        program.preview()
+    said = program.text + str(failed.value)
+    problems = sorted({line.strip() for line in said.splitlines() if "has a problem" in line})
+    assert problems == [f"error: {REFUSED}"], said[-4000:]
+    for wrapper in ("Unexpected", "RayInputError", "Traceback", "InputPropertiesError"):
+        assert wrapper not in said, said[-4000:]

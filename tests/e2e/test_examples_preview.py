@@ -4,6 +4,7 @@ local control plane, with its default config: what the README promises a user wh
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,3 +82,53 @@ def test_example_previews_cleanly(
     assert "warning:" not in text.lower(), text[-4000:]
     creates = {step.type for step in steps if step.op == auto.OpType.CREATE}
     assert f"ray:index:{COMPONENT[example.name]}" in creates, sorted(creates)
+
+
+def _readme_preview() -> list[str]:
+    """The README's block of the quickstart's ``pulumi preview`` output."""
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    [block] = [
+        block
+        for block in re.findall(r"^```text\n(.*?)^```$", readme, flags=re.M | re.S)
+        if block.startswith("Previewing update (dev):\n")
+    ]
+    return block.splitlines()
+
+
+def test_the_quickstart_previews_as_the_readme_shows(
+    pulumi_engine: PulumiEngine, local_cluster: LocalCluster, ray_crds: None, tmp_path: Path
+) -> None:
+    """The README's preview of the quickstart, line for line but the progress lines it
+    says it leaves out (a stack named ``dev`` there; a name of its own here)."""
+    work_dir = program_copy(tmp_path, source=EXAMPLES / "quickstart")
+    workspace = auto.LocalWorkspace(
+        work_dir=str(work_dir),
+        pulumi_home=pulumi_engine.env["PULUMI_HOME"],
+        env_vars={**pulumi_engine.env, "KUBECONFIG": str(local_cluster.kubeconfig)},
+        pulumi_command=auto.PulumiCommand(root=str(pulumi_engine.engine.root)),
+    )
+    name = f"readme-{uuid.uuid4().hex[:8]}"
+    stack = auto.Stack.create(name, workspace)
+    for key, value in CONFIG["quickstart"].items():
+        stack.set_config(key, auto.ConfigValue(value=value))
+    output: list[str] = []
+    try:
+        stack.preview(color="never", on_output=output.append)
+    finally:
+        workspace.remove_stack(stack.name)
+    printed = [line.rstrip() for line in "\n".join(output).replace(name, "dev").splitlines()]
+    shown = _readme_preview()
+    said = "\n".join(printed)
+    # The header; each resource's step, once (the engine prints progress lines again, and
+    # in the order registrations finish, which differs from run to run); the summary.
+    assert printed[0] == shown[0], said
+    # A step's progress line may carry the diagnostics so far (the kubernetes provider's
+    # warning that this engine takes it from PATH): the step itself is what the README shows.
+    steps = {
+        re.sub(r"^( \+  \S+ \S+ create)\b.*", r"\1", line)
+        for line in printed
+        if line.startswith(" +  ")
+    }
+    assert steps == {line for line in shown if line.startswith(" +  ")}, said
+    summary = shown[shown.index("Outputs:") :]
+    assert printed[printed.index("Outputs:") :][: len(summary)] == summary, said

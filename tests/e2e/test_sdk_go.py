@@ -56,3 +56,18 @@ def test_a_misspelled_field_fails_the_build(generated_sdk: Path, tmp_path: Path)
     result = _go_build(program, ".")
     assert result.returncode != 0, result.stderr
     assert "unknown field Namespase in struct literal of type ray.RayClusterArgs" in result.stderr
+
+
+def test_a_misspelled_status_accessor_fails_the_build(generated_sdk: Path, tmp_path: Path) -> None:
+    """The quickstart exports ``cluster.Status.State()``, the typed accessor of
+    RayClusterStatusOutput (its build is the test above); a misspelled one does not build."""
+    program = sdk.copy_go_example(tmp_path / "program", generated_sdk)
+    main = program / "main.go"
+    text = main.read_text()
+    assert "cluster.Status.State()" in text
+    main.write_text(text.replace("cluster.Status.State()", "cluster.Status.Stat()", 1))
+    result = _go_build(program, ".")
+    assert result.returncode != 0, result.stderr
+    assert "cluster.Status.Stat undefined (type ray.RayClusterStatusOutput" in result.stderr, (
+        result.stderr
+    )

@@ -68,6 +68,17 @@ def test_the_sdk_is_the_package_the_schema_names(consumer: Consumer) -> None:
         assert f"class {component} extends pulumi.ComponentResource" in declaration.read_text()
 
 
+def test_the_sdk_asks_for_the_typescript_it_is_compiled_with(consumer: Consumer) -> None:
+    """The generated package.json names the compiler the tests use (the quickstart's
+    devDependency), not the generator's default ``^4.7.0``."""
+    import json
+
+    tested = json.loads((sdk.TYPESCRIPT_EXAMPLE / "package.json").read_text())
+    generated = json.loads((consumer.sdk_package / "package.json").read_text())
+    asked = {**generated.get("devDependencies", {}), **generated.get("dependencies", {})}
+    assert asked["typescript"] == "^" + tested["devDependencies"]["typescript"], asked
+
+
 def test_the_quickstart_type_checks(consumer: Consumer) -> None:
     program = consumer.program("quickstart")
     started = time.monotonic()
@@ -98,3 +109,19 @@ def test_a_wrongly_typed_field_fails_type_checking(consumer: Consumer) -> None:
     result = sdk.tsc(program, "--noEmit")
     assert result.returncode != 0, result.stdout
     assert "Type 'string' is not assignable to type 'number'" in result.stdout, result.stdout
+
+
+def test_a_misspelled_status_field_fails_type_checking(consumer: Consumer) -> None:
+    """The quickstart reads ``cluster.status.state`` with no cast: the status is the
+    schema's RayClusterStatus, so tsc refuses a field it does not have."""
+    assert (
+        "export const state = cluster.status.state;"
+        in (sdk.TYPESCRIPT_EXAMPLE / "index.ts").read_text()
+    )
+    program = consumer.program(
+        "misspelled-status", replace=("cluster.status.state;", "cluster.status.stat;")
+    )
+    result = sdk.tsc(program, "--noEmit")
+    assert result.returncode != 0, result.stdout
+    assert "Property 'stat' does not exist on type" in result.stdout, result.stdout
+    assert "RayClusterStatus" in result.stdout, result.stdout
