@@ -22,227 +22,227 @@ __all__ = [
 class HeadInfo(TypedDict, total=False):
     """Where the head can be reached."""
 
-    podIP: str
+    podIP: str | None
     """Head pod IP."""
 
-    serviceIP: str
+    serviceIP: str | None
     """Head Service IP (pod IP when headless)."""
 
-    podName: str
+    podName: str | None
     """Head pod name."""
 
-    serviceName: str
+    serviceName: str | None
     """Head Service name."""
 
 
 class Condition(TypedDict, total=False):
     """One status condition (``metav1.Condition``)."""
 
-    type: str
+    type: str | None
     """Condition type in CamelCase, e.g. HeadPodReady."""
 
-    status: str
+    status: str | None
     """True, False or Unknown."""
 
-    observedGeneration: int
+    observedGeneration: int | None
     """Generation the condition was computed from."""
 
-    lastTransitionTime: str
+    lastTransitionTime: str | None
     """When the status last changed."""
 
-    reason: str
+    reason: str | None
     """Machine-readable CamelCase reason."""
 
-    message: str
+    message: str | None
     """Human-readable detail (may be empty)."""
 
 
 class RayClusterStatus(TypedDict, total=False):
     """Observed state of a RayCluster."""
 
-    state: str
+    state: str | None
     """Deprecated summary: ready or suspended. Use conditions."""
 
-    desiredCPU: str
+    desiredCPU: str | None
     """CPUs requested by all desired pods."""
 
-    desiredMemory: str
+    desiredMemory: str | None
     """Memory requested by all desired pods."""
 
-    desiredGPU: str
+    desiredGPU: str | None
     """GPUs requested by all desired pods."""
 
-    desiredTPU: str
+    desiredTPU: str | None
     """TPUs requested by all desired pods."""
 
-    lastUpdateTime: str
+    lastUpdateTime: str | None
     """When the status was last written."""
 
-    stateTransitionTimes: dict[str, str]
+    stateTransitionTimes: dict[str, str] | None
     """When each state was last entered."""
 
-    endpoints: dict[str, str]
+    endpoints: dict[str, str] | None
     """Head Service port name to port (nodePort if any)."""
 
-    head: HeadInfo
+    head: HeadInfo | None
     """Head pod and Service addresses."""
 
-    reason: str
+    reason: str | None
     """Why the state is what it is."""
 
-    conditions: list[Condition]
+    conditions: list[Condition] | None
     """Latest observations of the object's state, one per condition type."""
 
-    readyWorkerReplicas: int
+    readyWorkerReplicas: int | None
     """Worker pods that are Ready."""
 
-    availableWorkerReplicas: int
+    availableWorkerReplicas: int | None
     """Worker pods that are Running."""
 
-    desiredWorkerReplicas: int
+    desiredWorkerReplicas: int | None
     """Sum of replicas x numOfHosts over the groups."""
 
-    minWorkerReplicas: int
+    minWorkerReplicas: int | None
     """Sum of minReplicas x numOfHosts over the groups."""
 
-    maxWorkerReplicas: int
+    maxWorkerReplicas: int | None
     """Sum of maxReplicas x numOfHosts over the groups."""
 
-    observedGeneration: int
+    observedGeneration: int | None
     """Generation this status was computed from."""
 
 
 class RayJobStatusInfo(TypedDict, total=False):
     """Start and end times of the Ray job as the dashboard reports them."""
 
-    startTime: str
+    startTime: str | None
     """When the Ray job started."""
 
-    endTime: str
+    endTime: str | None
     """When the Ray job ended."""
 
 
 class RayJobStatus(TypedDict, total=False):
     """Observed state of a RayJob."""
 
-    rayJobInfo: RayJobStatusInfo
+    rayJobInfo: RayJobStatusInfo | None
     """Times reported by Ray."""
 
-    jobId: str
+    jobId: str | None
     """Submission ID in use."""
 
-    rayClusterName: str
+    rayClusterName: str | None
     """Cluster running the job."""
 
-    dashboardURL: str
+    dashboardURL: str | None
     """Dashboard host:port, no scheme."""
 
-    jobStatus: str
+    jobStatus: str | None
     """Status of the Ray job."""
 
-    jobDeploymentStatus: str
+    jobDeploymentStatus: str | None
     """Lifecycle state of the RayJob."""
 
-    reason: str
+    reason: str | None
     """Why it failed."""
 
-    message: str
+    message: str | None
     """Detail for humans."""
 
-    startTime: str
+    startTime: str | None
     """When the RayJob started."""
 
-    endTime: str
+    endTime: str | None
     """When the RayJob reached an end."""
 
-    succeeded: int
+    succeeded: int | None
     """Successful attempts."""
 
-    failed: int
+    failed: int | None
     """Failed attempts."""
 
-    rayClusterStatus: RayClusterStatus
+    rayClusterStatus: RayClusterStatus | None
     """Copy of the cluster's status."""
 
-    jobStatusCheckFailureStartTime: str
+    jobStatusCheckFailureStartTime: str | None
     """When querying the job status started failing."""
 
-    observedGeneration: int
+    observedGeneration: int | None
     """Generation this status was computed from."""
 
 
 class ServeDeploymentStatus(TypedDict, total=False):
     """Status of one Serve deployment."""
 
-    status: str
+    status: str | None
     """UPDATING, HEALTHY or UNHEALTHY."""
 
-    message: str
+    message: str | None
     """Detail from Ray Serve."""
 
 
 class AppStatus(TypedDict, total=False):
     """Status of one Serve application."""
 
-    serveDeploymentStatuses: dict[str, ServeDeploymentStatus]
+    serveDeploymentStatuses: dict[str, ServeDeploymentStatus] | None
     """Deployments by name."""
 
-    status: str
+    status: str | None
     """RUNNING, DEPLOYING, ..."""
 
-    message: str
+    message: str | None
     """Detail from Ray Serve."""
 
 
 class RayServiceStatus(TypedDict, total=False):
     """State of one side (active or pending) of a RayService."""
 
-    applicationStatuses: dict[str, AppStatus]
+    applicationStatuses: dict[str, AppStatus] | None
     """Serve applications by name."""
 
-    targetCapacity: int
+    targetCapacity: int | None
     """Serve target_capacity of this cluster, in percent."""
 
-    trafficRoutedPercent: int
+    trafficRoutedPercent: int | None
     """Share of traffic routed to this cluster, in percent."""
 
-    lastTrafficMigratedTime: str
+    lastTrafficMigratedTime: str | None
     """When trafficRoutedPercent last changed."""
 
-    rayClusterName: str
+    rayClusterName: str | None
     """Name of the cluster."""
 
-    rayClusterStatus: RayClusterStatus
+    rayClusterStatus: RayClusterStatus | None
     """Copy of the cluster's status."""
 
 
 class RayServiceStatuses(TypedDict, total=False):
     """Observed state of a RayService."""
 
-    conditions: list[Condition]
+    conditions: list[Condition] | None
     """Latest observations of the object's state, one per condition type."""
 
-    lastUpdateTime: str
+    lastUpdateTime: str | None
     """When last written."""
 
-    serviceStatus: str
+    serviceStatus: str | None
     """Deprecated: Running when Ready, else empty."""
 
-    activeServiceStatus: RayServiceStatus
+    activeServiceStatus: RayServiceStatus | None
     """The cluster serving traffic."""
 
-    pendingServiceStatus: RayServiceStatus
+    pendingServiceStatus: RayServiceStatus | None
     """The cluster being prepared to take over."""
 
-    numServeEndpoints: int
+    numServeEndpoints: int | None
     """Ray pods currently selected by the serve Service."""
 
-    observedGeneration: int
+    observedGeneration: int | None
     """Generation this status was computed from."""
 
 
 class RayCronJobStatus(TypedDict, total=False):
     """Observed state of a RayCronJob."""
 
-    lastScheduleTime: str
+    lastScheduleTime: str | None
     """Scheduled time of the last RayJob created."""

@@ -111,7 +111,9 @@ def _class_text(model: type[BaseModel], pending: list[type[BaseModel]]) -> str:
     lines.append(_docstring(model.__doc__, "    ") or '    """"""\n')
     for name, info in model.model_fields.items():
         wire_name = info.alias or name
-        lines.append(f"\n    {wire_name}: {_type_text(info.annotation, pending)}\n")
+        # ``| None`` as well as ``total=False``: Pulumi's analyzer at the floor
+        # (pulumi 3.224) reads only a union with None as optional, later ones either.
+        lines.append(f"\n    {wire_name}: {_type_text(info.annotation, pending)} | None\n")
         lines.append(_docstring(info.description, "    "))
     return "".join(lines)
 
