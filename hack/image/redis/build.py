@@ -16,9 +16,11 @@ from hack.image.user import ImageUser
 
 REDIS = ImageUser(
     name="redis", uid=999, group="redis", gid=999,
-    home="var/lib/redis", home_mode=0o750, shell="/usr/sbin/nologin",
+    home="data", home_mode=0o755, shell="/usr/sbin/nologin",
 )  # fmt: skip
-"""Redis's own image's user: ``redis``, 999:999; its home is the server's data directory."""
+"""Redis's own image's user: ``redis``, 999:999, and its data directory, ``/data`` (the
+working directory there too), which manifests written for that image name in their
+``redis.conf`` (``dir /data``, as KubeRay's samples do)."""
 BASE = debian.Base(
     lock_file=Path(__file__).resolve().parent / "debian.lock",
     roots=(

@@ -26,7 +26,7 @@ def test_the_config_runs_redis_server_as_redis() -> None:
     assert not settings.get("Entrypoint")
     assert settings["Cmd"][0] == "redis-server"
     assert settings["User"] == "999:999"
-    assert settings["WorkingDir"] == "/var/lib/redis"
+    assert settings["WorkingDir"] == "/data"
     assert settings["Labels"]["org.opencontainers.image.version"] == REDIS_VERSION
     assert len(manifest(image.layout)["layers"]) == 1
 
@@ -42,5 +42,5 @@ def test_the_root_has_the_servers_and_the_user_owns_its_data_directory(tmp_path:
     (layer,) = manifest(built().layout)["layers"]
     blob = built().layout / "blobs" / "sha256" / layer["digest"].split(":", 1)[1]
     with tarfile.open(blob, "r:gz") as tar:
-        home = tar.getmember("var/lib/redis")
-    assert (home.uid, home.gid, home.mode) == (999, 999, 0o750)
+        home = tar.getmember("data")
+    assert (home.uid, home.gid, home.mode) == (999, 999, 0o755)
