@@ -4,7 +4,8 @@
 What KubeRay's pods need of an image, and nothing pulled from a registry: Debian
 bookworm's python3.11 (``python`` and ``python3`` on PATH), bash (the containers run
 ``/bin/bash -c --``), coreutils, grep, sed and GNU wget (the exec probes for Ray < 2.53
-are ``wget ... | grep success``), procps, libstdc++, the CA bundle; and
+are ``wget ... | grep success``), procps, the openssl CLI (KubeRay's TLS sample makes
+its certificates with it), libstdc++, the CA bundle; and
 ``ray[default,serve]`` at the version the tests pin, with its dependency closure from
 ``python.lock`` (versions and sha256 of cp311 manylinux wheels). It runs as ``ray``
 (1000:100, home ``/home/ray``) as Ray's own image does, with no entrypoint and

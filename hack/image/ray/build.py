@@ -42,10 +42,10 @@ BASE = debian.Base(
         "ca-certificates",
         "tzdata",
         "netbase",
+        "openssl",  # the CLI, as Ray's image has it: KubeRay's TLS sample makes its certs with it
     ),
     excluded={
         **debian.INSTALL_MACHINERY,
-        "openssl": "the CLI; Python links libssl3, wget GnuTLS, and the bundle is made here",
         "init-system-helpers": "procps' init scripts' helpers; no init runs in a container",
         "libnsl2": "the nis module (NIS/YP), removed from Python 3.13",
         "libtirpc3": "only through libnsl2",

@@ -191,9 +191,10 @@ def test_python_and_ray(run: Run) -> None:
 
 def test_the_tools_a_pod_runs_are_there(run: Run) -> None:
     ran = run(["bash", "-c", "grep --version; sed --version; wget --version; ps --version; "
-                             "echo a | sh -c 'grep a'"])  # fmt: skip
+                             "openssl version; echo a | sh -c 'grep a'"])  # fmt: skip
     assert ran.returncode == 0, ran.output
-    for program in ("GNU grep", "GNU sed", "GNU Wget", "procps-ng"):
+    # openssl: what KubeRay's TLS sample makes its certificates with, as Ray's image has it.
+    for program in ("GNU grep", "GNU sed", "GNU Wget", "procps-ng", "OpenSSL 3"):
         assert program in ran.output
 
 
