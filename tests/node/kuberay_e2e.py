@@ -68,6 +68,13 @@ _NEEDS_GITHUB = ("its Serve app's working_dir is a zip on github.com, which the 
 NOT_RUN: Mapping[str, str] = {
     "sampleyaml/TestRayJob": f"every sample of it: {_NEEDS_PYPI}",
     "sampleyaml/TestRayService": f"every sample of it: {_NEEDS_GITHUB}",
+    "sampleyaml/TestRayCluster/ray-cluster.fluentbit.yaml": (
+        "its sidecar is fluent/fluent-bit from Docker Hub, which the sandbox never reaches "
+        "and no Debian package here provides"
+    ),
+    "sampleyaml/TestRayCluster/ray-cluster.persistent-redis.yaml": (
+        "its Redis claims a PersistentVolume, and the node has no volume provisioner"
+    ),
 }
 """KubeRay tests (``package/Test`` or ``package/Test/subtest``) not run here, and why:
 each needs something outside this machine. Listed in the report, never counted as a
@@ -96,7 +103,19 @@ def listed(package: str) -> list[Selected]:
     ]
 
 
+ONLY_ENV = "PULUMI_RAY_KUBERAY_E2E_ONLY"
+"""Comma-separated ``package/Test[/subtest]``: these alone (a failure's rerun)."""
+
+
+def compared() -> bool:
+    """Whether the run is a comparison (both operators) rather than ``make test``'s."""
+    return bool(os.environ.get(ALL_ENV) or os.environ.get(ONLY_ENV))
+
+
 def selection() -> list[Selected]:
+    only = os.environ.get(ONLY_ENV, "")
+    if only:
+        return [Selected(*item.split("/", 2)) for item in only.split(",")]
     chosen = os.environ.get(ALL_ENV, "")
     if not chosen:
         return list(SMOKE)

@@ -9,7 +9,6 @@ outcome must be the one ``kuberay_e2e.EXPECTED`` gives (a pass unless listed the
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,7 +35,7 @@ SUITE_SECONDS = 1800.0
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "suite_operator" in metafunc.fixturenames:
-        chosen = BOTH if os.environ.get(kuberay_e2e.ALL_ENV) else BOTH[:1]
+        chosen = BOTH if kuberay_e2e.compared() else BOTH[:1]
         metafunc.parametrize("suite_operator", chosen, indirect=True, scope="module")
     if "selected" in metafunc.fixturenames:
         tests = kuberay_e2e.selection()
