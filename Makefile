@@ -130,7 +130,7 @@ lint: venv
 test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kuberay-e2e-build kueue gang-schedulers prometheus image ray-image redis-image node lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
 
-# The real node's scenarios with KubeRay's side of each (make test runs the long ones,
+# The real node's scenarios with KubeRay's side of each (make test runs them,
 # tests/node/harness.py operators(), under our operator alone, so that two cores do not
 # run two sets of Ray pods beside the other tiers); some 25 minutes.
 node-compare: venv localcluster node kuberay image ray-image redis-image

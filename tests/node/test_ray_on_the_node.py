@@ -24,11 +24,14 @@ from tests.node.harness import (
     OPERATOR_IMAGE,
     all_ready,
     cluster_spec,
+    operators,
     pod_states,
     pods,
     server_side_apply,
 )
 from tests.waiting import wait_for
+
+OPERATORS = operators(compared_in_make_test=False)
 
 RAY_READY_SECONDS = 420.0
 """From a RayCluster's create to every Ray pod Ready on two loaded cores: three Ray
