@@ -92,7 +92,8 @@ from tests.rayhead import module_ray_head  # noqa: F401 (a fixture)
 from tests.waiting import wait_for
 from tests.watching import Recorder
 
-KINDS = {"RayCluster": RAY_CLUSTER, "RayService": RAY_SERVICE, "RayJob": RAY_JOB}
+KINDS = {"RayCluster": RAY_CLUSTER, "RayService": RAY_SERVICE, "RayJob": RAY_JOB,
+         "RayCronJob": RAY_CRON_JOB}  # fmt: skip
 FINALIZER = Finalizer.GCS_FT_REDIS_CLEANUP.value
 QUIET_SECONDS = 3.0
 """After the counts reach the prediction: time for the operator to do more than that."""
@@ -448,9 +449,25 @@ def apply(world: World, case: Case, old: dict[str, Any], new: dict[str, Any]) ->
         world.kube.create(new)
         world.kube.delete(kind, old["metadata"]["name"], world.namespace)
         return
-    found = world.kube.get(kind, old["metadata"]["name"], world.namespace)
-    found["spec"] = new["spec"]
-    world.kube.update(found)
+    put_spec(world, new)
+
+
+def put_spec(world: World, manifest: dict[str, Any]) -> None:
+    """``manifest``'s spec onto the stored object, as a user's edit: read and written
+    again while the operator's own write (status, finalizers) moves it meanwhile (a 409,
+    seen on a loaded CI run)."""
+    kind = KINDS[manifest["kind"]]
+
+    def put() -> bool:
+        found = world.kube.get(kind, manifest["metadata"]["name"], world.namespace)
+        found["spec"] = manifest["spec"]
+        try:
+            world.kube.update(found)
+        except Conflict:
+            return False
+        return True
+
+    wait_for(f"{manifest['kind']} {manifest['metadata']['name']} updated", put, timeout=30)
 
 
 def belongs_to(manifest: dict[str, Any], *, replaced: bool) -> Callable[[Object], bool]:
@@ -670,9 +687,7 @@ def test_a_raycronjob_template_change_reaches_only_later_runs(
         ):
             clock.advance((first - clock.now()).total_seconds())
             wait_for("the first tick's RayJob", ticked(world, clock, name, first), timeout=30)
-            found = world.kube.get(RAY_CRON_JOB, name, world.namespace)
-            found["spec"] = new["spec"]
-            world.kube.update(found)
+            put_spec(world, new)
             clock.advance((second - clock.now()).total_seconds())
             wait_for("the second tick's RayJob", ticked(world, clock, name, second), timeout=30)
             time.sleep(QUIET_SECONDS)
@@ -747,9 +762,7 @@ def test_an_incremental_upgrade_moves_traffic_in_the_predicted_steps(
             before = {p["metadata"]["uid"] for p in world.kube.list(POD, world.namespace)["items"]}
             with Recorder(world.kube, POD, world.namespace) as recorder:
                 changed = time.monotonic()
-                found = world.kube.get(RAY_SERVICE, name, world.namespace)
-                found["spec"] = new["spec"]
-                world.kube.update(found)
+                put_spec(world, new)
                 pending = wait_for(
                     "a pending cluster",
                     lambda: (service_status(world.kube, world.namespace, name)
