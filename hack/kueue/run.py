@@ -153,10 +153,7 @@ def configuration(*, webhook_port: int, health_port: int, cert_dir: Path) -> dic
 
 
 def _apply(cluster: LocalCluster, documents: list[dict[str, Any]]) -> None:
-    cluster.kubectl(
-        "apply", "--server-side", "--force-conflicts", "-f", "-",
-        input=yaml.safe_dump_all(documents),
-    )  # fmt: skip
+    cluster.apply(input=yaml.safe_dump_all(documents))
 
 
 def install(cluster: LocalCluster, built: gobuild.Built, *, webhook_port: int) -> list[str]:

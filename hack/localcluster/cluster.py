@@ -11,6 +11,7 @@ dies with its parent (``die_with_parent``), so a killed pytest leaves nothing be
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import socket
@@ -132,6 +133,13 @@ def _progress(message: str) -> None:
     print(f"[localcluster] {message}", file=sys.stderr, flush=True)
 
 
+APPLY_ATTEMPTS = 3
+APPLY_ATTEMPT_SECONDS = 180.0
+"""A kubectl apply's own bound: the server's 60 s per object, for a few objects."""
+SERVER_TIMEOUT = "Timeout: request did not complete within requested timeout"
+"""What kubectl prints for the API server's reply 504 (its ``--request-timeout`` spent)."""
+
+
 class KubectlError(subprocess.CalledProcessError):
     """A failed kubectl whose message says what kubectl said (``CalledProcessError``'s
     own names only the command and the exit status)."""
@@ -158,6 +166,8 @@ class LocalCluster:
     before the API server starts (which then advertises the node's way to it and answers
     there too), its components once the API server is up, and it stops first."""
     _providers: list[nodes.NodeProvider] = field(default_factory=list, repr=False)
+    _crds_applied: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
+    """``apply_crds``: by the files' digest, the CRDs they made (``_crd_identities``)."""
     _supervisor: processes.Supervisor = field(
         default_factory=lambda: processes.Supervisor("the local control plane"), repr=False
     )
@@ -227,6 +237,60 @@ class LocalCluster:
             )
         return result
 
+    def apply(self, *files: Path | str, input: str | None = None) -> str:
+        """``kubectl apply --server-side --force-conflicts -o name`` of ``files`` (or of
+        ``input`` when none is given), once more for each reply that says the server ran
+        out of its own request timeout (60 s), up to ``APPLY_ATTEMPTS`` in all; what
+        kubectl printed (a line per object).
+
+        A server-side apply is idempotent, so sending it again is safe whether or not the
+        timed-out one was stored. A CRD is the slow case (``apply_crds``): on a loaded CI
+        machine one apply of ours took longer than the server's bound, and the session's
+        CRDs then failed every test of a worker. Any other failure is raised at once."""
+        sources = [arg for path in files for arg in ("-f", str(path))] or ["-f", "-"]
+        for attempt in range(1, APPLY_ATTEMPTS + 1):
+            try:
+                return self.kubectl("apply", "--server-side", "--force-conflicts", "-o", "name",
+                                    *sources, input=input,
+                                    timeout=APPLY_ATTEMPT_SECONDS).stdout  # fmt: skip
+            except KubectlError as error:
+                if attempt == APPLY_ATTEMPTS or SERVER_TIMEOUT not in (error.stderr or ""):
+                    raise
+                _progress(f"apply timed out on the server (attempt {attempt}); sending it again")
+        raise AssertionError("unreachable")
+
+    def apply_crds(self, *files: Path) -> None:
+        """``apply`` CustomResourceDefinition files (or directories of them), unless this
+        object applied the same bytes last for those CRDs and the server still has the
+        very objects it made then (same uid and generation: not deleted, as a stack's
+        destroy does, nor changed).
+
+        A CRD's server-side apply costs the API server seconds of CPU even when nothing
+        changes (it merges field sets over the whole schema: 33 s of wall time for our
+        four, unchanged, on a loaded machine), and a session's modules each make sure of
+        the CRDs they need; the check is one GET. Applying other contents under the same
+        names (a test's relaxed schema) forgets the earlier contents."""
+        digest = hashlib.sha256()
+        for path in files:
+            for file in sorted(path.glob("*.yaml")) if path.is_dir() else [path]:
+                digest.update(f"{file}\0".encode() + file.read_bytes() + b"\0")
+        key = digest.hexdigest()
+        made = self._crds_applied.get(key)
+        if made is not None and self._crd_identities(list(made)) == made:
+            return
+        names = [line.rsplit("/", 1)[-1] for line in self.apply(*files).split()]
+        self._crds_applied = {other: applied for other, applied in self._crds_applied.items()
+                              if not applied.keys() & set(names)}  # fmt: skip
+        self._crds_applied[key] = self._crd_identities(names)
+
+    def _crd_identities(self, names: list[str]) -> dict[str, str]:
+        """``name: "uid generation"`` of each of the CRDs ``names`` that exists."""
+        template = "{range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.generation}\n{end}"
+        printed = self.kubectl("get", "crd", *names, "--ignore-not-found",
+                               "-o", f"jsonpath={template}").stdout  # fmt: skip
+        lines = (line.partition(" ") for line in printed.splitlines())
+        return {name: identity for name, _, identity in lines}
+
     def get_json(self, *args: str) -> dict[str, Any]:
         """``kubectl get ARGS -o json``, parsed."""
         parsed: dict[str, Any] = json.loads(self.kubectl("get", *args, "-o", "json").stdout)
@@ -285,7 +349,7 @@ class LocalCluster:
             for component in COMPONENTS:
                 self._launch(component)
                 if component == "kube-apiserver" and crds is not None:
-                    self.kubectl("apply", "--server-side", "-f", str(crds))
+                    self.apply_crds(crds)
                     self.wait_for_crds()
             self._save_state()
             for provider in self._providers:

@@ -253,8 +253,7 @@ def _apply_missing_crds(cluster: LocalCluster) -> None:
 def _apply_crds(cluster: LocalCluster, files: list[Path]) -> None:
     if files:
         # One kubectl for all of them: each run costs a discovery and a process start.
-        arguments = [arg for path in files for arg in ("-f", str(path))]
-        cluster.kubectl("apply", "--server-side", "--force-conflicts", *arguments)
+        cluster.apply_crds(*files)
 
 
 def _present_crds(cluster: LocalCluster) -> list[Path]:

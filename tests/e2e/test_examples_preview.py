@@ -32,8 +32,7 @@ test_sdk_*.py build the TypeScript and Go ones."""
 def ray_crds(local_cluster: LocalCluster) -> Iterator[None]:
     """Our CRDs in the cluster, as a user previewing an example has them (the provider
     dry-runs each custom resource against the API server)."""
-    files = [arg for path in crd_files() for arg in ("-f", str(path))]
-    local_cluster.kubectl("apply", "--server-side", "--force-conflicts", *files)
+    local_cluster.apply_crds(*crd_files())
     yield
 
 

@@ -40,8 +40,7 @@ timeout, so an ``up`` that waited for the timeout cannot pass."""
 def kueue(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Kueue running beside the e2e control plane, its Ray integrations on: they need our
     CRDs installed before it starts."""
-    files = [arg for path in crd_files() for arg in ("-f", str(path))]
-    local_cluster.kubectl("apply", "--server-side", "--force-conflicts", *files)
+    local_cluster.apply_crds(*crd_files())
     local_cluster.wait_for_crds("rayjobs.ray.io")
     with kueue_run.running(local_cluster, tmp_path_factory.mktemp("kueue")):
         yield

@@ -66,8 +66,7 @@ spec:
 
 @pytest.fixture(scope="module")
 def ray_crds(local_cluster: LocalCluster) -> Iterator[None]:
-    files = [arg for path in crd_files() for arg in ("-f", str(path))]
-    local_cluster.kubectl("apply", "--server-side", "--force-conflicts", *files)
+    local_cluster.apply_crds(*crd_files())
     yield
 
 

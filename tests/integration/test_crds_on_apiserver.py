@@ -31,7 +31,7 @@ MODELS: dict[str, type[RayCluster | RayJob | RayService | RayCronJob]] = {
 @pytest.fixture(scope="module")
 def crds(local_cluster: LocalCluster) -> LocalCluster:
     # Server-side apply: the CRDs are larger than the client-side last-applied annotation.
-    local_cluster.kubectl("apply", "--server-side", "-f", str(CRD_DIR))
+    local_cluster.apply_crds(CRD_DIR)
     local_cluster.wait_for_crds(
         *(f"{plural}.ray.io" for plural in ("rayclusters", "rayjobs", "rayservices", "raycronjobs"))
     )

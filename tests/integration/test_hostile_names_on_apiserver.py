@@ -185,11 +185,11 @@ def lax_crds(ray_crds: LocalCluster, tmp_path: Path) -> Iterator[LocalCluster]: 
     lax = tmp_path / "lax-crds.json"
     items = [_without_name_rules(crd) for crd in load_bundle()]
     lax.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
-    ray_crds.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(lax))
+    ray_crds.apply_crds(lax)
     try:
         yield ray_crds
     finally:
-        ray_crds.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
+        ray_crds.apply_crds(CRD_DIR)
 
 
 def _create_when_accepted(kube: KubeClient, manifest: Object) -> None:

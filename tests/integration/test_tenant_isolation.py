@@ -134,7 +134,7 @@ def _namespace(cluster: LocalCluster, prefix: str) -> str:
 def stage(ray_crds: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:  # noqa: F811
     cluster = ray_crds
     for path in ensure_crds():
-        cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
+        cluster.apply_crds(path)
     cluster.wait_for_crds(*CRD_NAMES, "rayjobs.ray.io", "rayservices.ray.io")
     work = tmp_path_factory.mktemp("tenancy")
     a, b = _namespace(cluster, "tenant-a"), _namespace(cluster, "victim-b")

@@ -72,7 +72,7 @@ def scheduler(
     """Install ``name``'s CRDs and run its scheduler until the block ends; yields its log."""
     built = gang.ensure_built(name)
     crds = gang.SCHEDULERS[name].crd_names
-    cluster.kubectl("apply", "--server-side", *[f"--filename={built.path(c)}" for c in crds])
+    cluster.apply_crds(*(built.path(c) for c in crds))
     # wait_for_crds: a plain kubectl wait right after the apply can fail at once, seen
     # here as ".status.conditions accessor error" on a CRD with no status yet.
     cluster.wait_for_crds(

@@ -39,9 +39,7 @@ def operators(local_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFact
     tuple[str, str]
 ]:  # fmt: skip
     """(our namespace, KubeRay's namespace), each watched by one operator."""
-    local_cluster.kubectl(
-        "apply", "--server-side", "-f", str(REPO_ROOT / "operator_runtime/api/crds")
-    )
+    local_cluster.apply_crds(REPO_ROOT / "operator_runtime/api/crds")
     local_cluster.wait_for_crds()
     with operators_pair.running(local_cluster, tmp_path_factory.mktemp("conformance")) as pair:
         yield pair.ours, pair.theirs

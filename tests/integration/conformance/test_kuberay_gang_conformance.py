@@ -244,13 +244,11 @@ def _expected(scheduler: str, case: str) -> Expected:
 def gang_crds(local_cluster: LocalCluster) -> LocalCluster:
     """Our CRDs and both PodGroup CRDs, as ``hack/gang`` copied them from the schedulers'
     modules (cached by ``make gang-schedulers``)."""
-    local_cluster.kubectl(
-        "apply", "--server-side", "-f", str(REPO_ROOT / "operator_runtime/api/crds")
-    )
+    local_cluster.apply_crds(REPO_ROOT / "operator_runtime/api/crds")
     for scheduler, kind in POD_GROUP_KINDS.items():
         group = kind.api_version.split("/", 1)[0]
         path = gang.ensure_built(scheduler).path(f"{group}_podgroups.yaml")
-        local_cluster.kubectl("apply", "--server-side", f"--filename={path}")
+        local_cluster.apply_crds(path)
     local_cluster.wait_for_crds()
     return local_cluster
 

@@ -58,7 +58,7 @@ def gc_probe() -> GcProbe:
 @pytest.fixture(scope="session")
 def ray_crds(local_cluster: LocalCluster, gc_probe: GcProbe) -> LocalCluster:
     # Server-side apply: the CRDs are larger than the client-side last-applied annotation.
-    local_cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_DIR))
+    local_cluster.apply_crds(CRD_DIR)
     # All four: a RayJob created while only rayclusters was Established got a 404.
     local_cluster.wait_for_crds(*RAY_CRD_NAMES)
     threading.Thread(target=_probe_gc, args=(local_cluster, gc_probe), daemon=True).start()

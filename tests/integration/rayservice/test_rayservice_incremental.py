@@ -80,7 +80,7 @@ def gateway_crds(ray_crds: LocalCluster) -> LocalCluster:
         text = path.read_text()
         assert f"gateway.networking.k8s.io/bundle-version: {GATEWAY_API}" in text
         assert "gateway.networking.k8s.io/channel: standard" in text
-        ray_crds.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
+        ray_crds.apply_crds(path)
     ray_crds.wait_for_crds(*CRD_NAMES)
     return ray_crds
 
