@@ -67,6 +67,15 @@ ENV = (
     "LANG=C.UTF-8",
     # No openssl package, so no /usr/lib/ssl: Python's ssl finds the bundle through this.
     f"SSL_CERT_FILE=/{debian.CA_BUNDLE}",
+    # Ray's dashboard gives each of its nine module subprocesses 30 s to start, and
+    # itself 60 s to publish its address. Past the first it exits while `ray start`
+    # stays up, so the head's probe (which asks the dashboard) fails until the liveness
+    # probe restarts the pod ten minutes later: seen on the node tier under make test's
+    # load ("Module MetricsHead failed to start. Timeout after 30.0 seconds"). The test
+    # heads started on the host get the same (hack/rayhead.py); rayproject/ray sets
+    # neither, and a user whose nodes start Ray that slowly sets these two in the pod.
+    "RAY_DASHBOARD_STARTUP_TIMEOUT_S=300",
+    "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT=300",
 )
 RECIPE = ("hack/image/ray", *(f"hack/image/{m}.py" for m in ("debian", "layers", "oci", "python")))
 """What the image is made by; the last commit touching it dates the image."""

@@ -154,6 +154,9 @@ def test_the_config_is_ray_images(image: ImageBuild) -> None:
     env = dict(entry.split("=", 1) for entry in settings["Env"])
     assert "/usr/local/bin" in env["PATH"].split(":")
     assert env["LANG"] == "C.UTF-8"
+    # The dashboard's start bounds, raised for loaded nodes (hack/image/ray/build.py).
+    assert float(env["RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT"]) >= 300
+    assert float(env["RAY_DASHBOARD_STARTUP_TIMEOUT_S"]) >= 300
     assert settings["Labels"]["org.opencontainers.image.version"] == RAY_VERSION
     assert len(manifest(image.layout)["layers"]) == 3
 
