@@ -16,7 +16,13 @@ import pytest
 
 from hack.localcluster import LocalCluster
 from tests.kubeclient import fresh_namespace
-from tests.node.harness import BOTH, deploy_kuberay, deploy_operator, start_real_node_cluster
+from tests.node.harness import (
+    BOTH,
+    deploy_kuberay,
+    deploy_operator,
+    ray_gone,
+    start_real_node_cluster,
+)
 
 
 @pytest.fixture(scope="session")
@@ -44,6 +50,17 @@ def ray_namespace(request: pytest.FixtureRequest, real_cluster: LocalCluster,
         deploy(real_cluster, name, work_dir),
     ):
         yield name
+
+
+@pytest.fixture(autouse=True)
+def ray_gone_after(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each scenario in an operator's namespace, its Ray objects and pods deleted
+    and gone: a module's scenarios share the namespace, and a cluster one left running
+    (a head and two workers, in test_ray_on_the_node.py) ran beside every later one."""
+    yield
+    if "ray_namespace" in request.fixturenames:
+        ray_gone(request.getfixturevalue("real_cluster"),
+                 request.getfixturevalue("ray_namespace"))  # fmt: skip
 
 
 @pytest.fixture

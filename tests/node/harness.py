@@ -242,6 +242,32 @@ def pod_states(cluster: LocalCluster, namespace: str) -> list[object]:
     return states
 
 
+RAY_KINDS = "rayservices.ray.io,rayjobs.ray.io,rayclusters.ray.io"
+RAY_PODS_GONE_SECONDS = 120.0
+"""From the delete to the last Ray pod gone: a kubelet's SIGKILL after the one-second
+grace, and the kubelet's report of it, on a loaded machine."""
+
+
+def ray_gone(cluster: LocalCluster, namespace: str) -> None:
+    """Delete ``namespace``'s Ray objects and their pods, and return once no Ray pod is
+    left, so that the next scenario's Ray starts on a node that no longer runs this one's.
+
+    The pods go with a one-second grace rather than the default 30 s a Ray container
+    may take to stop, each running all the while. Bounded: pods still there after
+    ``RAY_PODS_GONE_SECONDS`` are named on stdout, and the next scenario runs beside
+    them."""
+    cluster.kubectl("-n", namespace, "delete", RAY_KINDS, "--all", "--wait=false", check=False)
+    cluster.kubectl("-n", namespace, "delete", "pods", "-l", "ray.io/cluster",
+                    "--grace-period=1", "--wait=false", check=False)  # fmt: skip
+    try:
+        wait_for("the scenario's Ray pods gone",
+                 lambda: not pods(cluster, namespace, "ray.io/cluster"),
+                 timeout=RAY_PODS_GONE_SECONDS, interval=1.0,
+                 explain=lambda: pod_states(cluster, namespace))  # fmt: skip
+    except AssertionError as error:  # wait_for's timeout
+        print(f"\nleft running into the next scenario: {error}", flush=True)
+
+
 def real_node(cluster: LocalCluster) -> RealNode:
     """The cluster's real node (every cluster of this tier has one)."""
     assert cluster.real_node is not None, "a control plane without a real node"
