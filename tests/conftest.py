@@ -20,6 +20,7 @@ import pytest
 
 from hack import sandbox
 from hack.localcluster import LESS_GC, LocalCluster, start_for_tests
+from tests import tierscope
 from tests.kept import Keeper, keeping, stop_unwanted
 from tests.kubeclient import fresh_namespace
 
@@ -52,6 +53,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             module_wants_head=item.path in modules,
         )
     )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After pytest's own teardown of ``item``: the tiers it leaves stop what they kept
+    (``tests/tierscope.py``)."""
+    tierscope.left(item.path, nextitem.path if nextitem is not None else None)
 
 
 TIER_ORDER = ("node", "e2e", "integration", "contract", "components", "unit")

@@ -23,6 +23,7 @@ from hack.localcluster import LESS_GC, LocalCluster, start_for_tests
 from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE
 from hack.pulumi import Engine
 from hack.pulumi import start_for_tests as start_engine_for_tests
+from tests import tierscope
 from tests.e2e.stacks import (
     GeneratedSdks,
     Plan,
@@ -69,10 +70,11 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
     shared with the integration tier, that deletion would wait forever for the objects
     with finalizers those tests leave behind once their operators are gone."""
     cluster = start_for_tests(tmp_path_factory.mktemp("e2e-localcluster"), go_runtime=LESS_GC)
+    stop = tierscope.stop_on_leaving(Path(__file__).parent, cluster.stop)
     try:
         yield cluster
     finally:
-        cluster.stop()
+        stop()
 
 
 @pytest.fixture(scope="session")

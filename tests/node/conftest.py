@@ -11,10 +11,12 @@ pods run.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from hack.localcluster import LocalCluster
+from tests import tierscope
 from tests.kubeclient import fresh_namespace
 from tests.node.harness import (
     BOTH,
@@ -28,8 +30,12 @@ from tests.node.harness import (
 @pytest.fixture(scope="session")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     state_dir = tmp_path_factory.mktemp("real-node")
-    with start_real_node_cluster(state_dir, with_kuberay=True) as cluster:
+    cluster = start_real_node_cluster(state_dir, with_kuberay=True)
+    stop = tierscope.stop_on_leaving(Path(__file__).parent, cluster.stop)
+    try:
         yield cluster
+    finally:
+        stop()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
