@@ -133,9 +133,11 @@ def _progress(message: str) -> None:
     print(f"[localcluster] {message}", file=sys.stderr, flush=True)
 
 
+REQUEST_TIMEOUT = "3m0s"
+"""The API server's own bound on a request (its ``--request-timeout``)."""
 APPLY_ATTEMPTS = 3
-APPLY_ATTEMPT_SECONDS = 180.0
-"""A kubectl apply's own bound: the server's 60 s per object, for a few objects."""
+APPLY_ATTEMPT_SECONDS = 600.0
+"""A kubectl apply's own bound: the server's ``REQUEST_TIMEOUT`` per object, a few."""
 SERVER_TIMEOUT = "Timeout: request did not complete within requested timeout"
 """What kubectl prints for the API server's reply 504 (its ``--request-timeout`` spent)."""
 
@@ -240,13 +242,14 @@ class LocalCluster:
     def apply(self, *files: Path | str, input: str | None = None) -> str:
         """``kubectl apply --server-side --force-conflicts -o name`` of ``files`` (or of
         ``input`` when none is given), once more for each reply that says the server ran
-        out of its own request timeout (60 s), up to ``APPLY_ATTEMPTS`` in all; what
+        out of its own request timeout (``REQUEST_TIMEOUT``), up to ``APPLY_ATTEMPTS`` in all; what
         kubectl printed (a line per object).
 
         A server-side apply is idempotent, so sending it again is safe whether or not the
         timed-out one was stored. A CRD is the slow case (``apply_crds``): on a loaded CI
-        machine one apply of ours took longer than the server's bound, and the session's
-        CRDs then failed every test of a worker. Any other failure is raised at once."""
+        machine one apply of ours took longer than the server's bound (then 60 s), and
+        the session's CRDs failed every test of a worker. Any other failure is raised at
+        once."""
         sources = [arg for path in files for arg in ("-f", str(path))] or ["-f", "-"]
         for attempt in range(1, APPLY_ATTEMPTS + 1):
             try:
@@ -460,6 +463,11 @@ class LocalCluster:
                 f"--service-account-key-file={tls.service_account_public_key}",
                 f"--service-account-signing-key-file={tls.service_account_key}",
                 "--allow-privileged=true",
+                # A request's bound on the server (default 60 s). A CRD's create or dry
+                # run checks its schema whole, and on a saturated CI machine a Pulumi
+                # preview of our CRDs ran out of the 60 s: this control plane serves
+                # tests and the demo on two cores, not a fleet.
+                f"--request-timeout={REQUEST_TIMEOUT}",
                 "--profiling=false",
                 "--v=1",
             ]
