@@ -370,14 +370,14 @@ def test_the_deletion_delay_survives_an_operator_restart(
         wait = (due - datetime.datetime.now(datetime.UTC)).total_seconds() + 1
         time.sleep(max(0.0, wait))
         assert not gone(kube, namespace, old)(), "deleted with no operator running"
-        with operator(ray_crds, namespace):
-            restarted = time.monotonic()
+        with operator(ray_crds, namespace) as restarted_operator:
+            restarted = restarted_operator.wait_started()
             wait_for("the old cluster deleted", gone(kube, namespace, old), timeout=delay)
             after_restart = time.monotonic() - restarted
             status = service_status(kube, namespace, name)
     print(
         f"\nold cluster {old} stamped due {stamped} ({ahead:.1f} s after the switch seen); "
-        f"deleted {after_restart:.1f} s after the new operator started (KubeRay: "
+        f"deleted {after_restart:.1f} s after the new operator's controllers started (KubeRay: "
         f"{delay} s after it, the timer restarting from zero)"
     )
     assert delay - 5 <= ahead <= delay + 5, ahead
