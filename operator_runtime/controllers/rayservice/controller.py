@@ -255,6 +255,10 @@ class RayServiceController:
         pending_apps: dict[str, Any] | None = None
         if pending is not None:
             pending_ready, pending_apps = serve.reconcile_serve(run, pending)
+            # Better than KubeRay: the Services move only once the pending cluster has a
+            # pod to serve from (an incremental upgrade moves weights on its own checks).
+            if pending_ready and not run.incremental:
+                pending_ready = serve.has_serve_endpoint(run, pending)
         if active is not None and pending is None:
             if not clusters.should_prepare_new_cluster(run, active, None, False):
                 active_ready, active_apps = serve.reconcile_serve(run, active)

@@ -66,6 +66,28 @@ def head_pod(run: ServiceRun, cluster: Object) -> Object | None:
     return None
 
 
+def has_serve_endpoint(run: ServiceRun, cluster: Object) -> bool:
+    """Whether a pod of ``cluster`` would be a ready endpoint of the serve Service now:
+    labelled ``ray.io/serve=true`` and Ready.
+
+    KubeRay switches ``<s>-serve-svc`` as soon as the pending cluster's apps are RUNNING.
+    A worker's readiness (its probe asks the Serve proxy) and the head's serve label
+    lag that by a probe period or more, and until one pod qualifies the Service has no
+    endpoint, so kube-proxy refuses every call: 9 refused calls in one switch on the real
+    node under load (tests/node/test_rayservice_under_traffic.py; KubeRay #5148)."""
+    uid = str(cluster["metadata"].get("uid") or "")
+    for pod in run.tools.caches.pods.by_index(BY_OWNER_UID, uid):
+        metadata = pod.get("metadata") or {}
+        if metadata.get("deletionTimestamp"):
+            continue
+        if (metadata.get("labels") or {}).get(LabelKey.SERVE) != "true":
+            continue
+        conditions = (pod.get("status") or {}).get("conditions") or ()
+        if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+            return True
+    return False
+
+
 def update_head_serve_label(run: ServiceRun, cluster: Object | None) -> None:
     """``ray.io/serve`` on the head: "true" while its serve proxy answers /-/healthz."""
     if cluster is None:
