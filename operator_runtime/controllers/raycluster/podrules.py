@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from operator_runtime.controllers.pods import pod_ready
 from operator_runtime.runtime.kinds import Object, being_deleted
 
 
@@ -60,13 +61,6 @@ def should_delete_pod(pod: Object, node_type: str) -> Verdict:
             "restarts it",
         )
     return Verdict(False, f"the {node_type} pod {name} is {phase or 'not started'}")
-
-
-def pod_ready(pod: Object) -> bool:
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "Ready":
-            return bool(condition.get("status") == "True")
-    return False
 
 
 def running_and_ready(pod: Object) -> bool:

@@ -27,6 +27,7 @@ from operator_runtime.api.rayservice import APP_RUNNING, ROLLBACK_IN_PROGRESS, U
 from operator_runtime.api.reasons import Action
 from operator_runtime.clients import DashboardClient, DashboardError, DashboardUnavailable
 from operator_runtime.controllers.conditions import is_true
+from operator_runtime.controllers.pods import pod_ready
 from operator_runtime.controllers.rayservice import traffic
 from operator_runtime.controllers.rayservice.run import (
     ACTIVE,
@@ -39,7 +40,7 @@ from operator_runtime.render.rayservice_upgrade import capacity_step
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import BY_OWNER_UID
 from operator_runtime.runtime.errors import ApiError, Invalid, NotFound, TemporaryError
-from operator_runtime.runtime.kinds import Object
+from operator_runtime.runtime.kinds import Object, being_deleted
 
 log = logging.getLogger(__name__)
 DEFAULT_APP_NAME: Final = "default"
@@ -76,16 +77,12 @@ def has_serve_endpoint(run: ServiceRun, cluster: Object) -> bool:
     endpoint, so kube-proxy refuses every call: 9 refused calls in one switch on the real
     node under load (tests/node/test_rayservice_under_traffic.py; KubeRay #5148)."""
     uid = str(cluster["metadata"].get("uid") or "")
-    for pod in run.tools.caches.pods.by_index(BY_OWNER_UID, uid):
-        metadata = pod.get("metadata") or {}
-        if metadata.get("deletionTimestamp"):
-            continue
-        if (metadata.get("labels") or {}).get(LabelKey.SERVE) != "true":
-            continue
-        conditions = (pod.get("status") or {}).get("conditions") or ()
-        if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
-            return True
-    return False
+    return any(
+        ((pod.get("metadata") or {}).get("labels") or {}).get(LabelKey.SERVE) == "true"
+        and pod_ready(pod)
+        and not being_deleted(pod)
+        for pod in run.tools.caches.pods.by_index(BY_OWNER_UID, uid)
+    )
 
 
 def update_head_serve_label(run: ServiceRun, cluster: Object | None) -> None:
