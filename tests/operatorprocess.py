@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 
 from hack import processes
+from tests.waiting import wait_for
 
 START_SECONDS = 120.0
 """From the process start to its controllers started, on a loaded machine."""
@@ -77,13 +78,13 @@ class OperatorProcess:
         listed), or fail naming what it printed; ``time.monotonic()`` then. A test that
         times what the operator does after a start measures from here: the interpreter's
         start alone took 18 s on a saturated CI machine."""
-        deadline = time.monotonic() + timeout
-        while STARTED not in self.log():
+
+        def started() -> bool:
             assert self.process is not None and self.process.poll() is None, (
                 f"the operator exited before it started:\n{self.tail()}")  # fmt: skip
-            assert time.monotonic() < deadline, (
-                f"the operator did not start within {timeout:.0f} s:\n{self.tail()}")  # fmt: skip
-            time.sleep(0.1)
+            return STARTED in self.log()
+
+        wait_for("the operator's controllers started", started, timeout, explain=self.tail)
         return time.monotonic()
 
     def log(self) -> str:
