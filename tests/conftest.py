@@ -57,9 +57,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """After pytest's own teardown of ``item``: the tiers it leaves stop what they kept
+    """After pytest's own teardown of ``item``: the tiers it leaves end what they kept
     (``tests/tierscope.py``)."""
-    tierscope.left(item.path, nextitem.path if nextitem is not None else None)
+    tierscope.after_test(item, nextitem)
 
 
 TIER_ORDER = ("node", "e2e", "integration", "contract", "components", "unit")

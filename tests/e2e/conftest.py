@@ -64,17 +64,19 @@ class PulumiEngine:
 
 
 @pytest.fixture(scope="session")
-def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+def local_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
     """The e2e tier's own control plane (it replaces the session one of ``tests/conftest.py``
     here). A stack's destroy deletes our CRDs, which is cluster-wide: on a control plane
     shared with the integration tier, that deletion would wait forever for the objects
     with finalizers those tests leave behind once their operators are gone."""
     cluster = start_for_tests(tmp_path_factory.mktemp("e2e-localcluster"), go_runtime=LESS_GC)
-    stop = tierscope.stop_on_leaving(Path(__file__).parent, cluster.stop)
+    tierscope.end_with_tier(request, Path(__file__).parent)
     try:
         yield cluster
     finally:
-        stop()
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")

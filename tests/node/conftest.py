@@ -28,14 +28,16 @@ from tests.node.harness import (
 
 
 @pytest.fixture(scope="session")
-def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+def real_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
     state_dir = tmp_path_factory.mktemp("real-node")
     cluster = start_real_node_cluster(state_dir, with_kuberay=True)
-    stop = tierscope.stop_on_leaving(Path(__file__).parent, cluster.stop)
+    tierscope.end_with_tier(request, Path(__file__).parent)
     try:
         yield cluster
     finally:
-        stop()
+        cluster.stop()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
