@@ -7,13 +7,13 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from hack.localcluster import LocalCluster
 from hack.localcluster.client import make_client
 from operator_runtime.runtime.client import KubeClient
-from operator_runtime.runtime.errors import ApiError, NotFound
+from operator_runtime.runtime.errors import ApiError, Conflict, NotFound
 from operator_runtime.runtime.kinds import (
     NAMESPACE,
     RAY_CLUSTER,
@@ -21,8 +21,10 @@ from operator_runtime.runtime.kinds import (
     RAY_JOB,
     RAY_SERVICE,
     SERVICE_ACCOUNT,
+    Object,
     ResourceKind,
 )
+from tests.waiting import wait_for
 
 _SHARED: dict[str, KubeClient] = {}
 
@@ -92,3 +94,23 @@ def let_go(client: KubeClient, namespace: str) -> None:
                 client.delete(kind, obj["metadata"]["name"], namespace)
                 client.patch(kind, obj["metadata"]["name"], namespace,
                              {"metadata": {"finalizers": None}})  # fmt: skip
+
+
+def edit(client: KubeClient, kind: ResourceKind, name: str, namespace: str,
+         change: Callable[[Object], None], *, timeout: float = 30.0) -> Object:  # fmt: skip
+    """A user's edit of a stored object: read it, ``change`` it, write it; read and
+    written again while the operator's own writes (status, finalizers) move it meanwhile
+    (a 409, seen on loaded CI runs). The object as stored."""
+    stored: list[Object] = []
+
+    def written() -> bool:
+        found = client.get(kind, name, namespace)
+        change(found)
+        try:
+            stored.append(client.update(found))
+        except Conflict:
+            return False
+        return True
+
+    wait_for(f"{kind.kind} {namespace}/{name} edited", written, timeout=timeout)
+    return stored[-1]

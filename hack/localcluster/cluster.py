@@ -301,11 +301,12 @@ class LocalCluster:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def wait_for_crds(self, *names: str, timeout: float = 60.0) -> None:
+    def wait_for_crds(self, *names: str, timeout: float = 180.0) -> None:
         """Wait until the CRDs ``names`` (default: all) are Established. ``kubectl wait``
         has been seen to exit 1 at once on a loaded machine right after the CRDs were
         applied (under xdist), so a failed wait is tried again until ``timeout``; the
-        last failure's stderr is in the error."""
+        last failure's stderr is in the error. The bound is the API server's own for a
+        request (``REQUEST_TIMEOUT``): 60 s ran out on a loaded CI machine."""
         which = [f"crd/{name}" for name in names] or ["crd", "--all"]
         deadline = time.monotonic() + timeout
         while True:

@@ -43,7 +43,7 @@ from operator_runtime.api.finalizers import Finalizer
 from operator_runtime.render import RenderOptions
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import FakeClock
-from operator_runtime.runtime.errors import Conflict, NotFound
+from operator_runtime.runtime.errors import NotFound
 from operator_runtime.runtime.kinds import (
     JOB,
     POD,
@@ -87,7 +87,7 @@ from tests.integration.rayservice.test_rayservice_incremental import (  # noqa: 
     second_head,
     spec_on,
 )
-from tests.kubeclient import fresh_namespace
+from tests.kubeclient import edit, fresh_namespace
 from tests.rayhead import module_ray_head  # noqa: F401 (a fixture)
 from tests.waiting import wait_for
 from tests.watching import Recorder
@@ -252,8 +252,8 @@ def recreate_strategy(spec: dict[str, Any]) -> None:
 
 def chained(*edits: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], None]:
     def run(spec: dict[str, Any]) -> None:
-        for edit in edits:
-            edit(spec)
+        for change in edits:
+            change(spec)
 
     return run
 
@@ -456,18 +456,8 @@ def put_spec(world: World, manifest: dict[str, Any]) -> None:
     """``manifest``'s spec onto the stored object, as a user's edit: read and written
     again while the operator's own write (status, finalizers) moves it meanwhile (a 409,
     seen on a loaded CI run)."""
-    kind = KINDS[manifest["kind"]]
-
-    def put() -> bool:
-        found = world.kube.get(kind, manifest["metadata"]["name"], world.namespace)
-        found["spec"] = manifest["spec"]
-        try:
-            world.kube.update(found)
-        except Conflict:
-            return False
-        return True
-
-    wait_for(f"{manifest['kind']} {manifest['metadata']['name']} updated", put, timeout=30)
+    edit(world.kube, KINDS[manifest["kind"]], manifest["metadata"]["name"], world.namespace,
+         lambda found: found.__setitem__("spec", manifest["spec"]))  # fmt: skip
 
 
 def belongs_to(manifest: dict[str, Any], *, replaced: bool) -> Callable[[Object], bool]:
@@ -818,14 +808,8 @@ def autoscaled(world: World, cluster: str, service: dict[str, Any]) -> None:
     ``target_capacity``; at full capacity that is the spec's replicas."""
     wanted = service["spec"]["rayClusterConfig"]["workerGroupSpecs"]
 
-    def scaled() -> bool:
-        found = world.kube.get(RAY_CLUSTER, cluster, world.namespace)
+    def scale(found: Object) -> None:
         for group, spec in zip(found["spec"]["workerGroupSpecs"], wanted, strict=True):
             group["replicas"] = spec["replicas"]
-        try:
-            world.kube.update(found)
-        except Conflict:
-            return False  # the operator wrote it meanwhile: again
-        return True
 
-    wait_for(f"RayCluster {cluster} scaled", scaled, timeout=30)
+    edit(world.kube, RAY_CLUSTER, cluster, world.namespace, scale)

@@ -24,6 +24,7 @@ from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import POD, RAY_CLUSTER
 from tests.kubeclient import shared_client
 from tests.node.harness import (
+    RAY_PODS_GONE_SECONDS,
     all_ready,
     cluster_spec,
     deploy_operator,
@@ -49,6 +50,13 @@ IDLE_TIMEOUT = 15
 SETTLE_SECONDS = 300.0
 """From the program's end to no worker pod: idleTimeoutSeconds, the autoscaler's loop,
 then the pods' graceful stop."""
+
+pytestmark = pytest.mark.timeout(
+    HEAD_READY_SECONDS + DEMAND_SECONDS + SETTLE_SECONDS + RAY_PODS_GONE_SECONDS
+)
+"""A scenario's own bounds in a row, and the namespace's clean-up after it (the
+``ray_gone_after`` fixture's, which pytest-timeout counts too): the session's 600 s was
+less than the sum, and ran out in the clean-up of a scenario that had passed."""
 
 DEMAND = textwrap.dedent("""
     import ray, time

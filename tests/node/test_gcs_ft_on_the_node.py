@@ -39,6 +39,7 @@ from hack.localcluster import LocalCluster
 from operator_runtime.runtime.kinds import JOB, POD
 from tests.kubeclient import shared_client
 from tests.node.harness import (
+    RAY_PODS_GONE_SECONDS,
     all_ready,
     cluster_spec,
     operators,
@@ -60,6 +61,14 @@ starts and its GCS reloads the tables from Redis, the worker's raylet reconnects
 DELETION_SECONDS = 300.0
 """From the RayCluster's delete to its end: the pods stop, the cleanup Job's pod starts
 and imports Ray, and the operator sees the Job finish."""
+pytestmark = pytest.mark.timeout(
+    2 * RAY_READY_SECONDS + RECOVERY_SECONDS + DELETION_SECONDS + RAY_PODS_GONE_SECONDS
+)
+"""A scenario's own bounds in a row (a cluster, Redis, a recovery, a deletion), and the
+namespace's clean-up after it, which pytest-timeout counts too."""
+EXEC_SECONDS = 300
+"""A program run in a head (``ray.init()`` and one call): a loaded machine's Ray takes
+minutes to connect a new driver (120 s ran out in CI)."""
 DELETION_TIMEOUT = 60
 """``ray.io/gcs-ft-deletion-timeout`` of the unreachable-Redis scenario. Longer than the
 head takes to go (its GCS, cut off from Redis, ignores SIGTERM: the kubelet kills it at
@@ -170,7 +179,7 @@ def head_pod(cluster: LocalCluster, namespace: str, name: str) -> dict[str, Any]
 
 
 def in_head(cluster: LocalCluster, namespace: str, head: str, program: str,
-            timeout: float = 120) -> str:  # fmt: skip
+            timeout: float = EXEC_SECONDS) -> str:  # fmt: skip
     return cluster.kubectl("-n", namespace, "exec", head, "-c", "ray-head", "--", "python",
                            "-c", program, timeout=timeout).stdout  # fmt: skip
 

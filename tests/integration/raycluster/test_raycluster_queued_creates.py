@@ -19,6 +19,7 @@ from tests.integration.raycluster.conftest import (
     set_replicas,
     settle,
 )
+from tests.kubeclient import edit
 from tests.waiting import wait_for
 
 
@@ -65,10 +66,11 @@ def test_a_worker_template_the_api_server_rejects_is_reported_and_tried_once_per
     passes = _total(operator, "controller_runtime_reconcile_total", controller="raycluster")
     assert 1 <= rejected <= passes, (rejected, passes)
 
-    cluster = get_cluster(client, namespace, "rejected")
-    group = cluster["spec"]["workerGroupSpecs"][0]
-    group["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
-    client.update(cluster)
+    def fix(cluster: Object) -> None:
+        group = cluster["spec"]["workerGroupSpecs"][0]
+        group["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+
+    edit(client, RAY_CLUSTER, "rejected", namespace, fix)
     wait_for(
         "20 workers once the template is fixed",
         lambda: len(live_pods(client, namespace, "rejected", "worker")) == 20,
