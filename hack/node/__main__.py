@@ -1,7 +1,7 @@
 """``python -m hack.node build [--force]|lock``: the real node's binaries.
 
-build   build (cached) every binary of the node ahead of the tests (make node); prints
-        the directory they are in
+build   build (cached) every binary of the node ahead of the tests (make node), its
+        volume provisioner too; prints the directory of the main ones
 lock    pin apt's current candidates of the node's Debian packages in hack/node/debian.lock
 """
 
@@ -11,7 +11,7 @@ import sys
 
 from hack import gobuild
 from hack.node import debs
-from hack.node.build import ensure_built
+from hack.node.build import ensure_all_built
 
 
 def main() -> int:
@@ -23,7 +23,7 @@ def main() -> int:
         "python -m hack.node",
         "Build the real node's binaries (cached); `python -m hack.node lock` re-pins its "
         "Debian packages.",
-        ensure_built,
+        ensure_all_built,
     )
 
 

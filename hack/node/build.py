@@ -172,10 +172,15 @@ RECIPES = (
 BINARIES = tuple(binary for recipe in RECIPES for binary in recipe.binaries)
 
 
+NODE_WRAPPERS = tuple(w for w in versions.WRAPPER_MODULES if w not in versions.STORAGE_WRAPPERS)
+STORAGE_FAMILY = "node-storage"
+STORAGE_BINARIES = ("local-path-provisioner",)
+
+
 def node_tools() -> gobuild.Built:
     """The node's binaries for the current pins, built or not."""
     digest = gobuild.wrapper_digest(
-        GOMOD_DIR, versions.WRAPPER_MODULES, f"recipe {RECIPE_REVISION}",
+        GOMOD_DIR, NODE_WRAPPERS, f"recipe {RECIPE_REVISION}",
         (GOMOD_DIR / "coredns" / "main.go").read_text(), debs.LOCK_FILE.read_text(),
     )  # fmt: skip
     stamp = (
@@ -193,7 +198,8 @@ def _build(bin_dir: Path) -> None:
 def ensure_built(force: bool = False) -> gobuild.Built:
     """Build the node's binaries unless the cache already holds this stamp; return them."""
     debian = "".join(f"debian {p.name} {p.version}\n" for p in debs.locked())
-    versions_text = gobuild.module_lines(versions.WRAPPER_MODULES.values()) + debian
+    versions_text = gobuild.module_lines(versions.WRAPPER_MODULES[w] for w in NODE_WRAPPERS)
+    versions_text += debian
     return gobuild.ensure(
         node_tools(),
         family=FAMILY,
@@ -203,3 +209,41 @@ def ensure_built(force: bool = False) -> gobuild.Built:
         make_target="node",
         expected="about 15 minutes on 2 cores",
     )
+
+
+def storage_tools() -> gobuild.Built:
+    """The node's volume provisioner for the current pin, built or not."""
+    digest = gobuild.wrapper_digest(GOMOD_DIR, versions.STORAGE_WRAPPERS)
+    stamp = f"local-path-provisioner-{versions.LOCAL_PATH_PROVISIONER}-{digest}"
+    return gobuild.Built(root=gobuild.cache_root() / STORAGE_FAMILY / stamp,
+                         binaries=STORAGE_BINARIES)  # fmt: skip
+
+
+def _build_storage(bin_dir: Path) -> None:
+    module = "github.com/rancher/local-path-provisioner"
+    _go_build(
+        f"local-path-provisioner {versions.LOCAL_PATH_PROVISIONER}", "localpath",
+        "-ldflags", f"-s -w -X main.VERSION={versions.LOCAL_PATH_PROVISIONER}",
+        "-o", str(bin_dir / "local-path-provisioner"), module,
+    )  # fmt: skip
+
+
+def ensure_storage_built(force: bool = False) -> gobuild.Built:
+    """Build the node's volume provisioner unless the cache holds this stamp."""
+    return gobuild.ensure(
+        storage_tools(),
+        family=STORAGE_FAMILY,
+        build=_build_storage,
+        versions_text=gobuild.module_lines(
+            versions.WRAPPER_MODULES[w] for w in versions.STORAGE_WRAPPERS
+        ),
+        force=force,
+        make_target="node",
+        expected="about 3 minutes on 2 cores",
+    )
+
+
+def ensure_all_built(force: bool = False) -> gobuild.Built:
+    """Everything the node runs (``make node``); returns its main binaries."""
+    ensure_storage_built(force)
+    return ensure_built(force)

@@ -17,7 +17,7 @@ from hack.image.ray import built as ray_image
 from hack.localcluster import LocalCluster, ensure_built
 from hack.node import build as node_build
 from hack.node import images
-from hack.node.node import SANDBOX_IMAGE, NodeImage, RealNode
+from hack.node.node import SANDBOX_IMAGE, NodeImage, RealNode, VolumeProvisioner
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "operator_runtime" / "api" / "crds"
 
@@ -38,14 +38,18 @@ def start_real_node_cluster(state_dir: Path, operator_reference: str,
                             install_crds: bool = True) -> LocalCluster:  # fmt: skip
     """A control plane with our CRDs (unless not ``install_crds``: ``make demo``'s stack
     installs them, as a user's does) and one real node (no kwok node) that has the
-    ``node_images`` and ``extra`` loaded; it dies with this process, and ``stop()``
-    stops it."""
+    ``node_images`` and ``extra`` loaded, and a default StorageClass, as kind's node has;
+    it dies with this process, and ``stop()`` stops it."""
     image_dir = state_dir / "images"
     image_dir.mkdir(parents=True, exist_ok=True)
     node = RealNode(
         state_dir=Path(tempfile.mkdtemp(prefix="node-", dir=state_dir)),
         tools=node_build.ensure_built(),
         images=[*node_images(image_dir, operator_reference), *extra],
+        provisioner=VolumeProvisioner(
+            binary=node_build.ensure_storage_built().path("local-path-provisioner"),
+            helper_image=RAY_IMAGE,
+        ),
     )
     cluster = LocalCluster(state_dir=state_dir / "control-plane", tools=ensure_built(),
                            die_with_parent=True, real_node=node)  # fmt: skip

@@ -1,4 +1,5 @@
-"""The real node's configuration files, and the cluster objects its DNS needs.
+"""The real node's configuration files, and the cluster objects its DNS and its volume
+provisioner need.
 
 kind's node image is the reference for what a node needs (its kubeadm kubelet settings,
 its containerd config); what differs here says why beside it. Every path is under the
@@ -19,6 +20,13 @@ if TYPE_CHECKING:
     from hack.localcluster.cluster import LocalCluster
 
 COREDNS_USER = "system:coredns"
+STORAGE_NAMESPACE = "local-path-storage"
+STORAGE_CLASS = "standard"
+"""kind's default StorageClass's name (a claim that names none gets it)."""
+PROVISIONER_NAME = "rancher.io/local-path"
+PROVISIONER_USER = "local-path-provisioner"
+PROVISIONER_CONFIG = "local-path-config"
+HELPER_ACCOUNT = "local-path-provisioner-service-account"
 DNS_SERVICE = "kube-dns"
 ENDPOINTS_MANAGER = "pulumi-ray-node"
 
@@ -29,6 +37,8 @@ class NodeFiles:
     kubelet_args: list[str]
     kube_proxy: Path
     corefile: Path
+    provisioner_args: list[str]
+    """Empty when the node has no volume provisioner."""
 
 
 def _kubeconfig(cluster: LocalCluster, node: real.RealNode, name: str, user: str,
@@ -241,6 +251,104 @@ def dns_objects() -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+def volumes_dir(node: real.RealNode) -> Path:
+    """Where the provisioner makes each volume's directory, on the node."""
+    return node.state_dir / "volumes"
+
+
+def helper_pod(helper_image: str) -> dict[str, Any]:
+    """The pod the provisioner runs its ``setup`` and ``teardown`` scripts in (it adds
+    the volume's parent directory, the scripts, the node and the command). kind's runs
+    busybox, as root; this node has no busybox, and the image named here (ours: the Ray
+    image) runs as a user that cannot write the node's directories, hence root."""
+    return {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "helper-pod"},
+        "spec": {
+            "priorityClassName": "system-node-critical",
+            "securityContext": {"runAsUser": 0, "runAsGroup": 0},
+            "containers": [{"name": "helper-pod", "image": helper_image,
+                            "imagePullPolicy": "IfNotPresent"}],
+        },
+    }  # fmt: skip
+
+
+def storage_objects(node: real.RealNode, helper_image: str) -> list[dict[str, Any]]:
+    """What the provisioner, a process of the node, needs in the cluster: its rights, the
+    namespace and account of its helper pods, its ConfigMap (the same keys kind's
+    has) and the default StorageClass. Each volume is a ``0777`` directory, as kind
+    makes it, so a container of any user (Redis's 999, Ray's 1000) can write it."""
+    config = {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES",
+                               "paths": [str(volumes_dir(node))]}]}  # fmt: skip
+    core_read = ["nodes", "persistentvolumeclaims", "configmaps", "pods", "pods/log"]
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": STORAGE_NAMESPACE}},
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": HELPER_ACCOUNT, "namespace": STORAGE_NAMESPACE}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": PROVISIONER_USER},
+         "rules": [
+             {"apiGroups": [""], "resources": core_read, "verbs": ["get", "list", "watch"]},
+             {"apiGroups": [""], "resources": ["persistentvolumes"],
+              "verbs": ["get", "list", "watch", "create", "patch", "update", "delete"]},
+             {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+             {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"],
+              "verbs": ["get", "list", "watch"]},
+         ]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": PROVISIONER_USER},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": PROVISIONER_USER},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                       "name": PROVISIONER_USER}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": {"name": PROVISIONER_USER, "namespace": STORAGE_NAMESPACE},
+         "rules": [{"apiGroups": [""], "resources": ["pods"],
+                    "verbs": ["get", "list", "watch", "create", "patch", "update",
+                              "delete"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": PROVISIONER_USER, "namespace": STORAGE_NAMESPACE},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                     "name": PROVISIONER_USER},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                       "name": PROVISIONER_USER}]},
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": PROVISIONER_CONFIG, "namespace": STORAGE_NAMESPACE},
+         "data": {
+             "config.json": json.dumps(config, indent=2),
+             "setup": '#!/bin/sh\nset -eu\nmkdir -m 0777 -p "$VOL_DIR"\n',
+             "teardown": '#!/bin/sh\nset -eu\nrm -rf "$VOL_DIR"\n',
+             "helperPod.yaml": json.dumps(helper_pod(helper_image), indent=2),
+         }},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+         "metadata": {"name": STORAGE_CLASS, "annotations": {
+             "storageclass.kubernetes.io/is-default-class": "true"}},
+         "provisioner": PROVISIONER_NAME,
+         "reclaimPolicy": "Delete",
+         "volumeBindingMode": "WaitForFirstConsumer"},
+    ]  # fmt: skip
+
+
+def _provisioner_args(node: real.RealNode, cluster: LocalCluster) -> list[str]:
+    """Its objects applied, its files written; how to start it (empty: no provisioner)."""
+    if node.provisioner is None:
+        return []
+    objects = storage_objects(node, node.provisioner.helper_image)
+    cluster.apply(input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    volumes_dir(node).mkdir(exist_ok=True)
+    data = next(o for o in objects if o["kind"] == "ConfigMap")["data"]
+    config, helper = node.state_dir / "local-path.json", node.state_dir / "local-path-helper.yaml"
+    config.write_text(data["config.json"])
+    helper.write_text(data["helperPod.yaml"])
+    kubeconfig = _kubeconfig(cluster, node, PROVISIONER_USER, PROVISIONER_USER)
+    return [
+        "start", f"--config={config}", f"--helper-pod-file={helper}",
+        f"--kubeconfig={kubeconfig}", f"--provisioner-name={PROVISIONER_NAME}",
+        f"--namespace={STORAGE_NAMESPACE}", f"--configmap-name={PROVISIONER_CONFIG}",
+        f"--service-account-name={HELPER_ACCOUNT}",
+        f"--helper-image={node.provisioner.helper_image}",
+    ]  # fmt: skip
+
+
 def write_all(node: real.RealNode, cluster: LocalCluster) -> NodeFiles:
     """Every file the node's components read, the identities they use, and the cluster
     objects they need; what to start them with."""
@@ -277,4 +385,4 @@ def write_all(node: real.RealNode, cluster: LocalCluster) -> NodeFiles:
     core = state / "Corefile"
     core.write_text(corefile(dns_kubeconfig))
     return NodeFiles(containerd=containerd, kubelet_args=kubelet_args, kube_proxy=proxy,
-                     corefile=core)  # fmt: skip
+                     corefile=core, provisioner_args=_provisioner_args(node, cluster))  # fmt: skip

@@ -87,6 +87,16 @@ class NodeImage:
     references: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class VolumeProvisioner:
+    """The node's volume provisioner (rancher's local-path-provisioner, kind's): its
+    binary, and an image the node has loaded with a shell and coreutils, which its helper
+    pods run as root to make and remove each volume's directory."""
+
+    binary: Path
+    helper_image: str
+
+
 @dataclass
 class RealNode:
     """The node rooted in ``state_dir``: ``create()`` its namespaces (before the API
@@ -97,6 +107,9 @@ class RealNode:
     tools: gobuild.Built
     images: Sequence[NodeImage] = ()
     """Images to load into containerd (``images.py`` makes them)."""
+    provisioner: VolumeProvisioner | None = None
+    """When set, the default StorageClass ``standard`` provisions volumes as directories
+    under the state directory's ``volumes/`` (``configs.storage_objects``)."""
     init_pid: int = 0
     holder_pid: int = 0
     """``unshare``'s: it names the node's cgroup root."""
@@ -241,6 +254,11 @@ class RealNode:
                                         f"--config={files.kube_proxy}"],
                          ready=lambda: processes.http_ok(
                              f"http://{NODE_IP}:{PROXY_HEALTH_PORT}/healthz"))  # fmt: skip
+            if self.provisioner is not None and files.provisioner_args:
+                # It has no health endpoint: a claim made before it lists waits for it.
+                self._launch("local-path-provisioner",
+                             [str(self.provisioner.binary), *files.provisioner_args],
+                             ready=lambda: True)  # fmt: skip
             self._supervisor.wait(f"node {NODE_NAME} Ready", lambda: self._node_ready(cluster),
                                   START_TIMEOUT)  # fmt: skip
         except BaseException:

@@ -22,6 +22,8 @@ RUNC: Final = "v1.4.4"
 """The newest patch of the 1.4 line kind's node image uses."""
 CNI_PLUGINS: Final = "v1.9.1"
 COREDNS: Final = "v1.14.7"
+LOCAL_PATH_PROVISIONER: Final = "v0.0.30"
+"""rancher's, kind's default StorageClass's provisioner."""
 
 WRAPPER_MODULES: Final = {
     "kubernetes": ("k8s.io/kubernetes", KUBERNETES),
@@ -29,8 +31,12 @@ WRAPPER_MODULES: Final = {
     "runc": ("github.com/opencontainers/runc", RUNC),
     "cni": ("github.com/containernetworking/plugins", CNI_PLUGINS),
     "coredns": ("github.com/coredns/coredns", COREDNS),
+    "localpath": ("github.com/rancher/local-path-provisioner", LOCAL_PATH_PROVISIONER),
 }
 """wrapper directory -> (the module it pins, its version)."""
+STORAGE_WRAPPERS: Final = ("localpath",)
+"""Built under a stamp of their own (``build.storage_tools``): a change to them does not
+rebuild the node's other binaries (some 15 minutes), nor theirs these."""
 
 COREDNS_PLUGINS: Final = (
     "metadata", "reload", "bind", "ready", "health", "prometheus", "errors", "log", "cache",

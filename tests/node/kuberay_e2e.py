@@ -72,9 +72,6 @@ NOT_RUN: Mapping[str, str] = {
         "its sidecar is fluent/fluent-bit from Docker Hub, which the sandbox never reaches "
         "and no Debian package here provides"
     ),
-    "sampleyaml/TestRayCluster/ray-cluster.persistent-redis.yaml": (
-        "its Redis claims a PersistentVolume, and the node has no volume provisioner"
-    ),
 }
 """KubeRay tests (``package/Test`` or ``package/Test/subtest``) not run here, and why:
 each needs something outside this machine. Listed in the report, never counted as a

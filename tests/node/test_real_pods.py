@@ -1,6 +1,6 @@
 """Pods that run for real on the node: probes, logs, exec, pod and Service addresses,
-cluster DNS, the API server through the ``kubernetes`` Service, and an image pull that
-fails inside the sandbox rather than leaving it."""
+cluster DNS, the API server through the ``kubernetes`` Service, a volume of the default
+StorageClass, and an image pull that fails inside the sandbox rather than leaving it."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import ipaddress
 import json
 import textwrap
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from hack.localcluster import LocalCluster
+from hack.node import configs
 from hack.node.node import NODE_IP, NODE_NAME, POD_SUBNET
-from tests.node.harness import OPERATOR_IMAGE
+from tests.node.harness import OPERATOR_IMAGE, real_node
 from tests.waiting import wait_for
 
 PYTHON = "python3.11"
@@ -200,3 +202,50 @@ def test_a_pull_fails_inside_the_sandbox(real_cluster: LocalCluster, real_namesp
     message = state.get("message", "") + events
     assert "registry-1.docker.io" in message or "docker.io" in message
     assert "lookup" in message or "dial" in message or "resolve" in message, message
+
+
+def test_a_claim_of_no_class_gets_a_node_volume_a_non_root_pod_writes_and_it_goes_with_it(
+    real_cluster: LocalCluster, real_namespace: str
+) -> None:
+    """The node's default StorageClass (kind's local-path provisioner): a claim that names
+    no class is bound once a pod uses it, the image's non-root user writes it, and
+    deleting the claim removes the volume and its directory (reclaim ``Delete``)."""
+    node = real_node(real_cluster)
+    claim = {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "1Gi"}}},
+    }  # fmt: skip
+    writer = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "writer"},
+        "spec": {"restartPolicy": "Never",
+                 "containers": [_container("writer", [
+                     PYTHON, "-c", "import os; open('/data/hello', 'w').write(str(os.getuid()))",
+                 ], volumeMounts=[{"name": "data", "mountPath": "/data"}])],
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]},
+    }  # fmt: skip
+    _apply(real_cluster, real_namespace, claim, writer)
+    phase = wait_for(
+        "the writer pod to finish",
+        lambda: _finished(real_cluster, real_namespace, "writer"),
+        timeout=POD_READY_SECONDS, interval=0.5,
+        explain=lambda: (_pod(real_cluster, real_namespace, "writer").get("status"),
+                         real_cluster.kubectl("-n", real_namespace, "get", "events").stdout),
+    )["status"]["phase"]  # fmt: skip
+    assert phase == "Succeeded", real_cluster.kubectl("-n", real_namespace, "logs", "writer").stdout
+    bound = real_cluster.get_json("-n", real_namespace, "pvc", "data")
+    assert bound["spec"]["storageClassName"] == configs.STORAGE_CLASS
+    volume = real_cluster.get_json("pv", bound["spec"]["volumeName"])
+    directory = Path(volume["spec"]["hostPath"]["path"])
+    assert directory.parent == configs.volumes_dir(node)
+    assert (directory / "hello").read_text() == "65532"  # written as the image's user
+
+    real_cluster.kubectl("-n", real_namespace, "delete", "pod", "writer", "--wait=true")
+    real_cluster.kubectl("-n", real_namespace, "delete", "pvc", "data", "--wait=true")
+    wait_for(
+        "the volume and its directory to go with the claim",
+        lambda: not directory.exists()
+        and not real_cluster.kubectl("get", "pv", volume["metadata"]["name"],
+                                     "--ignore-not-found", "-o", "name").stdout.strip(),
+        timeout=POD_READY_SECONDS, interval=0.5,
+    )  # fmt: skip
