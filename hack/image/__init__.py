@@ -1,15 +1,19 @@
 """The operator's OCI image, built without a container daemon (``make image``).
 
 The image is defined here once: a distroless-style root filesystem extracted from pinned
-Debian bookworm packages (``debian.lock``), the project's dependencies minus Pulumi as
-pinned wheels, and ``operator_runtime``; three deterministic layers (Debian, Python
-dependencies, the operator) under an image config whose entrypoint is the Deployment's
-``OPERATOR_COMMAND``. ``make image`` writes the OCI layout under ``dist/image/``;
-``python -m hack.image push REF`` puts it into a registry.
+Debian bookworm packages (``debian.lock``, ``debian-arm64.lock``), the project's
+dependencies minus Pulumi as pinned wheels, and ``operator_runtime``; three
+deterministic layers (Debian, Python dependencies, the operator) under an image config
+whose entrypoint is the Deployment's ``OPERATOR_COMMAND``, for each platform
+(``platform.PLATFORMS``: linux/amd64 and linux/arm64), under one OCI image index.
+``make image`` writes the OCI layout under ``dist/image/``; ``python -m hack.image push
+REF`` puts it into a registry.
 
 This module is what tests read: ``built()`` (the image ``make image`` produced),
 ``config_document()`` (its image config), ``unpack()`` (a root filesystem, layers applied
-in order) and ``root_filesystem()`` (the built image's, unpacked once and shared).
+in order) and ``root_filesystem()`` (the built image's, unpacked once and shared). Each
+takes the platform's architecture where the layout holds an index, the build machine's
+by default; the Ray and Redis images' layouts hold one image and take none.
 """
 
 from __future__ import annotations
@@ -25,12 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hack.image.platform import BUILD
+
 __all__ = [
     "DIST_DIR",
     "ImageBuild",
+    "PlatformImage",
     "built",
     "config_document",
     "differences",
+    "is_artifact",
     "manifest",
     "read_build",
     "root_filesystem",
@@ -47,27 +55,53 @@ OPAQUE_WHITEOUT = ".wh..wh..opq"
 
 
 @dataclass(frozen=True)
+class PlatformImage:
+    """One platform's image of an index."""
+
+    arch: str
+    digest: str
+    """``sha256:...`` of the platform's image manifest."""
+    compressed_bytes: int
+    unpacked_bytes: int
+
+
+@dataclass(frozen=True)
 class ImageBuild:
     """One built image: where its OCI layout is and what it weighs."""
 
     layout: Path
     """An OCI image layout directory (index.json, oci-layout, blobs/sha256/...)."""
     digest: str
-    """``sha256:...`` of the image manifest: what a registry reference pins."""
+    """``sha256:...`` of the image manifest, or of the image index for a multi-platform
+    image: what a registry reference pins."""
     compressed_bytes: int
-    """The config and layer blobs as stored and pushed."""
+    """The config and layer blobs as stored and pushed (every platform's)."""
     unpacked_bytes: int
-    """The root filesystem's regular files, unpacked."""
+    """The root filesystem's regular files, unpacked (every platform's)."""
+    platforms: tuple[PlatformImage, ...] = ()
+    """An index's images, in its order; empty for a single-platform layout."""
 
     def describe(self) -> str:
         """What a build prints: digest, sizes, layout."""
         mib = 1024 * 1024
-        return (
-            f"digest:     {self.digest}\n"
-            f"compressed: {self.compressed_bytes / mib:.1f} MiB ({self.compressed_bytes} bytes)\n"
-            f"unpacked:   {self.unpacked_bytes / mib:.1f} MiB ({self.unpacked_bytes} bytes)\n"
-            f"layout:     {self.layout}"
-        )
+        lines = [f"digest:     {self.digest}"]
+        for image in self.platforms:
+            lines.append(
+                f"  linux/{image.arch}: {image.digest}, {image.compressed_bytes / mib:.1f} MiB "
+                f"compressed, {image.unpacked_bytes / mib:.1f} MiB unpacked"
+            )
+        lines += [
+            f"compressed: {self.compressed_bytes / mib:.1f} MiB ({self.compressed_bytes} bytes)",
+            f"unpacked:   {self.unpacked_bytes / mib:.1f} MiB ({self.unpacked_bytes} bytes)",
+            f"layout:     {self.layout}",
+        ]
+        return "\n".join(lines)
+
+    def platform(self, arch: str) -> PlatformImage:
+        for image in self.platforms:
+            if image.arch == arch:
+                return image
+        raise KeyError(f"the image {self.digest} has no linux/{arch} platform")
 
 
 def built() -> ImageBuild:
@@ -91,7 +125,15 @@ def read_build(dist_dir: Path, what: str, make_command: str) -> ImageBuild:
         digest=str(facts["digest"]),
         compressed_bytes=int(facts["compressed_bytes"]),
         unpacked_bytes=int(facts["unpacked_bytes"]),
-    )
+        platforms=tuple(
+            PlatformImage(
+                arch=str(p["arch"]), digest=str(p["digest"]),
+                compressed_bytes=int(p["compressed_bytes"]),
+                unpacked_bytes=int(p["unpacked_bytes"]),
+            )
+            for p in facts.get("platforms", ())
+        ),
+    )  # fmt: skip
     indexed = manifest_digest(layout)
     if indexed != image.digest:
         raise RuntimeError(
@@ -106,43 +148,95 @@ def _blob(layout: Path, digest: str) -> Path:
     return layout / "blobs" / algorithm / hex_digest
 
 
-def manifest_digest(layout: Path) -> str:
-    """The digest of the one image manifest an OCI layout's index.json names."""
+IMAGE_CONFIG_TYPES = frozenset(
+    {"application/vnd.oci.image.config.v1+json", "application/vnd.docker.container.image.v1+json"}
+)
+"""The artifactType go-containerregistry gives an image's own descriptor in index.json
+(its config's media type): an image, not an artifact beside it."""
+
+
+def is_artifact(descriptor: dict[str, Any]) -> bool:
+    """Whether an index.json entry is an artifact (an SBOM) rather than an image."""
+    return descriptor.get("artifactType", "") not in {"", *IMAGE_CONFIG_TYPES}
+
+
+def _image_descriptor(layout: Path) -> dict[str, Any]:
+    """The one image (a manifest, or an index of platforms' manifests) an OCI layout's
+    index.json names; artifacts beside it (the SBOMs) are left out."""
     index = json.loads((layout / "index.json").read_text())
-    manifests = index.get("manifests", [])
-    if len(manifests) != 1:
+    images = [d for d in index.get("manifests", []) if not is_artifact(d)]
+    if len(images) != 1:
         raise RuntimeError(
-            f"{layout}/index.json has {len(manifests)} manifests; an image layout built "
-            "here holds exactly one"
+            f"{layout}/index.json names {len(images)} images; an image layout built here "
+            "holds exactly one (a single-platform manifest or a multi-platform index)"
         )
-    return str(manifests[0]["digest"])
+    descriptor: dict[str, Any] = images[0]
+    return descriptor
 
 
-def manifest(layout: Path) -> dict[str, Any]:
-    """The image manifest of an OCI layout (config and layer descriptors)."""
-    parsed: dict[str, Any] = json.loads(_blob(layout, manifest_digest(layout)).read_bytes())
+def manifest_digest(layout: Path) -> str:
+    """The digest of the image an OCI layout's index.json names: its manifest's, or its
+    image index's."""
+    return str(_image_descriptor(layout)["digest"])
+
+
+def _document(layout: Path, digest: str) -> dict[str, Any]:
+    parsed: dict[str, Any] = json.loads(_blob(layout, digest).read_bytes())
     return parsed
+
+
+def image_index(layout: Path) -> dict[str, Any] | None:
+    """The image index of a multi-platform layout; None for a single image."""
+    descriptor = _image_descriptor(layout)
+    if not descriptor["mediaType"].endswith("index.v1+json"):
+        return None
+    return _document(layout, str(descriptor["digest"]))
+
+
+def manifest(layout: Path, arch: str | None = None) -> dict[str, Any]:
+    """The image manifest of an OCI layout (config and layer descriptors): ``arch``'s,
+    the build machine's by default, where the layout holds an index."""
+    index = image_index(layout)
+    if index is None:
+        if arch is not None:
+            raise RuntimeError(f"{layout} holds one image, not one per platform ({arch})")
+        return _document(layout, manifest_digest(layout))
+    wanted = arch or BUILD.arch
+    for descriptor in index["manifests"]:
+        if descriptor.get("platform", {}).get("architecture") == wanted:
+            return _document(layout, str(descriptor["digest"]))
+    raise RuntimeError(f"{layout}'s image index has no linux/{wanted} image")
+
+
+def architectures(layout: Path) -> list[str]:
+    """The platforms of a layout's index, in its order ([] for a single image)."""
+    index = image_index(layout)
+    if index is None:
+        return []
+    return [str(d["platform"]["architecture"]) for d in index["manifests"]]
 
 
 def differences(first: Path, second: Path) -> list[str]:
-    """What differs between two layouts' images: each layer (by index) and the config."""
-    one, other = manifest(first), manifest(second)
-    found = [
-        f"layer {index} ({a['digest']} vs {b['digest']})"
-        for index, (a, b) in enumerate(zip(one["layers"], other["layers"], strict=True))
-        if a != b
-    ]
-    if one["config"] != other["config"]:
-        found.append("config")
+    """What differs between two layouts' images: each layer (by index) and the config,
+    for every platform of an index."""
+    found = []
+    platforms: list[str | None] = [*architectures(first)] or [None]
+    for arch in platforms:
+        one, other = manifest(first, arch), manifest(second, arch)
+        where = f"linux/{arch} " if arch else ""
+        found += [
+            f"{where}layer {index} ({a['digest']} vs {b['digest']})"
+            for index, (a, b) in enumerate(zip(one["layers"], other["layers"], strict=True))
+            if a != b
+        ]
+        if one["config"] != other["config"]:
+            found.append(f"{where}config")
     return found
 
 
-def config_document(layout: Path) -> dict[str, Any]:
+def config_document(layout: Path, arch: str | None = None) -> dict[str, Any]:
     """The image config blob of an OCI layout (``config``, ``created``, ``os``, ...)."""
-    parsed: dict[str, Any] = json.loads(
-        _blob(layout, str(manifest(layout)["config"]["digest"])).read_bytes()
-    )
-    return parsed
+    return _document(layout, str(manifest(layout, arch)["config"]["digest"]))
 
 
 def _inside(dest: Path, name: str) -> Path:
@@ -183,10 +277,10 @@ def _apply_layer(layer: tarfile.TarFile, dest: Path) -> None:
         layer.extract(member, dest, set_attrs=True, filter="fully_trusted")
 
 
-def unpack(layout: Path, dest: Path) -> Path:
+def unpack(layout: Path, dest: Path, arch: str | None = None) -> Path:
     """Apply the image's layers in order under ``dest``; return the root filesystem."""
     dest.mkdir(parents=True, exist_ok=True)
-    for descriptor in manifest(layout)["layers"]:
+    for descriptor in manifest(layout, arch)["layers"]:
         blob = _blob(layout, descriptor["digest"])
         opener = gzip.open if descriptor["mediaType"].endswith("gzip") else open
         with opener(blob, "rb") as stream, tarfile.open(fileobj=stream, mode="r|") as layer:
@@ -199,9 +293,10 @@ def unpack(layout: Path, dest: Path) -> Path:
 ROOTFS_DIR = "rootfs"
 
 
-def root_filesystem(image: ImageBuild) -> Path:
-    """The image's root filesystem beside its layout (``dist/image/rootfs/``), unpacked
-    once per digest.
+def root_filesystem(image: ImageBuild, arch: str | None = None) -> Path:
+    """The image's root filesystem beside its layout (``dist/image/rootfs/``; another
+    platform's than the build machine's under ``rootfs-<arch>/``), unpacked once per
+    digest.
 
     Unpacking takes 10-20 s of CPU (the Ray image's, a minute); the image tests on
     several pytest workers, and the next ``make test``, share one copy. Treat it as
@@ -209,7 +304,7 @@ def root_filesystem(image: ImageBuild) -> Path:
     the others wait; a copy without its mark (an interrupted unpack) is thrown away, and
     so are other digests' copies.
     """
-    rootfs_dir = image.layout.parent / ROOTFS_DIR
+    rootfs_dir = image.layout.parent / (f"{ROOTFS_DIR}-{arch}" if arch else ROOTFS_DIR)
     rootfs_dir.mkdir(parents=True, exist_ok=True)
     root = rootfs_dir / image.digest.partition(":")[2][:16]
     mark = root.with_suffix(".unpacked")
@@ -221,7 +316,7 @@ def root_filesystem(image: ImageBuild) -> Path:
             for stale in rootfs_dir.iterdir():
                 if stale.name != ".lock":
                     _remove(stale)
-            unpack(image.layout, root)
+            unpack(image.layout, root, arch)
             mark.touch()
             return root
         finally:

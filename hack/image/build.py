@@ -1,10 +1,11 @@
 """Assemble the operator image from the cached inputs: locked .debs, pinned wheels, and
-this checkout's ``operator_runtime``.
+this checkout's ``operator_runtime``, for each platform (``platform.PLATFORMS``).
 
-Three layers, largest and least often changed first, so that an operator change pushes
-only the last one: the Debian base, the Python dependencies, the operator. Every module
-has its bytecode (``python.compile_bytecode``), since the pod's root filesystem is
-read-only.
+Three layers per platform, largest and least often changed first, so that an operator
+change pushes only the last one: the Debian base, the Python dependencies, the operator.
+Every module has its bytecode (``python.compile_bytecode``), since the pod's root
+filesystem is read-only; the build machine's base compiles every platform's, which is why
+``_same_interpreter`` holds the platforms' locks to one python3.11 version.
 """
 
 from __future__ import annotations
@@ -18,15 +19,25 @@ from pathlib import Path
 
 from components.operator.deployment import OPERATOR_COMMAND
 from hack import gobuild, sandbox
-from hack.image import REPO_ROOT, ImageBuild, debian
-from hack.image.oci import FAMILY, Layer, assemble, building, git, progress, source_date
+from hack.image import REPO_ROOT, ImageBuild, debian, pylock, sbom
+from hack.image.oci import (
+    FAMILY,
+    Layer,
+    PlatformLayers,
+    assemble_index,
+    building,
+    git,
+    progress,
+    source_date,
+)
 from hack.image.oci import ocitool as ocitool  # where the node's images (hack/node) take it
+from hack.image.platform import BUILD, PLATFORMS, Platform
 from hack.image.python import (
     SITE_DIR,
-    WHEEL_PLATFORMS,
     base_tree,
     compile_bytecode,
     target_flags,
+    wheel_platforms,
 )
 
 PYPROJECT = REPO_ROOT / "pyproject.toml"
@@ -69,20 +80,22 @@ def package_version() -> str:
     return str(_project()["version"])
 
 
-def _pip_target_flags() -> list[str]:
-    return [*target_flags(), "--constraint", str(CONSTRAINTS)]
+def _pip_target_flags(platform: Platform) -> list[str]:
+    """pip's flags for ``platform``'s wheels, exactly as requirements.lock pins them."""
+    return [*target_flags(platform), "--require-hashes", "--requirement", str(pylock.LOCK_FILE)]
 
 
-def wheels_dir() -> Path:
-    """The cached wheels of these requirements at constraints.txt's pins."""
+def wheels_dir(platform: Platform) -> Path:
+    """The cached wheels of requirements.lock for ``platform``."""
     key = hashlib.sha256(
-        "\n".join([*requirements(), CONSTRAINTS.read_text(), *WHEEL_PLATFORMS]).encode()
+        "\n".join([pylock.LOCK_FILE.read_text(), *wheel_platforms(platform)]).encode()
     ).hexdigest()[:12]
     return gobuild.cache_root() / FAMILY / f"wheels-{key}"
 
 
-def fetch_wheels() -> Path:
-    directory = wheels_dir()
+def fetch_wheels(platform: Platform) -> Path:
+    pylock.check(requirements(), CONSTRAINTS)
+    directory = wheels_dir(platform)
     if (directory / ".complete").is_file():
         return directory
     if sandbox.inside():
@@ -90,23 +103,23 @@ def fetch_wheels() -> Path:
             f"no wheels under {directory} and the sandbox has no network: run `make image` "
             "first (outside the sandbox)"
         )
-    progress(f"downloading wheels into {directory}")
+    progress(f"downloading {platform.arch} wheels into {directory}")
     directory.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", *_pip_target_flags(),
-         "--dest", str(directory), *requirements()],
+        [sys.executable, "-m", "pip", "download", "--quiet", *_pip_target_flags(platform),
+         "--dest", str(directory)],
         check=True,
     )  # fmt: skip
     (directory / ".complete").write_text("")
     return directory
 
 
-def install_dependencies(wheels: Path, tree: Path) -> None:
+def install_dependencies(wheels: Path, tree: Path, platform: Platform) -> None:
     target = tree / SITE_DIR
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--isolated", "--no-index",
-         "--no-compile", "--find-links", str(wheels), "--target", str(target), *_pip_target_flags(),
-         *requirements()],
+         "--no-compile", "--find-links", str(wheels), "--target", str(target),
+         *_pip_target_flags(platform)],
         check=True,
     )  # fmt: skip
     # Console scripts carry this machine's interpreter path; the image runs none of them.
@@ -171,9 +184,31 @@ def image_config() -> dict[str, object]:
 
 def fetch_inputs() -> None:
     """What the build downloads (outside the sandbox): .debs, wheels, the Go tool."""
-    debian.fetch(debian.read_lock(debian.OPERATOR.lock_file))
-    fetch_wheels()
+    for platform in PLATFORMS:
+        debian.fetch(debian.read_lock(debian.OPERATOR.lock_path(platform.arch)))
+        fetch_wheels(platform)
     ocitool()
+
+
+INTERPRETER_PACKAGES = ("python3.11-minimal", "libpython3.11-minimal", "libpython3.11-stdlib")
+
+
+def _same_interpreter() -> None:
+    """Every platform's lock holds the python3.11 the build machine's compiles with: the
+    bytecode it writes is then the bytecode each platform's own interpreter would."""
+    versions = {
+        platform.arch: {
+            p.name: p.version
+            for p in debian.read_lock(debian.OPERATOR.lock_path(platform.arch))
+            if p.name in INTERPRETER_PACKAGES
+        }
+        for platform in PLATFORMS
+    }
+    if len({tuple(sorted(v.items())) for v in versions.values()}) != 1:
+        raise RuntimeError(
+            f"the platforms' locks hold different Python packages ({versions}): lock them "
+            f"again together with `{debian.OPERATOR.lock_command}`"
+        )
 
 
 def _entrypoint_in(rootfs: Path) -> None:
@@ -182,21 +217,55 @@ def _entrypoint_in(rootfs: Path) -> None:
         raise RuntimeError(f"the entrypoint's {program!r} is not on the image's PATH")
 
 
+IMAGE_NAME = "pulumi-ray-operator"
+
+
+def sbom_path(out: Path, platform: Platform) -> Path:
+    """Where a build writes ``platform``'s SBOM: beside the layout."""
+    return out / f"sbom-{platform.arch}.spdx.json"
+
+
+def _platform_layers(
+    platform: Platform, scratch: Path, compiler: Path, out: Path
+) -> PlatformLayers:
+    """``platform``'s three layers under ``scratch/<arch>`` and its SBOM beside the
+    layout; ``compiler`` is the build machine's base (its own platform's is built first
+    and compiles itself)."""
+    wheels = fetch_wheels(platform)
+    root = scratch / platform.arch
+    root.mkdir()
+    base, deps, operator = root / "base", root / "deps", root / "operator"
+    base_tree(debian.OPERATOR, base, platform, None if platform == BUILD else compiler)
+    _entrypoint_in(base)
+    progress(f"installing the Python dependencies ({platform.arch})")
+    install_dependencies(wheels, deps, platform)
+    compile_bytecode(compiler, deps, SITE_DIR)
+    install_operator(operator)
+    compile_bytecode(compiler, operator, SITE_DIR)
+    lock_name = debian.OPERATOR.lock_path(platform.arch).name
+    layers = (
+        Layer(base, f"Debian bookworm packages (hack/image/{lock_name})"),
+        Layer(deps, "Python dependencies minus Pulumi (hack/image/requirements.lock)"),
+        Layer(operator, "operator_runtime"),
+    )
+    document = sbom.document(
+        arch=platform.arch, image_name=IMAGE_NAME, version=package_version(),
+        created=source_date(),
+        debian=debian.read_lock(debian.OPERATOR.lock_path(platform.arch)),
+        python=[*sbom.python_distributions(deps / SITE_DIR, wheels),
+                *sbom.python_distributions(operator / SITE_DIR, None)],
+    )  # fmt: skip
+    sbom_file = sbom_path(out, platform)
+    sbom_file.write_bytes(document)
+    return PlatformLayers(platform, layers, sbom_file)
+
+
 def build(out: Path) -> ImageBuild:
     """Assemble the image from the cached inputs into ``out`` (its layout and facts)."""
-    wheels = fetch_wheels()
+    _same_interpreter()
     with building(out) as scratch:
-        base, deps, operator = scratch / "base", scratch / "deps", scratch / "operator"
-        base_tree(debian.OPERATOR, base)
-        _entrypoint_in(base)
-        progress("installing the Python dependencies")
-        install_dependencies(wheels, deps)
-        compile_bytecode(base, deps, SITE_DIR)
-        install_operator(operator)
-        compile_bytecode(base, operator, SITE_DIR)
-        layers = (
-            Layer(base, "Debian bookworm packages (hack/image/debian.lock)"),
-            Layer(deps, "Python dependencies minus Pulumi (constraints.txt)"),
-            Layer(operator, "operator_runtime"),
-        )
-        return assemble(out, layers, image_config(), USER, scratch, source_date())
+        compiler = scratch / BUILD.arch / "base"
+        ordered = sorted(PLATFORMS, key=lambda p: p != BUILD)
+        built = {p: _platform_layers(p, scratch, compiler, out) for p in ordered}
+        images = [built[p] for p in PLATFORMS]
+        return assemble_index(out, images, image_config(), USER, scratch, source_date())

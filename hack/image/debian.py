@@ -5,10 +5,16 @@ dependencies it leaves out, its lock file and its user. ``lock()`` resolves the
 dependency closure of its roots against the apt sources this machine has
 (``/etc/apt/sources.list.d/debian.sources``, the same on a fresh CI machine) and writes
 the lock: one package a line with its version, architecture, sha256, size and URL.
-``fetch()`` downloads exactly those files into the cache and checks each hash (the mirror
-is plain HTTP; the hashes come from apt's signed indexes). ``extract()`` unpacks them the
+Another architecture's closure (the operator image's arm64 base) is resolved the same
+way from a private copy of apt's indexes for it (``update_indexes``), so the machine's
+own apt configuration is never changed. ``fetch()`` downloads exactly those files into
+the cache and checks each hash (the mirror is plain HTTP; the hashes come from apt's
+signed indexes). ``extract()`` unpacks them the
 way distroless images are made: no maintainer scripts, no dpkg database, so no package
-manager or apt, and what a postinst would generate is made here.
+manager or apt, and what a postinst would generate is made here. What a scanner needs to
+know which packages are there is written the way distroless writes it: each package's
+control paragraph as ``/var/lib/dpkg/status.d/<package>`` (``STATUS_DIR``), read by
+Trivy, Grype and syft, with no ``/var/lib/dpkg/status`` for a package manager.
 """
 
 from __future__ import annotations
@@ -23,13 +29,15 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from hack import gobuild
 from hack.image.user import ImageUser
 
 ARCH = "amd64"
-"""One architecture: the images run on amd64 nodes; an arm64 image would lock again."""
+"""The build machine's architecture: the default of every lock. The operator image locks
+each of its platforms (``Base.lock_path``); the other images are amd64 only."""
 
 INSTALL_MACHINERY: Mapping[str, str] = {
     # What installing needs, and a root filesystem that is never installed into lacks.
@@ -51,9 +59,9 @@ DROPPED_PATHS = (
     "usr/share/ca-certificates",  # folded into the bundle below
     "usr/sbin/update-ca-certificates",
     "etc/ca-certificates",
-    "usr/lib/python3.11/config-3.11-x86_64-linux-gnu",
+    "usr/lib/python3.11/config-3.11-*-linux-gnu",
 )
-"""Documentation, locales, and what only a postinst or a compiler reads."""
+"""Documentation, locales, and what only a postinst or a compiler reads (glob patterns)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,15 @@ class Base:
     """How this base's lock is written (``python -m hack.image lock``), for messages."""
     providers: Mapping[str, str] = field(default_factory=dict)
     """The package chosen for a purely virtual name a dependency asks for (``awk``)."""
+    status_entries: bool = False
+    """Whether the root filesystem lists its packages in ``STATUS_DIR`` for scanners."""
+
+    def lock_path(self, arch: str = ARCH) -> Path:
+        """The lock of ``arch``'s packages: ``lock_file`` for the build machine's,
+        ``<stem>-<arch>.lock`` beside it for another."""
+        if arch == ARCH:
+            return self.lock_file
+        return self.lock_file.with_name(f"{self.lock_file.stem}-{arch}{self.lock_file.suffix}")
 
     @property
     def refresh(self) -> str:
@@ -116,11 +133,13 @@ OPERATOR = Base(
     ),
     links={"usr/bin/python": "python3.11"},
     lock_command="python -m hack.image lock",
+    status_entries=True,
 )
 """The operator image's base: Python and what its ssl and zoneinfo read, nothing else
 (no shell)."""
 
 CA_BUNDLE = "etc/ssl/certs/ca-certificates.crt"
+STATUS_DIR = "var/lib/dpkg/status.d"
 
 
 @dataclass(frozen=True)
@@ -159,11 +178,42 @@ def read_lock(path: Path) -> list[Package]:
 # --- lock ------------------------------------------------------------------------------
 
 
+def _indexes_dir(arch: str) -> Path:
+    return gobuild.cache_root() / "image" / f"apt-{arch}"
+
+
+def _apt_options(arch: str) -> list[str]:
+    """apt's options to read ``arch``'s indexes: none for the build machine's own; for
+    another, the private lists ``update_indexes`` writes (the same sources, keyring and
+    signature checks as the machine's, no package state)."""
+    if arch == ARCH:
+        return []
+    state = _indexes_dir(arch)
+    return [
+        "-o", f"APT::Architecture={arch}", "-o", f"APT::Architectures::={arch}",
+        "-o", f"Dir::State::Lists={state / 'lists'}", "-o", f"Dir::Cache={state / 'cache'}",
+        "-o", "Dir::State::status=/dev/null", "-o", "Debug::NoLocking=1",
+    ]  # fmt: skip
+
+
+def update_indexes(arch: str) -> None:
+    """Download ``arch``'s package indexes from the machine's apt sources into the cache
+    (apt checks their signatures); the machine's own indexes stay as they are."""
+    if arch == ARCH:
+        return
+    state = _indexes_dir(arch)
+    for directory in (state / "lists" / "partial", state / "cache" / "archives" / "partial"):
+        directory.mkdir(parents=True, exist_ok=True)
+    progress(f"updating apt's {arch} indexes in {state}")
+    subprocess.run(["apt-get", "-q", *_apt_options(arch), "update"], check=True)
+    _show.cache_clear()
+
+
 @functools.cache
-def _show(name: str) -> dict[str, str] | None:
+def _show(name: str, arch: str = ARCH) -> dict[str, str] | None:
     """apt's candidate record of one package, or None for a purely virtual name."""
     found = subprocess.run(
-        ["apt-cache", "show", "--no-all-versions", f"{name}:{ARCH}"],
+        ["apt-cache", *_apt_options(arch), "show", "--no-all-versions", f"{name}:{arch}"],
         capture_output=True,
         text=True,
     )
@@ -189,14 +239,14 @@ def _dependencies(record: dict[str, str]) -> list[list[str]]:
     return groups
 
 
-def _closure(base: Base) -> dict[str, dict[str, str]]:
+def _closure(base: Base, arch: str) -> dict[str, dict[str, str]]:
     records: dict[str, dict[str, str]] = {}
     pending = list(base.roots)
     while pending:
         name = pending.pop()
         if name in records or name in base.excluded:
             continue
-        record = _show(name)
+        record = _show(name, arch)
         if record is None:
             raise RuntimeError(f"apt knows no package {name!r}: run `apt-get update` first")
         records[name] = record
@@ -204,18 +254,18 @@ def _closure(base: Base) -> dict[str, dict[str, str]]:
             alternatives = [base.providers.get(a, a) for a in named]
             if any(a in base.excluded or a in records for a in alternatives):
                 continue
-            real = next((a for a in alternatives if _show(a) is not None), None)
+            real = next((a for a in alternatives if _show(a, arch) is not None), None)
             if real is None:
                 raise RuntimeError(f"{name} depends on {alternatives}, none of which apt has")
             pending.append(real)
     return records
 
 
-def _uris(records: dict[str, dict[str, str]]) -> dict[str, str]:
+def _uris(records: dict[str, dict[str, str]], arch: str) -> dict[str, str]:
     """The mirror URL of each candidate, as apt itself would download it."""
     printed = subprocess.run(
-        ["apt-get", "download", "--print-uris",
-         *(f"{n}:{ARCH}={r['Version']}" for n, r in sorted(records.items()))],
+        ["apt-get", *_apt_options(arch), "download", "--print-uris",
+         *(f"{n}:{arch}={r['Version']}" for n, r in sorted(records.items()))],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     uris = {}
@@ -226,8 +276,8 @@ def _uris(records: dict[str, dict[str, str]]) -> dict[str, str]:
     return uris
 
 
-def _packages(records: dict[str, dict[str, str]]) -> list[Package]:
-    uris = _uris(records)
+def _packages(records: dict[str, dict[str, str]], arch: str) -> list[Package]:
+    uris = _uris(records, arch)
     return [
         Package(name, r["Version"], r["Architecture"], r["SHA256"], int(r["Size"]), uris[name])
         for name, r in sorted(records.items())
@@ -243,20 +293,24 @@ def locate(names: tuple[str, ...]) -> list[Package]:
         if record is None:
             raise RuntimeError(f"apt knows no package {name!r}: run `apt-get update` first")
         records[name] = record
-    return _packages(records)
+    return _packages(records, ARCH)
 
 
-def lock(base: Base) -> list[Package]:
-    """Resolve ``base``'s closure from apt's current indexes and write its lock file."""
-    packages = _packages(_closure(base))
+def lock(base: Base, arch: str = ARCH) -> list[Package]:
+    """Resolve ``base``'s closure for ``arch`` from apt's current indexes and write its
+    lock file (``base.lock_path(arch)``)."""
+    update_indexes(arch)
+    packages = _packages(_closure(base, arch), arch)
+    resolved = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     header = [
         f"# The image's Debian packages ({base.lock_command} writes this; commit it).",
+        f"{SNAPSHOT_PREFIX}{resolved}",
         f"# The dependency closure of: {' '.join(base.roots)}",
         "# minus what a distroless image leaves out, and why:",
         *(f"#   {name}: {why}" for name, why in sorted(base.excluded.items())),
         "# package version arch sha256 size url",
     ]
-    base.lock_file.write_text("\n".join([*header, *(p.line() for p in packages)]) + "\n")
+    base.lock_path(arch).write_text("\n".join([*header, *(p.line() for p in packages)]) + "\n")
     return packages
 
 
@@ -281,35 +335,67 @@ def fetch(
     packages: list[Package],
     directory: Path | None = None,
     refresh: str = OPERATOR.refresh,
+    timestamp: str | None = None,
 ) -> list[Path]:
     """The locked .debs from the cache (``directory``, the image's by default),
     downloading (and checking) what is missing; ``refresh`` says how to renew the lock
-    when the mirror has dropped a version."""
+    when neither the mirror nor, given the lock's ``timestamp``, snapshot.debian.org has
+    a version any more."""
     directory = directory or cache_dir()
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for package in packages:
         path = directory / package.file_name
         if not (path.is_file() and _sha256(path) == package.sha256):
-            _download(package, path, refresh)
+            _download(package, path, refresh, timestamp)
         paths.append(path)
     return paths
 
 
-def _download(package: Package, path: Path, refresh: str) -> None:
+MIRROR = "http://deb.debian.org/"
+SNAPSHOT = "https://snapshot.debian.org/archive/"
+SNAPSHOT_PREFIX = "# snapshot: "
+"""A lock's header line naming the time it was resolved at (``20261129T120000Z``)."""
+
+
+def snapshot_url(url: str, timestamp: str) -> str | None:
+    """``url`` (the main mirror's) in snapshot.debian.org's archive as it was at
+    ``timestamp``, where Debian keeps every version it ever published; None for a URL
+    of another mirror."""
+    if not url.startswith(MIRROR):
+        return None
+    archive, _, pool = url.removeprefix(MIRROR).partition("/")
+    return f"{SNAPSHOT}{archive}/{timestamp}/{pool}"
+
+
+def lock_timestamp(path: Path) -> str | None:
+    """The time a lock was resolved at, from its header, if it records one."""
+    for line in path.read_text().splitlines():
+        if line.startswith(SNAPSHOT_PREFIX):
+            return line.removeprefix(SNAPSHOT_PREFIX).strip()
+    return None
+
+
+def _download(package: Package, path: Path, refresh: str, timestamp: str | None = None) -> None:
+    """Download from the lock's URL; when the mirror has dropped the version (Debian's
+    point releases remove superseded ones), from snapshot.debian.org at ``timestamp``."""
     progress(f"downloading {package.name} {package.version}")
     partial = path.with_name(path.name + ".partial")
+    fallback = snapshot_url(package.url, timestamp) if timestamp else None
     try:
-        with (
-            urllib.request.urlopen(package.url, timeout=120) as response,
-            partial.open("wb") as out,
-        ):
-            shutil.copyfileobj(response, out)
+        try:
+            _copy(package.url, partial)
+        except urllib.error.HTTPError as error:
+            if fallback is None or error.code != 404:
+                raise
+            progress(f"{package.url}: 404; trying {fallback}")
+            _copy(fallback, partial)
     except urllib.error.HTTPError as error:
         partial.unlink(missing_ok=True)
         raise RuntimeError(
             f"the mirror no longer has {package.name} {package.version} ({package.url}: HTTP "
-            f"{error.code}; Debian drops superseded versions): {refresh}"
+            f"{error.code}; Debian drops superseded versions"
+            f"{f', and {fallback} failed too' if fallback else ''}): {refresh}"
         ) from error
     except OSError as error:
         partial.unlink(missing_ok=True)
@@ -317,7 +403,7 @@ def _download(package: Package, path: Path, refresh: str) -> None:
             f"could not download {package.name} {package.version} from {package.url} "
             f"({error}); the build needs Debian's mirror, outside the sandbox"
         ) from error
-    actual = _sha256(partial)
+    actual = _sha256(partial)  # the same check whichever URL served it
     if actual != package.sha256:
         partial.unlink()
         raise RuntimeError(
@@ -327,18 +413,38 @@ def _download(package: Package, path: Path, refresh: str) -> None:
     partial.rename(path)
 
 
+def _copy(url: str, out: Path) -> None:
+    with urllib.request.urlopen(url, timeout=120) as response, out.open("wb") as stream:
+        shutil.copyfileobj(response, stream)
+
+
 def extract(debs: list[Path], root: Path, base: Base) -> None:
     """Unpack the .debs' files under ``root``, then do what their postinsts would."""
     for deb in debs:
         subprocess.run(["dpkg-deb", "--extract", str(deb), str(root)], check=True)
+        if base.status_entries:
+            _status_entry(deb, root)
     _ca_bundle(root)
-    for relative in DROPPED_PATHS:
-        target = root / relative
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        elif target.exists():
-            target.unlink()
+    for pattern in DROPPED_PATHS:
+        for target in sorted(root.glob(pattern)):
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink()
     _system_files(root, base)
+
+
+def _status_entry(deb: Path, root: Path) -> None:
+    """The package's control paragraph as its ``STATUS_DIR`` file, as distroless writes
+    it: what a scanner reads to know the package, its version and its source package."""
+    control = subprocess.run(
+        ["dpkg-deb", "--field", str(deb)], capture_output=True, text=True, check=True
+    ).stdout
+    name = next(line for line in control.splitlines() if line.startswith("Package:"))
+    entry = root / STATUS_DIR / name.partition(":")[2].strip()
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    entry.write_text(control if control.endswith("\n") else control + "\n")
+    entry.chmod(0o644)
 
 
 def _ca_bundle(root: Path) -> None:

@@ -9,6 +9,7 @@ from its pinned wrapper module. ``assemble`` does both and records the image's f
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import subprocess
@@ -20,13 +21,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hack import gobuild
-from hack.image import BUILD_FACTS, LAYOUT_DIR, REPO_ROOT, ImageBuild, debian
+from hack.image import BUILD_FACTS, LAYOUT_DIR, REPO_ROOT, ImageBuild, PlatformImage, debian
 from hack.image.layers import write_layer
+from hack.image.platform import Platform
 from hack.image.user import ImageUser
 
 FAMILY = "image"
 GOMOD_DIR = Path(__file__).resolve().parent / "gomod"
-RECIPE_REVISION = 1
+RECIPE_REVISION = 2
 
 
 def progress(message: str) -> None:
@@ -143,3 +145,90 @@ def assemble(
     return ImageBuild(
         layout=layout, digest=digest, compressed_bytes=compressed, unpacked_bytes=unpacked
     )
+
+
+@dataclass(frozen=True)
+class PlatformLayers:
+    """One platform's layers of a multi-platform image, and what describes its contents."""
+
+    platform: Platform
+    layers: Sequence[Layer]
+    sbom: Path | None = None
+    """An SPDX document of this platform's packages, attached as a referrer."""
+
+
+SBOM_MEDIA_TYPE = "application/spdx+json"
+
+
+def _image_spec(
+    layers: Sequence[Layer], config: Mapping[str, object], arch: str, created: datetime,
+    user: ImageUser, scratch: Path, name: str,
+) -> tuple[dict[str, object], int]:  # fmt: skip
+    specs, unpacked = [], 0
+    for index, layer in enumerate(layers):
+        tar = scratch / f"layer-{name}-{index}.tar"
+        unpacked += write_layer(layer.tree, tar, user)
+        specs.append({"path": str(tar), "created_by": layer.created_by})
+    spec: dict[str, object] = {
+        "layers": specs,
+        "config": dict(config),
+        "created": created.isoformat().replace("+00:00", "Z"),
+        "os": "linux",
+        "architecture": arch,
+    }
+    return spec, unpacked
+
+
+def assemble_index(
+    out: Path,
+    platforms: Sequence[PlatformLayers],
+    config: Mapping[str, object],
+    user: ImageUser,
+    scratch: Path,
+    created: datetime,
+) -> ImageBuild:
+    """Write one image per platform under ``config``, an image index over them (in
+    ``platforms``' order) and each platform's SBOM as a referrer of its image, as the OCI
+    layout ``out/oci``; the facts go to ``out/build.json``."""
+    tool = ocitool()
+    progress("writing the layers")
+    images, unpacked, sboms = [], [], []
+    for position, entry in enumerate(platforms):
+        arch = entry.platform.arch
+        spec, size = _image_spec(entry.layers, config, arch, created, user, scratch, arch)
+        images.append(spec)
+        unpacked.append(size)
+        if entry.sbom is not None:
+            sboms.append({
+                "path": str(entry.sbom), "media_type": SBOM_MEDIA_TYPE,
+                "title": entry.sbom.name, "image": position,
+            })  # fmt: skip
+    spec_file = scratch / "index-spec.json"
+    spec_file.write_text(json.dumps({"images": images, "sboms": sboms}, indent=2))
+    progress(f"assembling the OCI layout (gzip, {len(platforms)} platforms)")
+    layout = out / LAYOUT_DIR
+    written = json.loads(subprocess.run(
+        [str(tool), "assemble-index", "--spec", str(spec_file), "--layout", str(layout)],
+        capture_output=True, text=True, check=True,
+    ).stdout)  # fmt: skip
+    built = []
+    for entry, digest, size in zip(platforms, written["images"], unpacked, strict=True):
+        manifest = json.loads((layout / "blobs" / "sha256" / digest.split(":", 1)[1]).read_bytes())
+        compressed = manifest["config"]["size"] + sum(d["size"] for d in manifest["layers"])
+        built.append(PlatformImage(entry.platform.arch, digest, compressed, size))
+    image = ImageBuild(
+        layout=layout,
+        digest=written["index"],
+        compressed_bytes=sum(p.compressed_bytes for p in built),
+        unpacked_bytes=sum(p.unpacked_bytes for p in built),
+        platforms=tuple(built),
+    )
+    facts = {
+        "digest": image.digest,
+        "compressed_bytes": image.compressed_bytes,
+        "unpacked_bytes": image.unpacked_bytes,
+        "platforms": [dataclasses.asdict(p) for p in built],
+        "sboms": written["sboms"] or [],
+    }
+    (out / BUILD_FACTS).write_text(json.dumps(facts, indent=2) + "\n")
+    return image

@@ -1,10 +1,14 @@
 """Python in an image: where packages go, which wheels fit, bytecode and scripts.
 
-Both images run Debian's python3.11 and take third-party packages as manylinux wheels
-for CPython 3.11 on x86_64, installed with this machine's pip into a tree laid out like
-the image (``pip install --target``); nothing is built from source. Bytecode is
-compiled by the image's own interpreter (through its own loader and libraries) with
-unchecked-hash pycs and a fixed hash seed, so that the same sources give the same bytes.
+The images run Debian's python3.11 and take third-party packages as manylinux wheels
+for CPython 3.11 on their platform (x86_64; the operator's also aarch64), installed with
+this machine's pip into a tree laid out like the image (``pip install --target``);
+nothing is built from source. Bytecode is compiled by the amd64 image's own interpreter
+(through its own loader and libraries) with unchecked-hash pycs and a fixed hash seed, so
+that the same sources give the same bytes. Bytecode does not depend on the machine, so
+the arm64 tree is compiled by that same amd64 interpreter, never by running the target:
+``build`` checks both platforms lock the same python3.11 version, and the arm64 proof
+compiles a module under emulation and compares the bytes.
 """
 
 from __future__ import annotations
@@ -16,27 +20,35 @@ from pathlib import Path
 
 from hack.image import debian
 from hack.image.oci import progress
+from hack.image.platform import AMD64, BUILD, Platform
 
 SITE_DIR = "usr/lib/python3/dist-packages"
 """On Debian's python3.11 path (its site.py adds it); pip's --target goes here."""
 PYTHON = "usr/bin/python3.11"
 STDLIB_DIR = "usr/lib/python3.11"
-LOADER = "lib64/ld-linux-x86-64.so.2"
-LIBRARY_PATH = ("lib/x86_64-linux-gnu", "usr/lib/x86_64-linux-gnu")
+LOADER = BUILD.loader
+LIBRARY_PATH = (f"lib/{BUILD.triplet}", f"usr/lib/{BUILD.triplet}")
 GLIBC_MINOR = 36
 """bookworm's glibc is 2.36: a wheel for any manylinux up to it runs."""
-WHEEL_PLATFORMS = (
-    *(f"manylinux_2_{minor}_x86_64" for minor in range(GLIBC_MINOR, 16, -1)),
-    "manylinux2014_x86_64",
-)
-"""pip does not widen a --platform to older glibcs itself, so every tag is named."""
 
 
-def target_flags() -> list[str]:
+def wheel_platforms(platform: Platform = AMD64) -> tuple[str, ...]:
+    """pip does not widen a --platform to older glibcs itself, so every tag is named."""
+    return (
+        *(f"manylinux_2_{minor}_{platform.machine}" for minor in range(GLIBC_MINOR, 16, -1)),
+        f"manylinux2014_{platform.machine}",
+    )
+
+
+WHEEL_PLATFORMS = wheel_platforms(AMD64)
+"""The amd64 images' tags (the Ray image is amd64 only)."""
+
+
+def target_flags(platform: Platform = AMD64) -> list[str]:
     """pip's flags for wheels that run on the image, whatever this machine is."""
     return [
         "--only-binary=:all:",
-        *(f"--platform={platform}" for platform in WHEEL_PLATFORMS),
+        *(f"--platform={tag}" for tag in wheel_platforms(platform)),
         "--python-version", "3.11",
         "--implementation", "cp",
         "--abi", "cp311",
@@ -45,8 +57,9 @@ def target_flags() -> list[str]:
 
 
 def compile_bytecode(rootfs: Path, tree: Path, directory: str) -> None:
-    """Compile ``tree/directory`` with the image's interpreter from ``rootfs``, recording
-    the in-image paths in the pycs (tracebacks name /usr/..., not this build's temp)."""
+    """Compile ``tree/directory`` with the interpreter of ``rootfs`` (a root filesystem
+    of the build machine's platform), recording the in-image paths in the pycs
+    (tracebacks name /usr/..., not this build's temp)."""
     library_path = ":".join(str(rootfs / p) for p in LIBRARY_PATH)
     loader = (rootfs / LIBRARY_PATH[0] / Path(LOADER).name).resolve()
     env = {
@@ -69,13 +82,22 @@ def compile_bytecode(rootfs: Path, tree: Path, directory: str) -> None:
         )
 
 
-def base_tree(base: debian.Base, tree: Path) -> None:
-    """``base``'s locked packages extracted into ``tree``, the standard library compiled."""
-    debs = debian.fetch(debian.read_lock(base.lock_file), refresh=base.refresh)
-    progress(f"extracting {len(debs)} Debian packages")
+def base_tree(
+    base: debian.Base, tree: Path, platform: Platform = BUILD, compiler: Path | None = None
+) -> None:
+    """``base``'s locked packages for ``platform`` extracted into ``tree``, the standard
+    library compiled by ``compiler``'s interpreter (a base of the build machine's
+    platform; ``tree`` itself by default, which must then be of that platform)."""
+    if compiler is None and platform != BUILD:
+        raise ValueError(f"a {platform.arch} base needs a {BUILD.arch} base to compile it")
+    lock = base.lock_path(platform.arch)
+    debs = debian.fetch(
+        debian.read_lock(lock), refresh=base.refresh, timestamp=debian.lock_timestamp(lock)
+    )
+    progress(f"extracting {len(debs)} Debian packages ({platform.arch})")
     debian.extract(debs, tree, base)
-    progress("compiling the standard library")
-    compile_bytecode(tree, tree, STDLIB_DIR)
+    progress(f"compiling the standard library ({platform.arch})")
+    compile_bytecode(compiler or tree, tree, STDLIB_DIR)
 
 
 _ENTRY_POINT = re.compile(r"^\s*([\w.-]+)\s*=\s*([\w.]+)\s*:\s*([\w.]+)\s*$")

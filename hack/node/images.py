@@ -21,9 +21,9 @@ import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from hack.image import layers
+from hack.image import is_artifact, layers
 from hack.image.build import ocitool
 from hack.node.node import NodeImage
 
@@ -54,7 +54,7 @@ def node_image(layout: Path, reference: str, out: Path) -> NodeImage:
     manifest's digest (``REPOSITORY@sha256:...``), the form a stack that pins images
     gives."""
     reference = fully_qualified(reference)
-    (manifest,) = json.loads((layout / "index.json").read_text())["manifests"]
+    (manifest,) = _images(json.loads((layout / "index.json").read_text()))
     repository = reference.rsplit("@", 1)[0]
     if ":" in repository.rsplit("/", 1)[-1]:
         repository = repository.rsplit(":", 1)[0]
@@ -62,11 +62,18 @@ def node_image(layout: Path, reference: str, out: Path) -> NodeImage:
     return NodeImage(import_tar(layout, reference, out), (reference, pinned))
 
 
+def _images(index: dict[str, Any]) -> list[dict[str, Any]]:
+    """The images a layout's index.json names (one manifest, or the operator's
+    multi-platform index), without the artifacts beside them (its SBOMs), which
+    containerd would otherwise import as images of their own."""
+    return [d for d in index["manifests"] if not is_artifact(d)]
+
+
 def import_tar(layout: Path, reference: str, out: Path) -> Path:
-    """``layout`` (an OCI image layout with one image) as a tar ``ctr images import``
-    names ``reference``."""
+    """``layout`` (an OCI image layout with one image, of one platform or an index of
+    several) as a tar ``ctr images import`` names ``reference``."""
     index = json.loads((layout / "index.json").read_text())
-    (manifest,) = index["manifests"]
+    (manifest,) = index["manifests"] = _images(index)
     tag = reference.rsplit(":", 1)[1] if ":" in reference.rsplit("/", 1)[-1] else "latest"
     manifest["annotations"] = {
         **manifest.get("annotations", {}),

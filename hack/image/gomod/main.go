@@ -48,12 +48,16 @@ type specLayer struct {
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(errors.New("usage: ocitool assemble|push|pull|serve ..."))
+		fail(errors.New("usage: ocitool assemble|assemble-index|push|pull|referrers|serve ..."))
 	}
 	var err error
 	switch os.Args[1] {
 	case "assemble":
 		err = assemble(os.Args[2:])
+	case "assemble-index":
+		err = assembleIndex(os.Args[2:])
+	case "referrers":
+		err = referrers(os.Args[2:])
 	case "push":
 		err = push(os.Args[2:])
 	case "pull":
@@ -87,38 +91,7 @@ func assemble(args []string) error {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return fmt.Errorf("%s: %w", *specPath, err)
 	}
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	for _, l := range s.Layers {
-		// Go's gzip at the default level: the same tar gives the same blob.
-		layer, err := tarball.LayerFromFile(l.Path, tarball.WithMediaType(types.OCILayer))
-		if err != nil {
-			return fmt.Errorf("layer %s: %w", l.Path, err)
-		}
-		img, err = mutate.Append(img, mutate.Addendum{
-			Layer:     layer,
-			MediaType: types.OCILayer,
-			History:   v1.History{CreatedBy: l.CreatedBy, Created: v1.Time{Time: s.Created}},
-		})
-		if err != nil {
-			return err
-		}
-	}
-	img, err = mutate.Config(img, s.Config)
-	if err != nil {
-		return err
-	}
-	img, err = mutate.CreatedAt(img, v1.Time{Time: s.Created})
-	if err != nil {
-		return err
-	}
-	configFile, err := img.ConfigFile()
-	if err != nil {
-		return err
-	}
-	configFile = configFile.DeepCopy()
-	configFile.OS, configFile.Architecture = s.OS, s.Arch
-	img, err = mutate.ConfigFile(img, configFile)
+	img, err := image(s)
 	if err != nil {
 		return err
 	}
@@ -140,6 +113,44 @@ func assemble(args []string) error {
 	return nil
 }
 
+// image builds one platform's image from its spec.
+func image(s spec) (v1.Image, error) {
+	var err error
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	for _, l := range s.Layers {
+		// Go's gzip at the default level: the same tar gives the same blob.
+		layer, err := tarball.LayerFromFile(l.Path, tarball.WithMediaType(types.OCILayer))
+		if err != nil {
+			return nil, fmt.Errorf("layer %s: %w", l.Path, err)
+		}
+		img, err = mutate.Append(img, mutate.Addendum{
+			Layer:     layer,
+			MediaType: types.OCILayer,
+			History:   v1.History{CreatedBy: l.CreatedBy, Created: v1.Time{Time: s.Created}},
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	img, err = mutate.Config(img, s.Config)
+	if err != nil {
+		return nil, err
+	}
+	img, err = mutate.CreatedAt(img, v1.Time{Time: s.Created})
+	if err != nil {
+		return nil, err
+	}
+	configFile, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	configFile = configFile.DeepCopy()
+	configFile.OS, configFile.Architecture = s.OS, s.Arch
+	return mutate.ConfigFile(img, configFile)
+}
+
+// layoutImage is the one image of a single-platform layout (the Ray and Redis images').
 func layoutImage(dir string) (v1.Image, error) {
 	index, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
@@ -180,11 +191,24 @@ func push(args []string) error {
 	if err != nil {
 		return err
 	}
+	auth := remote.WithAuthFromKeychain(authn.DefaultKeychain)
+	multi, err := isIndexLayout(*layoutDir)
+	if err != nil {
+		return err
+	}
+	if multi {
+		digest, err := pushIndexLayout(*layoutDir, ref, auth)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s@%s\n", ref.Context().Name(), digest)
+		return nil
+	}
 	img, err := layoutImage(*layoutDir)
 	if err != nil {
 		return err
 	}
-	if err := remote.Write(ref, img, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+	if err := remote.Write(ref, img, auth); err != nil {
 		return err
 	}
 	digest, err := img.Digest()
@@ -195,7 +219,8 @@ func push(args []string) error {
 	return nil
 }
 
-// pull REF: fetch the manifest and every blob (checking their digests); print the digest.
+// pull REF: fetch the manifest (an index: every platform's) and every blob, checking
+// their digests; print the digest.
 func pull(args []string) error {
 	if len(args) != 1 {
 		return errors.New("pull needs one reference")
@@ -204,7 +229,23 @@ func pull(args []string) error {
 	if err != nil {
 		return err
 	}
-	img, err := remote.Image(ref, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	auth := remote.WithAuthFromKeychain(authn.DefaultKeychain)
+	descriptor, err := remote.Get(ref, auth)
+	if err != nil {
+		return err
+	}
+	if descriptor.MediaType.IsIndex() {
+		index, err := descriptor.ImageIndex()
+		if err != nil {
+			return err
+		}
+		if err := pullIndex(index); err != nil {
+			return err
+		}
+		fmt.Println(descriptor.Digest)
+		return nil
+	}
+	img, err := descriptor.Image()
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ tests/integration/image's run-from-image test.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import shutil
 import subprocess
@@ -76,10 +77,15 @@ def test_the_config_runs_the_deployments_command_as_nonroot(config: dict[str, An
     assert config["architecture"] == "amd64" and config["os"] == "linux"
 
 
+def test_the_index_holds_one_image_per_platform(image: ImageBuild) -> None:
+    assert [p.arch for p in image.platforms] == ["amd64", "arm64"]
+    assert len({p.digest for p in image.platforms}) == 2
+
+
 def test_the_root_filesystem_has_python_and_no_shell_or_package_manager(rootfs: Path) -> None:
     for absent in (
         "bin/sh", "usr/bin/sh", "bin/bash", "usr/bin/bash", "bin/dash", "usr/bin/dpkg",
-        "usr/bin/apt", "usr/bin/apt-get", "var/lib/dpkg", "usr/bin/perl", "usr/bin/openssl",
+        "usr/bin/apt", "usr/bin/apt-get", "var/lib/dpkg/status", "usr/bin/perl", "usr/bin/openssl",
         "usr/share/doc", "usr/share/man",
     ):  # fmt: skip
         assert not os.path.lexists(rootfs / absent), f"/{absent} is in the image"
@@ -150,3 +156,13 @@ def test_push_then_pull_by_digest_gives_the_same_image(image: ImageBuild, regist
     )  # fmt: skip
     assert pulled.returncode == 0, pulled.stderr
     assert pulled.stdout.strip() == image.digest
+    # Each platform's SBOM came along as a referrer of that platform's image.
+    repository = pushed.stdout.strip().rsplit("@", 1)[0]
+    for platform in image.platforms:
+        listed = subprocess.run(
+            [str(image_build.ocitool()), "referrers", f"{repository}@{platform.digest}"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert listed.returncode == 0, listed.stderr
+        (referrer,) = json.loads(listed.stdout)["manifests"]
+        assert referrer["artifactType"] == "application/spdx+json"
