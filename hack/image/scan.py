@@ -23,9 +23,12 @@ from pathlib import Path
 from hack import gobuild
 from hack.image.oci import FAMILY
 
-__all__ = ["FoundPackage", "packages", "syft"]
+__all__ = ["SYFT_MODULE", "SYFT_VERSION", "FoundPackage", "packages", "syft"]
 
 GOMOD_DIR = Path(__file__).resolve().parent / "syftmod"
+SYFT_MODULE = "github.com/anchore/syft"
+SYFT_VERSION = "v1.57.1"
+"""What syftmod/go.mod requires (tests/unit/test_image_pins.py holds them together)."""
 RECIPE_REVISION = 1
 SCAN_SECONDS = 600
 
@@ -60,7 +63,7 @@ def syft() -> Path:
         _built(),
         family=FAMILY,
         build=build,
-        versions_text="github.com/anchore/syft (hack/image/syftmod/go.mod)\n",
+        versions_text=f"{SYFT_MODULE} {SYFT_VERSION} (hack/image/syftmod/go.mod)\n",
         make_target="image",
         expected="some ten minutes on two cores",
     )

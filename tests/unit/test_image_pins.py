@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from hack.image import debian, pylock
+from hack.image import debian, pylock, scan
 from hack.image.build import CONSTRAINTS, requirements
+from tests.gomodpins import assert_wrapper_pins
 
 
 def test_a_mirror_url_maps_to_its_snapshot_archive() -> None:
@@ -69,3 +70,9 @@ def test_every_wheel_pin_carries_hashes() -> None:
     assert len(pins) > 20
     entries = text.split("==")[1:]
     assert all("--hash=sha256:" in entry for entry in entries)
+
+
+def test_the_scanner_is_built_from_its_pinned_module() -> None:
+    assert_wrapper_pins(
+        scan.GOMOD_DIR.parent, scan.GOMOD_DIR.name, scan.SYFT_MODULE, scan.SYFT_VERSION
+    )
