@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         # What the image tests (tests/integration/image) run in the sandbox, made while
         # online: the arm64 proof's emulator and the scanner (built once).
         emulator.emulator()
-        scan.syft()
+        scan.SYFT.binary()
     else:
         image = built()
         pushed = subprocess.run(

@@ -20,16 +20,19 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from hack import gobuild
-from hack.image.oci import FAMILY
+from hack.image.tools import PinnedTool
 
-__all__ = ["SYFT_MODULE", "SYFT_VERSION", "FoundPackage", "packages", "syft"]
+__all__ = ["SYFT", "FoundPackage", "packages"]
 
-GOMOD_DIR = Path(__file__).resolve().parent / "syftmod"
-SYFT_MODULE = "github.com/anchore/syft"
-SYFT_VERSION = "v1.57.1"
-"""What syftmod/go.mod requires (tests/unit/test_image_pins.py holds them together)."""
-RECIPE_REVISION = 1
+SYFT = PinnedTool(
+    name="syft",
+    wrapper=Path(__file__).resolve().parent / "syftmod",
+    module="github.com/anchore/syft",
+    version="v1.57.1",
+    package="github.com/anchore/syft/cmd/syft",
+    recipe_revision=1,
+    expected="some ten minutes on two cores",
+)
 SCAN_SECONDS = 600
 
 
@@ -42,34 +45,6 @@ class FoundPackage:
     purl: str
 
 
-def _built() -> gobuild.Built:
-    digest = gobuild.wrapper_digest(GOMOD_DIR.parent, [GOMOD_DIR.name], f"recipe {RECIPE_REVISION}")
-    return gobuild.Built(root=gobuild.cache_root() / FAMILY / f"syft-{digest}", binaries=("syft",))
-
-
-def syft() -> Path:
-    """The syft binary, built once from the pinned wrapper module (a few minutes)."""
-
-    def build(bin_dir: Path) -> None:
-        gobuild.run_go(
-            FAMILY,
-            "go build syft",
-            ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(bin_dir / "syft"),
-             "github.com/anchore/syft/cmd/syft"],
-            GOMOD_DIR,
-        )  # fmt: skip
-
-    built = gobuild.ensure(
-        _built(),
-        family=FAMILY,
-        build=build,
-        versions_text=f"{SYFT_MODULE} {SYFT_VERSION} (hack/image/syftmod/go.mod)\n",
-        make_target="image",
-        expected="some ten minutes on two cores",
-    )
-    return built.path("syft")
-
-
 def packages(layout: Path, arch: str, workdir: Path) -> list[FoundPackage]:
     """What syft finds in ``layout``'s linux/``arch`` image, offline."""
     env = {
@@ -79,7 +54,7 @@ def packages(layout: Path, arch: str, workdir: Path) -> list[FoundPackage]:
         "SYFT_CHECK_FOR_APP_UPDATE": "false",
     }
     completed = subprocess.run(
-        [str(syft()), "scan", f"oci-dir:{layout}", "--platform", f"linux/{arch}",
+        [str(SYFT.binary()), "scan", f"oci-dir:{layout}", "--platform", f"linux/{arch}",
          "--output", "syft-json", "--quiet"],
         env=env, capture_output=True, text=True, timeout=SCAN_SECONDS,
     )  # fmt: skip

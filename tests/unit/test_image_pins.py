@@ -10,6 +10,7 @@ import pytest
 
 from hack.image import debian, pylock, scan
 from hack.image.build import CONSTRAINTS, requirements
+from hack.image.tools import PinnedTool
 from tests.gomodpins import assert_wrapper_pins
 
 
@@ -72,7 +73,9 @@ def test_every_wheel_pin_carries_hashes() -> None:
     assert all("--hash=sha256:" in entry for entry in entries)
 
 
-def test_the_scanner_is_built_from_its_pinned_module() -> None:
-    assert_wrapper_pins(
-        scan.GOMOD_DIR.parent, scan.GOMOD_DIR.name, scan.SYFT_MODULE, scan.SYFT_VERSION
-    )
+@pytest.mark.parametrize("tool", [scan.SYFT], ids=lambda tool: tool.name)
+def test_each_tool_is_built_from_its_pinned_module(tool: PinnedTool) -> None:
+    assert_wrapper_pins(tool.wrapper.parent, tool.wrapper.name, tool.module, tool.version)
+    assert tool.package.startswith(f"{tool.module}/")
+    assert f'import _ "{tool.package}"' in (tool.wrapper / "tools.go").read_text()
+
