@@ -26,10 +26,9 @@ from hack.image import ImageBuild, built, config_document, root_filesystem
 from hack.image import build as image_build
 from hack.image.oci import source_date
 from tests.integration.image.rebuild import assert_builds_again_the_same
+from tests.integration.image.registry import loopback_registry
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-REGISTRY_STOP_SECONDS = 30.0
-"""The in-memory registry exits at SIGTERM at once; this only bounds a wedged one."""
 
 
 @pytest.fixture(scope="module")
@@ -128,18 +127,8 @@ def test_the_operator_imports_in_the_root_as_nonroot(rootfs: Path, config: dict[
 
 @pytest.fixture
 def registry() -> Iterator[str]:
-    """An in-memory registry (go-containerregistry's) on loopback: its host:port."""
-    with subprocess.Popen(
-        [str(image_build.ocitool()), "serve"], stdout=subprocess.PIPE, text=True
-    ) as server:
-        try:
-            assert server.stdout is not None
-            address = server.stdout.readline().strip()
-            assert address.startswith("127.0.0.1:"), f"the registry printed {address!r}"
-            yield address
-        finally:
-            server.terminate()
-            server.wait(timeout=REGISTRY_STOP_SECONDS)
+    with loopback_registry() as address:
+        yield address
 
 
 def test_push_then_pull_by_digest_gives_the_same_image(image: ImageBuild, registry: str) -> None:
