@@ -3,6 +3,11 @@
 build          download the locked inputs (cached) and write dist/image/ (make image);
                then fetch the arm64 proof's emulator and build the scanner the tests run
 push REF       push dist/image/ to REF (registry/repository:tag) and print REF@sha256:...
+sign REF --key KEY
+               sign the pushed index REF (registry/repository@sha256:..., as push printed
+               it) with the release's cosign key; offline: no transparency log (sign.py)
+verify REF --key PUB
+               check REF's signature with the release's public key, as a user would
 lock           re-resolve the Debian packages from apt's indexes into debian.lock (amd64)
                and debian-arm64.lock
 lock-wheels    re-resolve the wheels with their hashes into requirements.lock (uv)
@@ -12,10 +17,13 @@ lock-emulator  re-pin qemu-user-static (the arm64 proof's emulator) in qemu.lock
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
-from hack.image import DIST_DIR, built, debian, emulator, oci, pylock, scan
+from hack.image import DIST_DIR, built, debian, emulator, oci, pylock, scan, sign
 from hack.image import build as image_build
 from hack.image.platform import PLATFORMS
 
@@ -30,6 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     push.add_argument(
         "ref", help="registry/repository:tag, e.g. registry.example/team/ray-operator:0.1.0"
     )
+    signing = commands.add_parser("sign", help="sign a pushed index with cosign")
+    signing.add_argument("ref", help="registry/repository@sha256:<index digest>, as push printed")
+    signing.add_argument("--key", required=True, help="the release's cosign key (file or KMS URI)")
+    verifying = commands.add_parser("verify", help="verify a signed index with cosign")
+    verifying.add_argument("ref", help="registry/repository@sha256:<index digest>")
+    verifying.add_argument("--key", required=True, help="the release's public key (cosign.pub)")
     commands.add_parser("lock", help="re-resolve hack/image/debian*.lock from apt's indexes")
     commands.add_parser("lock-wheels", help="re-resolve hack/image/requirements.lock with uv")
     commands.add_parser("lock-emulator", help="re-pin qemu-user-static in hack/image/qemu.lock")
@@ -55,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
         # online: the arm64 proof's emulator and the scanner (built once).
         emulator.emulator()
         scan.SYFT.binary()
+        sign.COSIGN.binary()
+    elif arguments.command in ("sign", "verify"):
+        return _sign_or_verify(arguments.command, arguments.ref, arguments.key)
     else:
         image = built()
         pushed = subprocess.run(
@@ -66,6 +83,21 @@ def main(argv: list[str] | None = None) -> int:
             return pushed.returncode
         print(pushed.stdout.strip())
         print("give this reference to RayOperator(image=...)", file=sys.stderr)
+    return 0
+
+
+def _sign_or_verify(command: str, reference: str, key: str) -> int:
+    with tempfile.TemporaryDirectory(prefix="cosign-") as workdir:
+        try:
+            if command == "sign":
+                sign.sign(reference, key, Path(workdir))
+                print(f"signed {reference}")
+            else:
+                for verified in sign.verify(reference, key, Path(workdir)):
+                    print(json.dumps(verified, sort_keys=True))
+        except (sign.SigningError, sign.VerificationFailed) as error:
+            print(error, file=sys.stderr)
+            return 1
     return 0
 
 

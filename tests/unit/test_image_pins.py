@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hack.image import debian, pylock, scan
+from hack.image import debian, pylock, scan, sign
 from hack.image.build import CONSTRAINTS, requirements
 from hack.image.tools import PinnedTool
 from tests.gomodpins import assert_wrapper_pins
@@ -73,9 +73,16 @@ def test_every_wheel_pin_carries_hashes() -> None:
     assert all("--hash=sha256:" in entry for entry in entries)
 
 
-@pytest.mark.parametrize("tool", [scan.SYFT], ids=lambda tool: tool.name)
+@pytest.mark.parametrize("tool", [scan.SYFT, sign.COSIGN], ids=lambda tool: tool.name)
 def test_each_tool_is_built_from_its_pinned_module(tool: PinnedTool) -> None:
     assert_wrapper_pins(tool.wrapper.parent, tool.wrapper.name, tool.module, tool.version)
     assert tool.package.startswith(f"{tool.module}/")
     assert f'import _ "{tool.package}"' in (tool.wrapper / "tools.go").read_text()
 
+
+def test_only_a_digest_is_signed() -> None:
+    digest = "sha256:" + "0f" * 32
+    assert sign.digest_reference(f"127.0.0.1:5000/team/op@{digest}").endswith(digest)
+    for moving in ("127.0.0.1:5000/team/op:0.1.0", "team/op", f"team/op:0.1@{digest[:-1]}"):
+        with pytest.raises(sign.SigningError, match="does not name a digest"):
+            sign.digest_reference(moving)
