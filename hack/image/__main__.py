@@ -1,7 +1,7 @@
-"""``python -m hack.image build|push REF|lock*``: the operator image (hack/image/__init__.py).
+"""``python -m hack.image build|push|sign|verify|lock*``: the operator image (hack/image).
 
 build          download the locked inputs (cached) and write dist/image/ (make image);
-               then fetch the arm64 proof's emulator and build the scanner the tests run
+               then fetch the arm64 proof's emulator, build the scanner and cosign
 push REF       push dist/image/ to REF (registry/repository:tag) and print REF@sha256:...
 sign REF --key KEY
                sign the pushed index REF (registry/repository@sha256:..., as push printed
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         image = image_build.build(DIST_DIR)
         print(image.describe())
         # What the image tests (tests/integration/image) run in the sandbox, made while
-        # online: the arm64 proof's emulator and the scanner (built once).
+        # online: the arm64 proof's emulator, the scanner and cosign (each built once).
         emulator.emulator()
         scan.SYFT.binary()
         sign.COSIGN.binary()

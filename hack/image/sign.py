@@ -77,7 +77,7 @@ def digest_reference(reference: str) -> str:
     """``reference`` if it pins a digest; a tag is refused, since it can be moved."""
     if DIGEST_REFERENCE.match(reference) is None:
         raise SigningError(
-            f"{reference!r} does not name a digest: sign and verify "
+            f"{reference!r} does not name a digest: sign "
             "<registry>/<repo>@sha256:<index digest>, as `python -m hack.image push` prints it"
         )
     return reference
