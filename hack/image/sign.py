@@ -91,9 +91,13 @@ def _environment(workdir: Path) -> dict[str, str]:
     return {**os.environ, "TUF_ROOT": str(tuf_root), "TUF_MIRROR": CLOSED_LOOPBACK_URL}
 
 
-def _run(arguments: list[str], workdir: Path) -> subprocess.CompletedProcess[str]:
+def _run(
+    arguments: list[str], workdir: Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """cosign ``arguments`` in ``cwd`` (the caller's by default: a key path given
+    relative to it still names the key)."""
     return subprocess.run(
-        [str(COSIGN.binary()), *arguments], cwd=workdir, env=_environment(workdir),
+        [str(COSIGN.binary()), *arguments], cwd=cwd, env=_environment(workdir),
         capture_output=True, text=True, timeout=COSIGN_SECONDS,
     )  # fmt: skip
 
@@ -101,7 +105,7 @@ def _run(arguments: list[str], workdir: Path) -> subprocess.CompletedProcess[str
 def generate_key_pair(directory: Path) -> tuple[Path, Path]:
     """``cosign.key`` (encrypted with $COSIGN_PASSWORD) and ``cosign.pub`` in ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
-    completed = _run(["generate-key-pair"], directory)
+    completed = _run(["generate-key-pair"], directory, cwd=directory)
     if completed.returncode != 0:
         raise SigningError(f"cosign generate-key-pair failed: {completed.stderr[-2000:]}")
     return directory / "cosign.key", directory / "cosign.pub"
