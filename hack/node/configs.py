@@ -214,6 +214,18 @@ def corefile(kubeconfig: Path) -> str:
     ])  # fmt: skip
 
 
+def _bound_to_user(role_kind: str, user: str, namespace: str | None = None) -> dict[str, Any]:
+    """The binding of the ClusterRole (or, in ``namespace``, the Role) named ``user`` to
+    the user of that name: a node component's identity is its client certificate's."""
+    metadata = {"name": user, **({"namespace": namespace} if namespace else {})}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": f"{role_kind}Binding",
+        "metadata": metadata,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": user},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }  # fmt: skip
+
+
 def dns_objects() -> list[dict[str, Any]]:
     """What CoreDNS, a process of the node rather than a pod, needs in the cluster: read
     access for its identity, and the ``kube-dns`` Service pointing at it (selector-less,
@@ -228,12 +240,7 @@ def dns_objects() -> list[dict[str, Any]]:
              {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
               "verbs": ["list", "watch"]},
          ]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": COREDNS_USER},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                     "name": COREDNS_USER},
-         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                       "name": COREDNS_USER}]},
+        _bound_to_user("ClusterRole", COREDNS_USER),
         {"apiVersion": "v1", "kind": "Service",
          "metadata": {"name": DNS_SERVICE, "namespace": "kube-system", "labels": labels},
          "spec": {"clusterIP": real.CLUSTER_DNS_IP,
@@ -294,23 +301,13 @@ def storage_objects(node: real.RealNode, helper_image: str) -> list[dict[str, An
              {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"],
               "verbs": ["get", "list", "watch"]},
          ]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": PROVISIONER_USER},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                     "name": PROVISIONER_USER},
-         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                       "name": PROVISIONER_USER}]},
+        _bound_to_user("ClusterRole", PROVISIONER_USER),
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
          "metadata": {"name": PROVISIONER_USER, "namespace": STORAGE_NAMESPACE},
          "rules": [{"apiGroups": [""], "resources": ["pods"],
                     "verbs": ["get", "list", "watch", "create", "patch", "update",
                               "delete"]}]},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-         "metadata": {"name": PROVISIONER_USER, "namespace": STORAGE_NAMESPACE},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                     "name": PROVISIONER_USER},
-         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
-                       "name": PROVISIONER_USER}]},
+        _bound_to_user("Role", PROVISIONER_USER, STORAGE_NAMESPACE),
         {"apiVersion": "v1", "kind": "ConfigMap",
          "metadata": {"name": PROVISIONER_CONFIG, "namespace": STORAGE_NAMESPACE},
          "data": {
