@@ -127,8 +127,10 @@ lint: venv
 	$(PY) -m hack.schemadocs --check
 	$(PY) -m hack.dashboards --check
 
+# Every test's time also goes to dist/test-results.xml (JUnit): where the suite's budget
+# goes, per tier, when --durations' fifty are not enough to tell.
 test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kuberay-e2e-build kueue gang-schedulers prometheus image ray-image redis-image node lint
-	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
+	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50 --junitxml=dist/test-results.xml
 
 # The real node's scenarios with KubeRay's side of each (make test runs them,
 # tests/node/harness.py operators(), under our operator alone, so that two cores do not
