@@ -9,6 +9,7 @@ outcome must be the one ``kuberay_e2e.EXPECTED`` gives (a pass unless listed the
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +34,15 @@ SUITE_SECONDS = 1800.0
 """One top-level test with all its subtests (TestRayCluster runs sixteen samples)."""
 
 
+WHOLE_NODE_PACKAGES = frozenset({"sampleyaml"})
+"""Packages with a cluster that asks for both of the node's cores (KubeRay's samples):
+their operator requests no CPU, or the cluster would not fit. Every other package's
+clusters ask for less, and its operator requests the 100m its chart gives it: an
+operator requesting none gets the smallest CPU weight there is (cgroup shares of 2,
+against some 300 for each Ray pod), and ours, starved of CPU while Ray pods started,
+missed its liveness probe and was restarted six times in one run of ``e2erayjob``."""
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "suite_operator" in metafunc.fixturenames:
         chosen = BOTH if kuberay_e2e.compared() else BOTH[:1]
@@ -42,33 +52,63 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("selected", tests, ids=[t.id for t in tests])
 
 
+class SuiteOperator:
+    """One operator, deployed as a pod watching every namespace for KubeRay's suite, with
+    the samples' image names known; deployed again only when a test's package wants the
+    other CPU request (``WHOLE_NODE_PACKAGES``: a run's tests come package by package)."""
+
+    def __init__(self, name: str, cluster: LocalCluster, work_dirs: pytest.TempPathFactory):
+        self.name, self._cluster, self._work_dirs = name, cluster, work_dirs
+        self._deployed = contextlib.ExitStack()
+        self._cpu_request: bool | None = None
+        node = real_node(cluster)
+        for image, aliases in ALIASES.items():
+            for alias in aliases:
+                node.ctr("images", "tag", "--force", fully_qualified(image),
+                         fully_qualified(alias))  # fmt: skip
+
+    def fit(self, test: kuberay_e2e.Selected) -> None:
+        cpu_request = test.package not in WHOLE_NODE_PACKAGES
+        if cpu_request == self._cpu_request:
+            return
+        self.close()
+        deploy = deploy_operator if self.name == "ours" else deploy_kuberay
+        scope = Scope(all_namespaces=True, cpu_request=cpu_request)
+        namespace = self._deployed.enter_context(fresh_namespace(self._cluster, prefix="suite"))
+        self._deployed.enter_context(
+            deploy(self._cluster, namespace, self._work_dirs.mktemp("operator"), scope)
+        )
+        self._cpu_request = cpu_request
+
+    def close(self) -> None:
+        self._deployed.close()
+        self._cpu_request = None
+
+
 @pytest.fixture(scope="module")
-def suite_operator(request: pytest.FixtureRequest, real_cluster: LocalCluster,
-                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # fmt: skip
-    """The operator, watching every namespace and requesting no CPU (a KubeRay sample's
-    cluster asks for both of the node's cores), with the samples' image names known."""
-    node = real_node(real_cluster)
-    for image, aliases in ALIASES.items():
-        for alias in aliases:
-            node.ctr("images", "tag", "--force", fully_qualified(image), fully_qualified(alias))
-    deploy = deploy_operator if request.param == "ours" else deploy_kuberay
-    scope = Scope(all_namespaces=True, cpu_request=False)
-    with (
-        fresh_namespace(real_cluster, prefix="suite") as namespace,
-        deploy(real_cluster, namespace, tmp_path_factory.mktemp("operator"), scope),
-    ):
-        yield str(request.param)
+def suite_operator(
+    request: pytest.FixtureRequest,
+    real_cluster: LocalCluster,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[SuiteOperator]:
+    operator = SuiteOperator(str(request.param), real_cluster, tmp_path_factory)
+    try:
+        yield operator
+    finally:
+        operator.close()
 
 
 @pytest.mark.timeout(SUITE_SECONDS + 120)
-def test_kuberay_e2e(real_cluster: LocalCluster, suite_operator: str,
+def test_kuberay_e2e(real_cluster: LocalCluster, suite_operator: SuiteOperator,
                      selected: kuberay_e2e.Selected, tmp_path: Path) -> None:  # fmt: skip
-    results, output = kuberay_e2e.run(real_cluster, selected, suite_operator, tmp_path,
+    suite_operator.fit(selected)
+    name = suite_operator.name
+    results, output = kuberay_e2e.run(real_cluster, selected, name, tmp_path,
                                       SUITE_SECONDS)  # fmt: skip
     kuberay_e2e.record(results)
     for result in results:
-        print(f"{suite_operator}: {result.outcome} {result.test} ({result.seconds:.0f}s)")
-    wanted = {r.test: kuberay_e2e.expected(r.test, suite_operator) for r in results}
+        print(f"{name}: {result.outcome} {result.test} ({result.seconds:.0f}s)")
+    wanted = {r.test: kuberay_e2e.expected(r.test, name) for r in results}
     unexpected = [(r.test, r.outcome, wanted[r.test]) for r in results
                   if r.outcome != wanted[r.test]]  # fmt: skip
     assert not unexpected, f"(test, outcome, expected): {unexpected}\n{output[-6000:]}"
