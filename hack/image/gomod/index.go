@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -53,17 +52,9 @@ var emptyConfig = []byte("{}")
 // assemble-index --spec SPEC --layout DIR: write the index, its images and their SBOM
 // referrers as a fresh OCI layout; print their digests as JSON.
 func assembleIndex(args []string) error {
-	flags := flag.NewFlagSet("assemble-index", flag.ExitOnError)
-	specPath := flags.String("spec", "", "JSON index spec")
-	layoutDir := flags.String("layout", "", "OCI layout directory to create")
-	_ = flags.Parse(args)
-	raw, err := os.ReadFile(*specPath)
+	s, layoutDir, err := specAndLayout[indexSpec]("assemble-index", "JSON index spec", args)
 	if err != nil {
 		return err
-	}
-	var s indexSpec
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return fmt.Errorf("%s: %w", *specPath, err)
 	}
 	index := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	var out assembled
@@ -82,10 +73,7 @@ func assembleIndex(args []string) error {
 		descriptors = append(descriptors, descriptor)
 		out.Images = append(out.Images, descriptor.Digest.String())
 	}
-	if err := os.RemoveAll(*layoutDir); err != nil {
-		return err
-	}
-	path, err := layout.Write(*layoutDir, empty.Index)
+	path, err := freshLayout(layoutDir)
 	if err != nil {
 		return err
 	}

@@ -79,26 +79,15 @@ func fail(err error) {
 
 // assemble --spec SPEC --layout DIR: write the image as a fresh OCI layout; print its digest.
 func assemble(args []string) error {
-	flags := flag.NewFlagSet("assemble", flag.ExitOnError)
-	specPath := flags.String("spec", "", "JSON image spec")
-	layoutDir := flags.String("layout", "", "OCI layout directory to create")
-	_ = flags.Parse(args)
-	raw, err := os.ReadFile(*specPath)
+	s, layoutDir, err := specAndLayout[spec]("assemble", "JSON image spec", args)
 	if err != nil {
 		return err
-	}
-	var s spec
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return fmt.Errorf("%s: %w", *specPath, err)
 	}
 	img, err := image(s)
 	if err != nil {
 		return err
 	}
-	if err := os.RemoveAll(*layoutDir); err != nil {
-		return err
-	}
-	path, err := layout.Write(*layoutDir, empty.Index)
+	path, err := freshLayout(layoutDir)
 	if err != nil {
 		return err
 	}
@@ -111,6 +100,33 @@ func assemble(args []string) error {
 	}
 	fmt.Println(digest)
 	return nil
+}
+
+// specAndLayout reads the two flags both assemble commands take: the JSON spec (parsed
+// into T) and the layout directory to write.
+func specAndLayout[T any](command, specHelp string, args []string) (T, string, error) {
+	var s T
+	flags := flag.NewFlagSet(command, flag.ExitOnError)
+	specPath := flags.String("spec", "", specHelp)
+	layoutDir := flags.String("layout", "", "OCI layout directory to create")
+	_ = flags.Parse(args)
+	raw, err := os.ReadFile(*specPath)
+	if err != nil {
+		return s, "", err
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return s, "", fmt.Errorf("%s: %w", *specPath, err)
+	}
+	return s, *layoutDir, nil
+}
+
+// freshLayout replaces dir with an empty OCI layout: nothing of an earlier build's
+// blobs stays in what is written next.
+func freshLayout(dir string) (layout.Path, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	return layout.Write(dir, empty.Index)
 }
 
 // image builds one platform's image from its spec.
