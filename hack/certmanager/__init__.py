@@ -23,8 +23,6 @@ time under ``nice -n 19`` on two shared cores (2026-11-29); a rebuild after a ch
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Final
 
@@ -62,16 +60,6 @@ def _built() -> gobuild.Built:
     )
 
 
-def _module_dir() -> Path:
-    found = subprocess.run(
-        [gobuild.go(), "mod", "download", "-json", f"{MODULE}@{VERSION}"],
-        cwd=GOMOD_DIR, env=gobuild.go_env(), capture_output=True, text=True,
-    )  # fmt: skip
-    if found.returncode != 0:
-        raise RuntimeError(f"go mod download {MODULE}@{VERSION} failed: {found.stderr.strip()}")
-    return Path(json.loads(found.stdout)["Dir"])
-
-
 def _build(bin_dir: Path) -> None:
     gobuild.run_go(
         FAMILY,
@@ -79,7 +67,7 @@ def _build(bin_dir: Path) -> None:
         ["build", "-trimpath", "-ldflags", "-s -w", "-o", str(bin_dir / BINARY), "."],
         GOMOD_DIR,
     )  # fmt: skip
-    source = _module_dir()
+    source = gobuild.module_dir(MODULE, VERSION, GOMOD_DIR)
     (bin_dir / CRDS_FILE).write_text(
         "".join(
             f"---\n{(source / path).read_text().removeprefix('---').lstrip()}" for path in CRD_FILES
