@@ -52,6 +52,7 @@ DECLARED = {
     "raycronjob": raycronjob.PERMISSIONS,
     "rayservice": rayservice.PERMISSIONS,
     "networkpolicy": networkpolicy.PERMISSIONS,
+    "raycluster-mtls": mtls.PERMISSIONS,
 }
 
 
@@ -153,8 +154,9 @@ def test_every_declared_need_says_why(controller: str) -> None:
         (raycronjob.PERMISSIONS, raycronjob.WATCHED),
         (rayservice.PERMISSIONS, rayservice.WATCHED),
         (networkpolicy.PERMISSIONS, networkpolicy.WATCHED),
+        (mtls.PERMISSIONS, mtls.WATCHED),
     ],
-    ids=["raycluster", "rayjob", "raycronjob", "rayservice", "networkpolicy"],
+    ids=["raycluster", "rayjob", "raycronjob", "rayservice", "networkpolicy", "raycluster-mtls"],
 )
 def test_every_watched_kind_is_listable_and_watchable(
     declared: tuple[Permission, ...], watched: dict[str, tuple[ResourceKind, str | None]]
