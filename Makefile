@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo node-compare kuberay-e2e kuberay-e2e-build bench shell lint venv policy-venv floor-venv localcluster node pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image redis-image crds permissions dashboards schema clean
+.PHONY: test demo node-compare kuberay-e2e kuberay-e2e-build bench shell lint venv policy-venv floor-venv localcluster node pulumi-engine sdk-deps kuberay kueue gang-schedulers cert-manager prometheus image ray-image redis-image crds permissions dashboards schema clean
 
 venv: $(STAMP)
 
@@ -88,6 +88,12 @@ kuberay-e2e-build: venv
 kueue: venv
 	$(PY) -m hack.kueue build
 
+# cert-manager's certificate and issuer controllers and CRDs (hack/certmanager), built from
+# its Go module: the RayClusterMTLS tests (tests/integration/mtls) run it beside the local
+# control plane in the sandbox.
+cert-manager: venv
+	$(PY) -m hack.certmanager build
+
 # The gang schedulers that build from their Go modules here (hack/gang), for the
 # gang-scheduling tests in tests/integration/batch.
 gang-schedulers: venv
@@ -129,7 +135,7 @@ lint: venv
 
 # Every test's time also goes to dist/test-results.xml (JUnit): where the suite's budget
 # goes, per tier, when --durations' fifty are not enough to tell.
-test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kuberay-e2e-build kueue gang-schedulers prometheus image ray-image redis-image node lint
+test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kuberay-e2e-build kueue gang-schedulers cert-manager prometheus image ray-image redis-image node lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50 --junitxml=dist/test-results.xml
 
 # The real node's scenarios with KubeRay's side of each (make test runs them,

@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -132,6 +133,19 @@ def run_go(
             f"{what} failed (exit {process.returncode}) in {cwd}; see the go output above"
         )
     progress(family, f"  done in {time.monotonic() - started:.0f}s")
+
+
+def module_dir(module: str, version: str, wrapper: Path) -> Path:
+    """Where the Go module cache unpacked ``module@version`` (downloading it, verified
+    against the ``wrapper`` module's go.sum, if need be): the files a build copies from
+    a module besides its binaries (CRDs, manifests)."""
+    found = subprocess.run(
+        [go(), "mod", "download", "-json", f"{module}@{version}"],
+        cwd=wrapper, env=go_env(), capture_output=True, text=True,
+    )  # fmt: skip
+    if found.returncode != 0:
+        raise RuntimeError(f"go mod download {module}@{version} failed: {found.stderr.strip()}")
+    return Path(json.loads(found.stdout)["Dir"])
 
 
 @contextlib.contextmanager

@@ -10,8 +10,6 @@ local control plane.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Final
 
@@ -40,18 +38,6 @@ def _built() -> gobuild.Built:
     )
 
 
-def _module_dir() -> Path:
-    """Where the Go module cache unpacked the pinned module (downloading it, verified
-    against the wrapper's go.sum, if need be)."""
-    found = subprocess.run(
-        [gobuild.go(), "mod", "download", "-json", f"{MODULE}@{VERSION}"],
-        cwd=GOMOD_DIR, env=gobuild.go_env(), capture_output=True, text=True,
-    )  # fmt: skip
-    if found.returncode != 0:
-        raise RuntimeError(f"go mod download {MODULE}@{VERSION} failed: {found.stderr.strip()}")
-    return Path(json.loads(found.stdout)["Dir"])
-
-
 def _build(bin_dir: Path) -> None:
     gobuild.run_go(
         FAMILY,
@@ -60,7 +46,7 @@ def _build(bin_dir: Path) -> None:
          f"{MODULE}/cmd/kueue"],
         GOMOD_DIR,
     )  # fmt: skip
-    source = _module_dir()
+    source = gobuild.module_dir(MODULE, VERSION, GOMOD_DIR)
     crds = sorted((source / CRD_BASES).glob("*.yaml"))
     if not crds:
         raise RuntimeError(f"no CRDs under {source / CRD_BASES}")

@@ -94,6 +94,17 @@ class NetworkPolicyReason(StrEnum):
     NAME_COLLISION = "NetworkPolicyNameCollision"
 
 
+class MTLSReason(StrEnum):
+    """``reason`` of the Events the mTLS controller records (gate ``RayClusterMTLS``),
+    on the RayCluster whose certificates they are about."""
+
+    PKI_READY = "MTLSPKIReady"
+    CERTS_NOT_READY = "MTLSCertsNotReady"
+    FAILED_TO_RECONCILE = "MTLSFailedToReconcile"
+    CERTIFICATES_UPDATED = "MTLSCertificatesUpdated"
+    CERTIFICATE_EXPIRING_SOON = "MTLSCertificateExpiringSoon"
+
+
 class Action(StrEnum):
     """``action`` of an events.k8s.io Event: what the controller was doing."""
 

@@ -7,9 +7,13 @@ caches, client, clock and event recorder are injected, never global.
 
 from __future__ import annotations
 
+import logging
+
 from prometheus_client import CollectorRegistry
 
-from operator_runtime.controllers import networkpolicy, raycronjob
+from operator_runtime.controllers import mtls, networkpolicy, raycronjob
+from operator_runtime.controllers.certmanager import cert_manager_served
+from operator_runtime.controllers.mtls import MTLSController
 from operator_runtime.controllers.networkpolicy import NetworkPolicyController
 from operator_runtime.controllers.raycluster import RayClusterController
 from operator_runtime.controllers.raycronjob import RayCronJobController
@@ -20,6 +24,8 @@ from operator_runtime.runtime.context import ControllerContext
 from operator_runtime.runtime.registry import ControllerRegistry
 
 __all__ = ["register"]
+
+log = logging.getLogger(__name__)
 
 
 def _metrics(context: ControllerContext) -> CollectorRegistry | None:
@@ -50,6 +56,17 @@ def _networkpolicy(context: ControllerContext) -> NetworkPolicyController | None
     return NetworkPolicyController(context)
 
 
+def _mtls(context: ControllerContext) -> MTLSController | None:
+    """Only with the ``RayClusterMTLS`` gate on and cert-manager served, as KubeRay
+    starts it (the RayCluster controller refuses TLS clusters without cert-manager)."""
+    if not mtls.enabled(gates_of(context)):
+        return None
+    if not cert_manager_served(context.client):
+        log.info("cert-manager.io/v1 is not served; the mTLS controller is not started")
+        return None
+    return MTLSController(context)
+
+
 def _rayservice(context: ControllerContext) -> RayServiceController:
     return RayServiceController(context, metrics_registry=_metrics(context))
 
@@ -59,10 +76,12 @@ def register(registry: ControllerRegistry) -> None:
 
     The registry builds them in name order, so the RayCluster controller registers the
     shared pod informer (with its projection) before the RayJob controller reads it.
-    The RayCronJob and NetworkPolicy controllers are built only when their feature
-    gates are on."""
+    The RayCronJob, NetworkPolicy and mTLS controllers are built only when their feature
+    gates are on (mTLS also needs cert-manager served); the mTLS controller's name sorts
+    after the RayCluster controller's, so it shares that one's pod informer."""
     registry.register(RayClusterController.name, _raycluster)
     registry.register(RayJobController.name, _rayjob)
     registry.register(RayServiceController.name, _rayservice)
     registry.register(RayCronJobController.name, _raycronjob)
     registry.register(NetworkPolicyController.name, _networkpolicy)
+    registry.register(MTLSController.name, _mtls)

@@ -20,12 +20,22 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
-from operator_runtime.controllers import networkpolicy, raycluster, raycronjob, rayjob, rayservice
+from operator_runtime.controllers import (
+    mtls,
+    networkpolicy,
+    raycluster,
+    raycronjob,
+    rayjob,
+    rayservice,
+)
 from operator_runtime.controllers.permissions import MANAGER_NEEDS
 from operator_runtime.render import Permission
 
 TABLE_FILE: Final = Path(__file__).resolve().parent.parent / "render" / "operator_permissions.py"
-_ORDER: Final = ("manager", "raycluster", "rayjob", "rayservice", "raycronjob", "networkpolicy")
+_ORDER: Final = (
+    "manager", "raycluster", "rayjob", "rayservice", "raycronjob", "networkpolicy",
+    "raycluster-mtls",
+)  # fmt: skip
 
 _HEADER: Final = '''\
 """Every permission the operator uses: one row per controller and resource, the verbs and
@@ -54,6 +64,7 @@ def declared() -> tuple[Permission, ...]:
         *rayservice.PERMISSIONS,
         *raycronjob.PERMISSIONS,
         *networkpolicy.PERMISSIONS,
+        *mtls.PERMISSIONS,
     )
 
 

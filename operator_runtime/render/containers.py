@@ -30,6 +30,8 @@ AUTOSCALER_START_CMD: Final = (
 )
 CLUSTER_NAME_FIELD: Final = f"metadata.labels['{LabelKey.CLUSTER}']"
 GROUP_FIELD: Final = f"metadata.labels['{LabelKey.GROUP}']"
+TLS_VOLUME: Final = "ray-tls"
+TLS_MOUNT_PATH: Final = "/etc/ray/tls"
 RAY_TOKEN_VOLUME: Final = "ray-token"
 RAY_TOKEN_MOUNT_PATH: Final = "/var/run/secrets/ray.io/serviceaccount"
 DEFAULT_DASHBOARD_PORT: Final = 8265
@@ -91,9 +93,12 @@ def find_container_port(container: JSONObject, name: str, default: int) -> int:
     return default
 
 
-def autoscaler_container(*, cluster: RayCluster, image: str, command: list[str]) -> JSONObject:
+def autoscaler_container(
+    *, cluster: RayCluster, image: str, command: list[str], tls: bool = False
+) -> JSONObject:
     """The in-tree autoscaler sidecar, with ``autoscalerOptions`` applied: scalar fields
-    replace the defaults, lists (env, envFrom, volumeMounts) are appended to them."""
+    replace the defaults, lists (env, envFrom, volumeMounts) are appended to them.
+    ``tls``: mTLS is on, and the TLS env and mount come before the user's lists."""
     env: list[JSONValue] = [
         field_ref_env("RAY_CLUSTER_NAME", CLUSTER_NAME_FIELD),
         field_ref_env("RAY_CLUSTER_NAMESPACE", "metadata.namespace"),
@@ -112,6 +117,8 @@ def autoscaler_container(*, cluster: RayCluster, image: str, command: list[str])
     }
     if _auth_enabled(cluster):
         add_token_auth_env(container=container, cluster=cluster)
+    if tls:
+        add_tls_config(container)
     options = cluster.spec.autoscaler_options
     if options is None:
         return in_go_order(container)
@@ -171,6 +178,26 @@ def add_token_auth_env(*, container: JSONObject, cluster: RayCluster) -> None:
                 "valueFrom": {"secretKeyRef": {"name": secret, "key": "auth_token"}},
             }
         )
+
+
+def add_tls_config(container: JSONObject) -> None:
+    """``SetContainerTLSConfig``: ``RAY_USE_TLS`` and the certificate paths, and the
+    ``ray-tls`` mount read-only, each unless the container has it (a mount by name or
+    path)."""
+    env = child_list(container, "env")
+    for name, value in (
+        ("RAY_USE_TLS", "1"),
+        ("RAY_TLS_SERVER_CERT", f"{TLS_MOUNT_PATH}/tls.crt"),
+        ("RAY_TLS_SERVER_KEY", f"{TLS_MOUNT_PATH}/tls.key"),
+        ("RAY_TLS_CA_CERT", f"{TLS_MOUNT_PATH}/ca.crt"),
+    ):
+        if not has_name(objects(env), name):
+            env.append(env_var(name, value))
+    mounts = child_list(container, "volumeMounts")
+    if not any(
+        m.get("name") == TLS_VOLUME or m.get("mountPath") == TLS_MOUNT_PATH for m in objects(mounts)
+    ):
+        mounts.append({"name": TLS_VOLUME, "readOnly": True, "mountPath": TLS_MOUNT_PATH})
 
 
 def ray_token_volume() -> JSONObject:

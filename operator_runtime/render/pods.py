@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from operator_runtime.api import JSONObject, RayCluster, WorkerGroupSpec
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import HEAD_GROUP, LabelKey, NodeType
-from operator_runtime.render import containers, gcsft
+from operator_runtime.render import containers, gcsft, tls
 from operator_runtime.render._json import (
     child,
     child_list,
@@ -110,6 +110,8 @@ def build_pod(*, params: PodParams) -> JSONObject:
     _add_metrics_port(ray)
     if cluster.spec.auth_options is not None and cluster.spec.auth_options.mode == "token":
         _configure_token_auth(draft, ray)
+    if tls.tls_enabled(cluster, options.feature_gates):
+        tls.configure_pod(spec=draft.spec, cluster=cluster, node_type=params.node_type)
     _add_operator_defaults(draft, head)
     pod = finish_pod(draft=draft, ray_start=ray_start)
     # Last, as KubeRay stamps a pod right before creating it: the scheduler's keys win.
@@ -123,9 +125,6 @@ def build_pod(*, params: PodParams) -> JSONObject:
 def _refuse_unrendered_features(cluster: RayCluster, options: RenderOptions) -> None:
     # Rendering these without their wiring would silently yield a different cluster.
     gates = options.feature_gates
-    tls = cluster.spec.tls_options
-    if gates.ray_cluster_mtls and tls is not None and tls.enabled:
-        raise RenderError("mTLS (RayClusterMTLS) is not supported by this operator yet")
     history = cluster.spec.history_server_options
     if gates.ray_cluster_history_server and history is not None and history.collector_options:
         raise RenderError("the history-server collector is not supported by this operator yet")
@@ -202,6 +201,7 @@ def _complete_head(draft: PodDraft, ray: JSONObject) -> None:
             cluster=cluster,
             image=text(ray.get("image")),
             command=draft.options.bash_command(),
+            tls=tls.tls_enabled(cluster, draft.options.feature_gates),
         )
         child_list(draft.spec, "containers").append(sidecar)
         version = (

@@ -161,12 +161,14 @@ GATEWAY = _k("gateway.networking.k8s.io/v1", "Gateway", "gateways")
 HTTP_ROUTE = _k("gateway.networking.k8s.io/v1", "HTTPRoute", "httproutes")
 VOLCANO_POD_GROUP = _k("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
 PLUGINS_POD_GROUP = _k("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
+CERTIFICATE = _k("cert-manager.io/v1", "Certificate", "certificates")
+ISSUER = _k("cert-manager.io/v1", "Issuer", "issuers")
 
 KNOWN_KINDS: tuple[ResourceKind, ...] = (
     POD, SERVICE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, PERSISTENT_VOLUME_CLAIM, CORE_EVENT,
     NAMESPACE, NODE, EVENT, LEASE, JOB, INGRESS, ENDPOINT_SLICE, NETWORK_POLICY, ROLE, ROLE_BINDING,
     RAY_CLUSTER, RAY_JOB, RAY_SERVICE, RAY_CRON_JOB, GATEWAY, HTTP_ROUTE, VOLCANO_POD_GROUP,
-    PLUGINS_POD_GROUP,
+    PLUGINS_POD_GROUP, CERTIFICATE, ISSUER,
 )  # fmt: skip
 
 Discover = Callable[[str], list[Object]]

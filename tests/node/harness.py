@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,10 +129,13 @@ def _delete_cluster_scoped(cluster: LocalCluster, manifests: list[dict[str, Any]
 
 @contextlib.contextmanager
 def deploy_operator(cluster: LocalCluster, namespace: str, work_dir: Path,
-                    scope: Scope = Scope()) -> Iterator[DeployedOperator]:  # fmt: skip
+                    scope: Scope = Scope(),
+                    feature_gates: Mapping[str, bool] | None = None,
+                    ) -> Iterator[DeployedOperator]:  # fmt: skip
     """The ``RayOperator`` component's ServiceAccount, RBAC and Deployment, as it renders
-    them for ``namespace`` (watching it alone unless ``scope`` says all), applied; its
-    pod Ready by its own probes; its cluster-scoped RBAC deleted after."""
+    them for ``namespace`` (watching it alone unless ``scope`` says all, with
+    ``feature_gates`` on or off besides the defaults), applied; its pod Ready by its own
+    probes; its cluster-scoped RBAC deleted after."""
     digest = operator_image().digest
     reference = f"{OPERATOR_IMAGE.rsplit(':', 1)[0]}@{digest}"
     resources = None if scope.cpu_request else {"requests": {"memory": "256Mi"},
@@ -140,7 +143,8 @@ def deploy_operator(cluster: LocalCluster, namespace: str, work_dir: Path,
     rendered = render_operator(
         namespace,
         RayOperatorArgs(image=reference, resources=resources,
-                        watch_namespaces=[] if scope.all_namespaces else [namespace]),
+                        watch_namespaces=[] if scope.all_namespaces else [namespace],
+                        feature_gates=feature_gates),
     )  # fmt: skip
     deployment = json.loads(json.dumps(rendered.deployment))
     selector = ",".join(

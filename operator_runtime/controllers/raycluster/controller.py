@@ -21,6 +21,7 @@ timeout as the fallback: no timer polls them (KubeRay's pass does not either).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 import random
 import secrets
@@ -35,6 +36,7 @@ from operator_runtime.api.labels import CREATED_BY_SELECTOR, POD_SELECTOR, Label
 from operator_runtime.api.raycluster import SUSPENDING
 from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers import batchscheduler
+from operator_runtime.controllers.certmanager import cert_manager_served
 from operator_runtime.controllers.clusterstatus import (
     counts_reached,
     only_counts_changed,
@@ -42,7 +44,7 @@ from operator_runtime.controllers.clusterstatus import (
 )
 from operator_runtime.controllers.ownwrites import OwnWrites
 from operator_runtime.controllers.parse_errors import describe_parse_error
-from operator_runtime.controllers.raycluster import children, gates, gcsft, pods, storage
+from operator_runtime.controllers.raycluster import children, gates, gcsft, mtls, pods, storage
 from operator_runtime.controllers.raycluster.creates import CreateQueue
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
 from operator_runtime.controllers.raycluster.options import (
@@ -99,6 +101,7 @@ CLUSTER_SELECTOR: Final = "ray.io/cluster"
 GATE_STEPS: Final[tuple[Step, ...]] = (
     gates.skip_unmanaged,
     gates.validate,
+    mtls.refuse_without_cert_manager,
     gcsft.gcs_ft_finalizer,
     gates.stop_if_deleting,
 )
@@ -152,6 +155,7 @@ PERMISSIONS: Final[tuple[Permission, ...]] = (
     *children.SERVICE_NEEDS,
     *storage.PVC_NEEDS,
     *POD_NEEDS,
+    *mtls.MTLS_NEEDS,
     *batchscheduler.needs(NAME),
     *STATUS_NEEDS,
 )
@@ -227,6 +231,9 @@ class RayClusterController:
         rng: random.Random | None = None,
     ) -> None:
         self.options = options or options_from(context)
+        if self.options.cert_manager_available is None and self.options.gates.ray_cluster_mtls:
+            served = cert_manager_served(context.client)
+            self.options = dataclasses.replace(self.options, cert_manager_available=served)
         self._queue: KeyQueue | None = None
         """The manager's queue of this controller (``bind_queue``)."""
         self._count_writes = CountWrites(context.clock)

@@ -8,6 +8,7 @@ from collections import defaultdict
 
 from operator_runtime.api import WorkerGroupSpec
 from operator_runtime.api.labels import LabelKey
+from operator_runtime.controllers.raycluster import mtls
 from operator_runtime.controllers.raycluster.creates import take_budget
 from operator_runtime.controllers.raycluster.podrules import (
     live_pods,
@@ -67,6 +68,7 @@ def reconcile_multi_host_group(run: ClusterRun, group: WorkerGroupSpec, pods: li
     valid = sorted(r for r in replicas if r not in deleted)
     desired = desired_worker_replicas(group)
     if desired > len(valid):
+        mtls.require_certificates(run)
         _create_replicas(run, group, [replicas[r] for r in valid], desired - len(valid))
     elif desired < len(valid):
         victims = scale_down_victims(

@@ -85,6 +85,9 @@ class RayClusterOptions:
     redis_cleanup_resources: JSONObject = field(default_factory=_default_cleanup_resources)
     """Resources of the cleanup Job's container: the configuration file's
     ``redisCleanupJobResources``, else KubeRay's fixed 200m/256Mi."""
+    cert_manager_available: bool | None = None
+    """Whether ``cert-manager.io/v1`` is served (mTLS needs it); None: the controller asks
+    the API server once, when it is built, if the ``RayClusterMTLS`` gate is on."""
     pod_projection: Projection = ray_pod_projection
     """How pods are trimmed in the cache. Tests wrap it to delay pod events and prove the
     expectations hold under a slow informer."""

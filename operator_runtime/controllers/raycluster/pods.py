@@ -24,7 +24,7 @@ from operator_runtime.api.raycluster import PROVISIONED, STATE_READY, SUSPENDED,
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
 from operator_runtime.controllers import batchscheduler
 from operator_runtime.controllers.conditions import is_true
-from operator_runtime.controllers.raycluster import multihost, upgrade
+from operator_runtime.controllers.raycluster import mtls, multihost, upgrade
 from operator_runtime.controllers.raycluster.creates import take_budget
 from operator_runtime.controllers.raycluster.podrules import (
     live_pods,
@@ -174,6 +174,7 @@ def _reconcile_head(run: ClusterRun, expected_hash: str) -> bool:
         return False
     if not still_there(run):
         return False
+    mtls.require_certificates(run)
     pod = build_pod(params=PodParams(cluster=run.cluster, options=run.tools.options.render))
     pod_annotations = pod["metadata"].setdefault("annotations", {})  # type: ignore[union-attr]
     assert isinstance(pod_annotations, dict)
@@ -236,6 +237,7 @@ def _reconcile_group(run: ClusterRun, group: WorkerGroupSpec) -> None:
     remaining = [p for p in live_pods(pods) if p["metadata"]["name"] not in deleted]
     diff = desired_worker_replicas(group) * group.num_of_hosts - len(remaining)
     if diff > 0:
+        mtls.require_certificates(run)
         _create_workers(run, group, remaining, diff)
     elif diff < 0:
         _scale_down(run, name, remaining, -diff)

@@ -10,6 +10,7 @@ import pytest
 
 from operator_runtime.api.features import GATES
 from operator_runtime.controllers import (
+    mtls,
     networkpolicy,
     permission_table,
     raycronjob,
@@ -51,6 +52,7 @@ DECLARED = {
     "raycronjob": raycronjob.PERMISSIONS,
     "rayservice": rayservice.PERMISSIONS,
     "networkpolicy": networkpolicy.PERMISSIONS,
+    "raycluster-mtls": mtls.PERMISSIONS,
 }
 
 
@@ -111,14 +113,16 @@ PLUGINS = batch_scheduler_flag("scheduler-plugins")
 
 def test_needs_of_a_gate_or_flag_say_which() -> None:
     """The conditions travel with the declarations: the whole RayCronJob and
-    NetworkPolicy controllers, the Gateway API of incremental upgrades, the API server
-    proxy, and each batch scheduler's PodGroups."""
+    NetworkPolicy and mTLS controllers, the Gateway API of incremental upgrades, the API
+    server proxy, each batch scheduler's PodGroups and the RayCluster controller's reads
+    of mTLS certificates."""
     assert all(p.only_with == CRON_GATE for p in raycronjob.PERMISSIONS)
     assert all(p.only_with == NETWORK_POLICY_GATE for p in networkpolicy.PERMISSIONS)
+    assert all(p.only_with == "RayClusterMTLS" for p in mtls.PERMISSIONS)
     conditional = {
         (p.controller, p.resources, p.only_with)
         for p in OPERATOR_PERMISSIONS
-        if p.only_with and p.controller not in ("raycronjob", "networkpolicy")
+        if p.only_with and p.controller not in ("raycronjob", "networkpolicy", "raycluster-mtls")
     }
     assert conditional == {
         ("rayjob", ("services/proxy",), USE_KUBERNETES_PROXY),
@@ -129,6 +133,8 @@ def test_needs_of_a_gate_or_flag_say_which() -> None:
         ("raycluster", ("podgroups",), VOLCANO),
         ("raycluster", ("podgroups",), PLUGINS),
         ("rayjob", ("podgroups",), VOLCANO),
+        ("raycluster", ("certificates",), "RayClusterMTLS"),
+        ("raycluster", ("secrets",), "RayClusterMTLS"),
     }
     assert {p.only_with for p in OPERATOR_PERMISSIONS} <= {
         "", USE_KUBERNETES_PROXY, VOLCANO, PLUGINS, *GATES
@@ -148,8 +154,9 @@ def test_every_declared_need_says_why(controller: str) -> None:
         (raycronjob.PERMISSIONS, raycronjob.WATCHED),
         (rayservice.PERMISSIONS, rayservice.WATCHED),
         (networkpolicy.PERMISSIONS, networkpolicy.WATCHED),
+        (mtls.PERMISSIONS, mtls.WATCHED),
     ],
-    ids=["raycluster", "rayjob", "raycronjob", "rayservice", "networkpolicy"],
+    ids=["raycluster", "rayjob", "raycronjob", "rayservice", "networkpolicy", "raycluster-mtls"],
 )
 def test_every_watched_kind_is_listable_and_watchable(
     declared: tuple[Permission, ...], watched: dict[str, tuple[ResourceKind, str | None]]
@@ -168,12 +175,14 @@ def test_the_caches_are_the_watched_kinds() -> None:
     assert [f.name for f in dataclasses.fields(networkpolicy.PolicyCaches)] == list(
         networkpolicy.WATCHED
     )
+    assert [f.name for f in dataclasses.fields(mtls.TLSCaches)] == list(mtls.WATCHED)
 
 
 def test_steps_run_in_kuberays_order() -> None:
     assert [step.__name__ for step in GATE_STEPS] == [
         "skip_unmanaged",
         "validate",
+        "refuse_without_cert_manager",
         "gcs_ft_finalizer",
         "stop_if_deleting",
     ]
