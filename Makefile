@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo node-compare kuberay-e2e kuberay-e2e-build bench shell lint venv policy-venv floor-venv localcluster node pulumi-engine sdk-deps kuberay kueue gang-schedulers cert-manager prometheus image ray-image redis-image crds permissions dashboards schema clean
+.PHONY: test demo node-compare kuberay-e2e kuberay-e2e-build bench shell lint venv policy-venv floor-venv localcluster node pulumi-engine sdk-deps kuberay kueue gang-schedulers cert-manager prometheus image ray-image ray-image-newer redis-image crds permissions dashboards schema clean
 
 venv: $(STAMP)
 
@@ -115,6 +115,12 @@ image: venv
 ray-image: venv
 	$(PY) -m hack.image.ray build
 
+# A newer Ray's image into dist/ray-image-newer/ (hack/image/ray NEWER): the stand-in's
+# layers with Ray 2.60.0's wheel, for the scenario that needs a newer Ray (the GCS's own
+# storage on a volume, tests/node/test_gcs_embedded_storage_on_the_node.py).
+ray-image-newer: venv
+	$(PY) -m hack.image.ray build --newer
+
 # The real node's Redis into dist/redis-image/ (hack/image/redis): Debian bookworm's
 # redis-server and redis-tools, extracted from locked .debs (fetched here), loaded on the
 # node as redis:<version> for the GCS fault-tolerance scenarios.
@@ -135,13 +141,13 @@ lint: venv
 
 # Every test's time also goes to dist/test-results.xml (JUnit): where the suite's budget
 # goes, per tier, when --durations' fifty are not enough to tell.
-test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kuberay-e2e-build kueue gang-schedulers cert-manager prometheus image ray-image redis-image node lint
+test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kuberay-e2e-build kueue gang-schedulers cert-manager prometheus image ray-image ray-image-newer redis-image node lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50 --junitxml=dist/test-results.xml
 
 # The real node's scenarios with KubeRay's side of each (make test runs them,
 # tests/node/harness.py operators(), under our operator alone, so that two cores do not
 # run two sets of Ray pods beside the other tiers); some 25 minutes.
-node-compare: venv localcluster node kuberay image ray-image redis-image
+node-compare: venv localcluster node kuberay image ray-image ray-image-newer redis-image
 	PULUMI_RAY_NODE_COMPARE=1 $(SANDBOX) $(PY) -m pytest -p no:randomly -s tests/node
 
 # KubeRay's own e2e suite (its sampleyaml, e2e, e2erayjob, e2erayservice and e2eautoscaler
@@ -194,4 +200,4 @@ schema: venv
 	$(PY) -m hack.schemadocs
 
 clean:
-	rm -rf $(VENV) $(FLOOR_VENV) .localcluster .pytest_cache .mypy_cache .ruff_cache dist/image dist/ray-image dist/redis-image
+	rm -rf $(VENV) $(FLOOR_VENV) .localcluster .pytest_cache .mypy_cache .ruff_cache dist/image dist/ray-image dist/ray-image-newer dist/redis-image

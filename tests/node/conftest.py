@@ -49,15 +49,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope="module")
 def ray_namespace(request: pytest.FixtureRequest, real_cluster: LocalCluster,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:  # fmt: skip
-    """A namespace with an operator running in it as a real pod, watching it: ours, and
-    KubeRay's, which every scenario runs under too."""
+    """A namespace with an operator running in it as a real pod, watching it: ours (with
+    the module's ``FEATURE_GATES``, if it has any), and KubeRay's, which every scenario
+    runs under too."""
     work_dir = tmp_path_factory.mktemp("operator")
-    deploy = deploy_operator if request.param == "ours" else deploy_kuberay
-    with (
-        fresh_namespace(real_cluster, prefix="ray") as name,
-        deploy(real_cluster, name, work_dir),
-    ):
-        yield name
+    with fresh_namespace(real_cluster, prefix="ray") as name:
+        if request.param == "ours":
+            gates = getattr(request.module, "FEATURE_GATES", None)
+            deployed = deploy_operator(real_cluster, name, work_dir, feature_gates=gates)
+        else:
+            deployed = deploy_kuberay(real_cluster, name, work_dir)
+        with deployed:
+            yield name
 
 
 @pytest.fixture(autouse=True)

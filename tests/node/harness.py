@@ -252,6 +252,13 @@ RAY_PODS_GONE_SECONDS = 120.0
 grace, and the kubelet's report of it, on a loaded machine."""
 
 
+def gone(cluster: LocalCluster, namespace: str, kind: str, name: str) -> bool:
+    """Whether ``kind`` ``name`` no longer exists in ``namespace``."""
+    found = cluster.kubectl("-n", namespace, "get", kind, name, "--ignore-not-found", "-o",
+                            "name", check=False)  # fmt: skip
+    return found.returncode == 0 and not found.stdout.strip()
+
+
 def ray_gone(cluster: LocalCluster, namespace: str) -> None:
     """Delete ``namespace``'s Ray objects and their pods, and return once no Ray pod is
     left, so that the next scenario's Ray starts on a node that no longer runs this one's.

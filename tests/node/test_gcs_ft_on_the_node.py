@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import textwrap
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,11 +41,13 @@ from tests.node.harness import (
     RAY_PODS_GONE_SECONDS,
     all_ready,
     cluster_spec,
+    gone,
     operators,
     pod_states,
     pods,
     server_side_apply,
 )
+from tests.node.headloss import RECOVERY_SECONDS, count_twice, lose_the_head
 from tests.waiting import wait_for
 from tests.watching import Event, Recorder
 
@@ -55,9 +56,6 @@ OPERATORS = operators(compared_in_make_test=False)
 
 RAY_READY_SECONDS = 420.0
 """As in test_ray_on_the_node.py: Ray pods on two loaded cores."""
-RECOVERY_SECONDS = 420.0
-"""From the head's deletion to the actor answering: the old head stops, a new one
-starts and its GCS reloads the tables from Redis, the worker's raylet reconnects."""
 DELETION_SECONDS = 300.0
 """From the RayCluster's delete to its end: the pods stop, the cleanup Job's pod starts
 and imports Ray, and the operator sees the Job finish."""
@@ -66,37 +64,12 @@ pytestmark = pytest.mark.timeout(
 )
 """A scenario's own bounds in a row (a cluster, Redis, a recovery, a deletion), and the
 namespace's clean-up after it, which pytest-timeout counts too."""
-EXEC_SECONDS = 300
-"""A program run in a head (``ray.init()`` and one call): a loaded machine's Ray takes
-minutes to connect a new driver (120 s ran out in CI)."""
 DELETION_TIMEOUT = 60
 """``ray.io/gcs-ft-deletion-timeout`` of the unreachable-Redis scenario. Longer than the
 head takes to go (its GCS, cut off from Redis, ignores SIGTERM: the kubelet kills it at
 the 30 s grace period, and neither operator starts the Job before), shorter than the
 cleanup Job's own attempts (Ray retries the connection 120 times, 500 ms apart)."""
 FINALIZER = "ray.io/gcs-ft-redis-cleanup-finalizer"
-
-COUNT = textwrap.dedent("""
-    import ray
-    ray.init(namespace="gcsft")
-    try:
-        counter = ray.get_actor("counter")
-    except ValueError:
-        @ray.remote
-        class Counter:
-            def __init__(self):
-                self.count = 0
-            def incr(self):
-                self.count += 1
-                return self.count, ray.get_runtime_context().get_node_id()
-        counter = Counter.options(name="counter", lifetime="detached").remote()
-    count, node = ray.get(counter.incr.remote(), timeout=60)
-    print("counted", count, "on", node)
-""")
-"""Create the detached actor if it is not there, and count once; prints the count and
-the Ray node the actor lives on."""
-NODE_ID = "import ray; ray.init(); print('node', ray.get_runtime_context().get_node_id())"
-
 
 FROM_SECRET = {"secretKeyRef": {"name": "redis-password", "key": "password"}}
 
@@ -173,17 +146,6 @@ def ft_cluster(name: str, workers: int, annotations: dict[str, str] | None = Non
     return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": metadata, "spec": spec}
 
 
-def head_pod(cluster: LocalCluster, namespace: str, name: str) -> dict[str, Any]:
-    (head,) = pods(cluster, namespace, f"ray.io/cluster={name},ray.io/node-type=head")
-    return head
-
-
-def in_head(cluster: LocalCluster, namespace: str, head: str, program: str,
-            timeout: float = EXEC_SECONDS) -> str:  # fmt: skip
-    return cluster.kubectl("-n", namespace, "exec", head, "-c", "ray-head", "--", "python",
-                           "-c", program, timeout=timeout).stdout  # fmt: skip
-
-
 def ray_states(cluster: LocalCluster, namespace: str) -> list[object]:
     """``pod_states``, and the end of each head's GCS log: what a head that never turns
     Ready was doing (a GCS that cannot reach Redis says so there)."""
@@ -195,25 +157,6 @@ def ray_states(cluster: LocalCluster, namespace: str) -> list[object]:
                               check=False)  # fmt: skip
         states.append((head["metadata"]["name"], (log.stdout + log.stderr)[-2500:]))
     return states
-
-
-def counted(output: str) -> tuple[int, str]:
-    """``counted N on NODE`` from ``COUNT``'s output."""
-    line = next(ln for ln in output.splitlines() if ln.startswith("counted "))
-    _, count, _, node = line.split()
-    return int(count), node
-
-
-def gone(cluster: LocalCluster, namespace: str, kind: str, name: str) -> bool:
-    found = cluster.kubectl("-n", namespace, "get", kind, name, "--ignore-not-found", "-o",
-                            "name", check=False)  # fmt: skip
-    return found.returncode == 0 and not found.stdout.strip()
-
-
-def worker_identity(pod: dict[str, Any]) -> tuple[str, str, list[int]]:
-    statuses = pod.get("status", {}).get("containerStatuses", [])
-    return (pod["metadata"]["name"], pod["metadata"]["uid"],
-            [c.get("restartCount", 0) for c in statuses])  # fmt: skip
 
 
 def start_ft_cluster(cluster: LocalCluster, namespace: str, name: str, workers: int,
@@ -277,51 +220,12 @@ def test_a_new_head_recovers_from_redis_and_deletion_empties_it(
     ns, name = ray_namespace, "ft"
     operator = request.node.callspec.params["ray_namespace"]
     start_ft_cluster(real_cluster, ns, name, workers=1)
-    old_head = head_pod(real_cluster, ns, name)
-    storage_namespace = old_head["metadata"]["annotations"]["ray.io/external-storage-namespace"]
-    (worker,) = pods(real_cluster, ns, f"ray.io/cluster={name},ray.io/node-type=worker")
-    worker_before = worker_identity(worker)
-    head_node = in_head(real_cluster, ns, old_head["metadata"]["name"], NODE_ID)
-
-    first = counted(in_head(real_cluster, ns, old_head["metadata"]["name"], COUNT))
-    second = counted(in_head(real_cluster, ns, old_head["metadata"]["name"], COUNT))
-    assert (first[0], second[0]) == (1, 2), (first, second)
-    # The head offers no CPU: the actor lives on the worker, whose raylet outlives the head.
-    assert second[1] == first[1] and first[1] not in head_node, (first, head_node)
+    before = count_twice(real_cluster, ns, name)
+    storage_namespace = before.head["metadata"]["annotations"]["ray.io/external-storage-namespace"]
     keys_before = storage_keys(real_cluster, ns, storage_namespace)
     assert keys_before, f"no RAY{storage_namespace}@* keys in Redis"
-
-    deleted = time.monotonic()
-    real_cluster.kubectl("-n", ns, "delete", "pod", old_head["metadata"]["name"], "--wait=false")
-
-    def new_head_ready() -> dict[str, Any] | None:
-        heads = pods(real_cluster, ns, f"ray.io/cluster={name},ray.io/node-type=head")
-        fresh = [h for h in heads if h["metadata"]["uid"] != old_head["metadata"]["uid"]]
-        return fresh[0] if len(heads) == 1 and fresh and all_ready(fresh, 1) else None
-
-    new_head = wait_for("a new head Ready", new_head_ready, timeout=RECOVERY_SECONDS,
-                        interval=1.0, explain=lambda: pod_states(real_cluster, ns))  # fmt: skip
-    head_ready_after = time.monotonic() - deleted
-    answers: list[str] = []
-
-    def actor_answers() -> tuple[int, str] | None:
-        ran = real_cluster.kubectl("-n", ns, "exec", new_head["metadata"]["name"], "-c",
-                                   "ray-head", "--", "python", "-c", COUNT, timeout=120,
-                                   check=False)  # fmt: skip
-        answers[:] = [(ran.stdout + ran.stderr)[-1500:]]
-        return counted(ran.stdout) if "counted " in ran.stdout else None
-
-    third = wait_for("the detached actor to answer through the new head", actor_answers,
-                     timeout=RECOVERY_SECONDS, interval=2.0, explain=lambda: answers)  # fmt: skip
-    answered_after = time.monotonic() - deleted
-    (worker_now,) = pods(real_cluster, ns, f"ray.io/cluster={name},ray.io/node-type=worker")
-    print(f"\n{operator}, GCS FT: head deleted -> new head Ready {head_ready_after:.1f} s, "
-          f"actor answers {answered_after:.1f} s; count {first[0]}, {second[0]} -> {third[0]} "
-          f"(actor on node {third[1][:12]}); worker before {worker_before}, "
-          f"after {worker_identity(worker_now)}; {len(keys_before)} keys in Redis")  # fmt: skip
-    assert worker_identity(worker_now) == worker_before, (worker_before, worker_now)
-    # The actor's process on the worker outlived the GCS: its state is intact.
-    assert third == (3, first[1]), (first, third)
+    loss = lose_the_head(real_cluster, ns, name, before)
+    print(f"\n{operator}, GCS FT: {loss.describe(before)}; {len(keys_before)} keys in Redis")
 
     deletion = delete_cluster(real_cluster, ns, name)
     outcomes = deletion.outcomes()

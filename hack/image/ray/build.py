@@ -18,7 +18,7 @@ from pathlib import Path
 from hack.image import ImageBuild, debian
 from hack.image.oci import Layer, assemble, building, progress, recipe_date
 from hack.image.python import SITE_DIR, base_tree, compile_bytecode, install_scripts
-from hack.image.ray import RAY_IMAGE, RAY_VERSION, wheels
+from hack.image.ray import STAND_IN, RayRelease, wheels
 from hack.image.user import ImageUser
 
 RAY = ImageUser(
@@ -81,41 +81,54 @@ RECIPE = ("hack/image/ray", *(f"hack/image/{m}.py" for m in ("debian", "layers",
 """What the image is made by; the last commit touching it dates the image."""
 
 
-def image_config() -> dict[str, object]:
+def image_config(release: RayRelease) -> dict[str, object]:
+    extras = ",".join(release.extras)
     return {
         "Cmd": ["/bin/bash"],
         "Env": list(ENV),
         "User": RAY.config,
         "WorkingDir": f"/{RAY.home}",
         "Labels": {
-            "org.opencontainers.image.title": f"Ray {RAY_VERSION} (stand-in for {RAY_IMAGE})",
+            "org.opencontainers.image.title": (
+                f"Ray {release.version} (stand-in for {release.image})"
+            ),
             "org.opencontainers.image.description": (
-                f"ray[default,serve]=={RAY_VERSION} on Debian bookworm's python3.11, built "
+                f"ray[{extras}]=={release.version} on Debian bookworm's python3.11, built "
                 "by pulumi-ray's hack/image/ray from the ray wheel; not Ray's published image"
             ),
-            "org.opencontainers.image.version": RAY_VERSION,
+            "org.opencontainers.image.version": release.version,
         },
     }
 
 
-def build(out: Path) -> ImageBuild:
-    """Assemble the image from the cached inputs into ``out`` (its layout and facts)."""
+def build(out: Path, release: RayRelease = STAND_IN) -> ImageBuild:
+    """Assemble ``release``'s image from the cached inputs into ``out`` (its layout and
+    facts): the stand-in's Debian base and dependencies, ``release``'s ray."""
     wheels.check_ray_pin()
-    wheel_dir, locked = wheels.fetch(), wheels.read_lock()
+    deps_dir, locked = wheels.fetch(), wheels.read_lock()
+    ray_dir, ray_locked = wheels.fetch(release.ray_lock), wheels.read_lock(release.ray_lock)
     with building(out) as scratch:
         base, deps, ray = scratch / "base", scratch / "deps", scratch / "ray"
         base_tree(BASE, base)
-        for tree, subset in (
-            (deps, [w for w in locked if w.name != "ray"]),
-            (ray, [w for w in locked if w.name == "ray"]),
+        for tree, wheel_dir, subset in (
+            (deps, deps_dir, [w for w in locked if w.name != "ray"]),
+            (ray, ray_dir, [w for w in ray_locked if w.name == "ray"]),
         ):
             progress(f"installing {len(subset)} locked wheels into the {tree.name} layer")
             wheels.install(wheel_dir, subset, scratch, tree / SITE_DIR)
             install_scripts(tree, BIN_DIR)
             compile_bytecode(base, tree, SITE_DIR)
+        unmet = wheels.unmet_requirements(ray / SITE_DIR, deps / SITE_DIR, release.extras)
+        if unmet:
+            raise RuntimeError(
+                f"ray {release.version}'s requirements that the dependency layer "
+                f"(hack/image/ray/python.lock) does not meet: {'; '.join(unmet)}"
+            )
+        lock_name = release.ray_lock.name
         layers = (
             Layer(base, "Debian bookworm packages (hack/image/ray/debian.lock)"),
             Layer(deps, "ray's dependencies (hack/image/ray/python.lock)"),
-            Layer(ray, f"ray {RAY_VERSION} (hack/image/ray/python.lock)"),
+            Layer(ray, f"ray {release.version} (hack/image/ray/{lock_name})"),
         )
-        return assemble(out, layers, image_config(), RAY, scratch, recipe_date(RECIPE))
+        return assemble(out, layers, image_config(release), RAY, scratch,
+                        recipe_date(RECIPE))  # fmt: skip

@@ -12,6 +12,7 @@ and without resolving: what is in the image is what the lock says.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import re
 import subprocess
 import sys
@@ -104,15 +105,15 @@ def lock(path: Path = LOCK_FILE) -> list[Wheel]:
     return wheels
 
 
-def wheels_dir() -> Path:
-    """The cached wheels of this lock."""
-    key = hashlib.sha256("\n".join([LOCK_FILE.read_text(), *WHEEL_PLATFORMS]).encode())
+def wheels_dir(lock_file: Path = LOCK_FILE) -> Path:
+    """The cached wheels of a lock."""
+    key = hashlib.sha256("\n".join([lock_file.read_text(), *WHEEL_PLATFORMS]).encode())
     return gobuild.cache_root() / FAMILY / f"ray-wheels-{key.hexdigest()[:12]}"
 
 
-def fetch() -> Path:
-    """The locked wheels in the cache, downloaded (hashes checked) if missing."""
-    directory = wheels_dir()
+def fetch(lock_file: Path = LOCK_FILE) -> Path:
+    """A lock's wheels in the cache, downloaded (hashes checked) if missing."""
+    directory = wheels_dir(lock_file)
     if (directory / ".complete").is_file():
         return directory
     if sandbox.inside():
@@ -124,13 +125,13 @@ def fetch() -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     downloaded = subprocess.run(
         [sys.executable, "-m", "pip", "download", "--quiet", *target_flags(), "--no-deps",
-         "--require-hashes", "--dest", str(directory), "--requirement", str(LOCK_FILE)],
+         "--require-hashes", "--dest", str(directory), "--requirement", str(lock_file)],
     )  # fmt: skip
     if downloaded.returncode != 0:
         raise RuntimeError(
             "pip could not download the locked Ray wheels (see above); if the index no "
             f"longer serves a locked file as locked, run `{LOCK_COMMAND}` and commit "
-            "hack/image/ray/python.lock"
+            f"{lock_file.relative_to(CONSTRAINTS.parent)}"
         )
     (directory / ".complete").write_text("")
     return directory
@@ -146,3 +147,30 @@ def install(wheels: Path, locked: list[Wheel], scratch: Path, target: Path) -> N
          "--target", str(target), *target_flags(), "--requirement", str(requirements)],
         check=True,
     )  # fmt: skip
+
+
+def unmet_requirements(ray_site: Path, deps_site: Path, extras: tuple[str, ...]) -> list[str]:
+    """The requirements of the ray installed under ``ray_site`` (with ``extras``, for the
+    image's CPython 3.11 on Linux) that no distribution under ``deps_site`` meets."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    installed = {
+        canonicalize_name(meta.name): meta.version
+        for meta in importlib.metadata.distributions(path=[str(deps_site)])
+    }
+    (ray,) = importlib.metadata.distributions(path=[str(ray_site)], name="ray")
+    environments = [{"python_version": "3.11", "python_full_version": "3.11.2",
+                     "sys_platform": "linux", "platform_system": "Linux",
+                     "platform_machine": "x86_64", "extra": extra}
+                    for extra in ("", *extras)]  # fmt: skip
+    unmet = []
+    for line in ray.requires or []:
+        requirement = Requirement(line)
+        marker = requirement.marker
+        if marker is not None and not any(marker.evaluate(env) for env in environments):
+            continue
+        version = installed.get(canonicalize_name(requirement.name))
+        if version is None or not requirement.specifier.contains(version, prereleases=True):
+            unmet.append(f"{line} (the layer has {version or 'none'})")
+    return unmet
