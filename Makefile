@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo node-compare kuberay-e2e kuberay-e2e-build bench shell lint venv policy-venv floor-venv localcluster node pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image redis-image crds permissions dashboards schema clean
+.PHONY: test demo node-compare kuberay-e2e kuberay-e2e-build bench shell lint venv policy-venv floor-venv localcluster localcluster-1.36 node pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image redis-image crds permissions dashboards schema clean
 
 venv: $(STAMP)
 
@@ -61,6 +61,11 @@ $(FLOOR_STAMP): pyproject.toml constraints-floor.txt
 
 localcluster: venv
 	$(PY) -m hack.localcluster build
+
+# The second control-plane version (hack/localcluster/versions.py KUBERNETES_1_36), for
+# the tests in tests/integration/kubernetes136; its own cache stamp beside the default's.
+localcluster-1.36: venv
+	$(PY) -m hack.localcluster build --kubernetes v1.36.3
 
 node: venv
 	$(PY) -m hack.node build
@@ -127,7 +132,7 @@ lint: venv
 	$(PY) -m hack.schemadocs --check
 	$(PY) -m hack.dashboards --check
 
-test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kuberay-e2e-build kueue gang-schedulers prometheus image ray-image redis-image node lint
+test: venv policy-venv floor-venv localcluster localcluster-1.36 pulumi-engine sdk-deps kuberay kuberay-e2e-build kueue gang-schedulers prometheus image ray-image redis-image node lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
 
 # The real node's scenarios with KubeRay's side of each (make test runs them,

@@ -20,6 +20,7 @@ import pytest
 
 from hack import sandbox
 from hack.localcluster import LESS_GC, LocalCluster, start_for_tests
+from hack.localcluster.versions import KUBERNETES, KUBERNETES_WRAPPERS
 from tests import tierscope
 from tests.kept import Keeper, keeping, stop_unwanted
 from tests.kubeclient import fresh_namespace
@@ -95,6 +96,7 @@ GROUPS = (
     "tests/e2e/",
     "tests/components/",
     "tests/integration/batch/test_kueue_",
+    "tests/integration/kubernetes136/",
 )
 """What one worker runs whole, in pytest's order: the real node's tier, whose control
 plane and node of its own (``tests/node/conftest.py``) one worker then starts once; e2e,
@@ -103,7 +105,9 @@ whose control plane of its own
 program runs (``components._program``) leave the thread without an event loop, which
 Pulumi's mocks in a later module of the same worker need (a module order that happens
 to hold in pytest's order, not on any worker's); the Kueue modules, which then start
-Kueue once (``tests/kept.py``)."""
+Kueue once (``tests/kept.py``); the second Kubernetes version's modules, whose control
+plane of its own (``tests/integration/kubernetes136/conftest.py``) one worker then starts
+once."""
 
 
 def work_group(nodeid: str) -> str:
@@ -157,9 +161,26 @@ def ray_head_keeper() -> Iterator[Keeper[Any]]:
     yield from keeping("module_ray_head")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--kubernetes",
+        choices=tuple(KUBERNETES_WRAPPERS),
+        default=KUBERNETES,
+        help="the Kubernetes version of the session's control plane (`local_cluster`; "
+        f"default {KUBERNETES}); built by `make localcluster` or `make localcluster-1.36`",
+    )
+
+
 @pytest.fixture(scope="session")
-def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with start_for_tests(tmp_path_factory.mktemp("localcluster"), go_runtime=LESS_GC) as cluster:
+def local_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    """The session's control plane, of ``--kubernetes`` (the default version unless the
+    run asks for another: docs/testing.md)."""
+    with start_for_tests(
+        tmp_path_factory.mktemp("localcluster"), go_runtime=LESS_GC,
+        kubernetes=request.config.getoption("kubernetes"),
+    ) as cluster:  # fmt: skip
         yield cluster
 
 

@@ -311,6 +311,10 @@ class LocalCluster:
         lines = (line.partition(" ") for line in printed.splitlines())
         return {name: identity for name, _, identity in lines}
 
+    def server_version(self) -> str:
+        """The ``gitVersion`` the API server reports (``GET /version``)."""
+        return str(json.loads(self.kubectl("get", "--raw", "/version").stdout)["gitVersion"])
+
     def get_json(self, *args: str) -> dict[str, Any]:
         """``kubectl get ARGS -o json``, parsed."""
         parsed: dict[str, Any] = json.loads(self.kubectl("get", *args, "-o", "json").stdout)
