@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo node-compare kuberay-e2e kuberay-e2e-build bench shell lint venv policy-venv floor-venv localcluster localcluster-1.36 node pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image redis-image crds permissions dashboards schema clean
+.PHONY: test demo node-compare kuberay-e2e kuberay-e2e-build bench shell lint venv policy-venv floor-venv localcluster localcluster-1.36 node node-1.36 pulumi-engine sdk-deps kuberay kueue gang-schedulers prometheus image ray-image redis-image crds permissions dashboards schema clean
 
 venv: $(STAMP)
 
@@ -69,6 +69,11 @@ localcluster-1.36: venv
 
 node: venv
 	$(PY) -m hack.node build
+
+# The real node's kubelet and kube-proxy at the second control-plane version, for
+# tests/node136 (the rest of the node is make node's).
+node-1.36: venv node
+	$(PY) -m hack.node kubelet v1.36.3
 
 pulumi-engine: venv
 	$(PY) -m hack.pulumi build
@@ -132,7 +137,7 @@ lint: venv
 	$(PY) -m hack.schemadocs --check
 	$(PY) -m hack.dashboards --check
 
-test: venv policy-venv floor-venv localcluster localcluster-1.36 pulumi-engine sdk-deps kuberay kuberay-e2e-build kueue gang-schedulers prometheus image ray-image redis-image node lint
+test: venv policy-venv floor-venv localcluster localcluster-1.36 pulumi-engine sdk-deps kuberay kuberay-e2e-build kueue gang-schedulers prometheus image ray-image redis-image node node-1.36 lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50
 
 # The real node's scenarios with KubeRay's side of each (make test runs them,

@@ -26,7 +26,7 @@ from tests.kept import Keeper, keeping, stop_unwanted
 from tests.kubeclient import fresh_namespace
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SANDBOXED_TIERS = ("integration", "contract", "e2e", "node")
+SANDBOXED_TIERS = ("integration", "contract", "e2e", "node", "node136")
 OUTSIDE_SANDBOX_EXIT = 4
 """pytest's own code for a usage error: the tests were started the wrong way."""
 
@@ -63,7 +63,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     tierscope.after_test(item, nextitem)
 
 
-TIER_ORDER = ("node", "e2e", "integration", "contract", "components", "unit")
+TIER_ORDER = ("node", "node136", "e2e", "integration", "contract", "components", "unit")
 KEPT_HEAD = "module_ray_head"
 """The fixture of the Ray head a worker keeps from module to module (``tests/rayhead.py``)."""
 HEAD_STRETCH_TIERS = ("integration", "contract")
@@ -92,14 +92,16 @@ def run_rank(
 
 
 GROUPS = (
-    "tests/node/",
+    "tests/node",
     "tests/e2e/",
     "tests/components/",
     "tests/integration/batch/test_kueue_",
     "tests/integration/kubernetes136/",
 )
-"""What one worker runs whole, in pytest's order: the real node's tier, whose control
-plane and node of its own (``tests/node/conftest.py``) one worker then starts once; e2e,
+"""What one worker runs whole, in pytest's order: the real node's tiers (``tests/node``
+and, after it, ``tests/node136``: one real node per sandbox, so never at once), whose
+control plane and node of their own (``tests/node/conftest.py``) one worker then starts
+once each; e2e,
 whose control plane of its own
 (``tests/e2e/conftest.py``) one worker then starts once; components, whose in-process
 program runs (``components._program``) leave the thread without an event loop, which
