@@ -18,7 +18,7 @@ SANDBOX := $(PY) -m hack.sandbox --
 # groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 3
 
-.PHONY: test demo node-compare kuberay-e2e kuberay-e2e-build bench shell lint venv policy-venv floor-venv localcluster node pulumi-engine sdk-deps kuberay kueue gang-schedulers cert-manager prometheus image ray-image ray-image-newer redis-image crds permissions dashboards schema clean
+.PHONY: test demo node-compare kuberay-e2e kuberay-e2e-build bench shell lint venv policy-venv floor-venv localcluster localcluster-1.36 node node-1.36 pulumi-engine sdk-deps kuberay kueue gang-schedulers cert-manager prometheus image ray-image ray-image-newer redis-image crds permissions dashboards schema clean
 
 venv: $(STAMP)
 
@@ -62,8 +62,18 @@ $(FLOOR_STAMP): pyproject.toml constraints-floor.txt
 localcluster: venv
 	$(PY) -m hack.localcluster build
 
+# The second control-plane version (hack/localcluster/versions.py KUBERNETES_1_36), for
+# the tests in tests/integration/kubernetes136; its own cache stamp beside the default's.
+localcluster-1.36: venv
+	$(PY) -m hack.localcluster build --kubernetes v1.36.3
+
 node: venv
 	$(PY) -m hack.node build
+
+# The real node's kubelet and kube-proxy at the second control-plane version, for
+# tests/node136 (the rest of the node is make node's).
+node-1.36: venv node
+	$(PY) -m hack.node kubelet v1.36.3
 
 pulumi-engine: venv
 	$(PY) -m hack.pulumi build
@@ -141,7 +151,7 @@ lint: venv
 
 # Every test's time also goes to dist/test-results.xml (JUnit): where the suite's budget
 # goes, per tier, when --durations' fifty are not enough to tell.
-test: venv policy-venv floor-venv localcluster pulumi-engine sdk-deps kuberay kuberay-e2e-build kueue gang-schedulers cert-manager prometheus image ray-image ray-image-newer redis-image node lint
+test: venv policy-venv floor-venv localcluster localcluster-1.36 pulumi-engine sdk-deps kuberay kuberay-e2e-build kueue gang-schedulers cert-manager prometheus image ray-image ray-image-newer redis-image node node-1.36 lint
 	$(SANDBOX) $(PY) -m pytest -n $(TEST_WORKERS) --durations=50 --junitxml=dist/test-results.xml
 
 # The real node's scenarios with KubeRay's side of each (make test runs them,

@@ -37,6 +37,7 @@ from operator_runtime.runtime.commandline import (
     StartupError,
     check_api_server,
     check_batch_scheduler,
+    check_sidecar_submitter_restart,
     effective_log_level,
     parse_arguments,
     resolve_configuration,
@@ -153,7 +154,10 @@ def _run(args: argparse.Namespace) -> int:
     workers = max(1, config.reconcile_concurrency)
     clock = SystemClock()
     transport = _transport(args.kubeconfig, pool_size=32 + 2 * workers)
-    check_api_server(transport, transport.base_url)
+    server_version = check_api_server(transport, transport.base_url)
+    check_sidecar_submitter_restart(
+        server_version, transport.base_url, enabled=gates.enabled("SidecarSubmitterRestart")
+    )
     limits = BucketPerKind(TokenBucket(config.qps, config.burst, clock=clock))
     client = KubeClient(transport, limiter=limits, clock=clock)
     options = ManagerOptions(

@@ -20,12 +20,13 @@ import pytest
 
 from hack import sandbox
 from hack.localcluster import LESS_GC, LocalCluster, start_for_tests
+from hack.localcluster.versions import KUBERNETES, KUBERNETES_WRAPPERS
 from tests import tierscope
 from tests.kept import Keeper, keeping, stop_unwanted
 from tests.kubeclient import fresh_namespace
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SANDBOXED_TIERS = ("integration", "contract", "e2e", "node")
+SANDBOXED_TIERS = ("integration", "contract", "e2e", "node", "node136")
 OUTSIDE_SANDBOX_EXIT = 4
 """pytest's own code for a usage error: the tests were started the wrong way."""
 
@@ -62,7 +63,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     tierscope.after_test(item, nextitem)
 
 
-TIER_ORDER = ("node", "e2e", "integration", "contract", "components", "unit")
+TIER_ORDER = ("node", "node136", "e2e", "integration", "contract", "components", "unit")
 KEPT_HEAD = "module_ray_head"
 """The fixture of the Ray head a worker keeps from module to module (``tests/rayhead.py``)."""
 HEAD_STRETCH_TIERS = ("integration", "contract")
@@ -91,19 +92,24 @@ def run_rank(
 
 
 GROUPS = (
-    "tests/node/",
+    "tests/node",
     "tests/e2e/",
     "tests/components/",
     "tests/integration/batch/test_kueue_",
+    "tests/integration/kubernetes136/",
 )
-"""What one worker runs whole, in pytest's order: the real node's tier, whose control
-plane and node of its own (``tests/node/conftest.py``) one worker then starts once; e2e,
+"""What one worker runs whole, in pytest's order: the real node's tiers (``tests/node``
+and, after it, ``tests/node136``: one real node per sandbox, so never at once), whose
+control plane and node of their own (``tests/node/conftest.py``) one worker then starts
+once each; e2e,
 whose control plane of its own
 (``tests/e2e/conftest.py``) one worker then starts once; components, whose in-process
 program runs (``components._program``) leave the thread without an event loop, which
 Pulumi's mocks in a later module of the same worker need (a module order that happens
 to hold in pytest's order, not on any worker's); the Kueue modules, which then start
-Kueue once (``tests/kept.py``)."""
+Kueue once (``tests/kept.py``); the second Kubernetes version's modules, whose control
+plane of its own (``tests/integration/kubernetes136/conftest.py``) one worker then starts
+once."""
 
 
 def work_group(nodeid: str) -> str:
@@ -157,9 +163,26 @@ def ray_head_keeper() -> Iterator[Keeper[Any]]:
     yield from keeping("module_ray_head")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--kubernetes",
+        choices=tuple(KUBERNETES_WRAPPERS),
+        default=KUBERNETES,
+        help="the Kubernetes version of the session's control plane (`local_cluster`; "
+        f"default {KUBERNETES}); built by `make localcluster` or `make localcluster-1.36`",
+    )
+
+
 @pytest.fixture(scope="session")
-def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with start_for_tests(tmp_path_factory.mktemp("localcluster"), go_runtime=LESS_GC) as cluster:
+def local_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    """The session's control plane, of ``--kubernetes`` (the default version unless the
+    run asks for another: docs/testing.md)."""
+    with start_for_tests(
+        tmp_path_factory.mktemp("localcluster"), go_runtime=LESS_GC,
+        kubernetes=request.config.getoption("kubernetes"),
+    ) as cluster:  # fmt: skip
         yield cluster
 
 

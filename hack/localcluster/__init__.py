@@ -12,6 +12,7 @@ from pathlib import Path
 from hack.gobuild import cache_root
 from hack.localcluster.build import Toolset, ensure_built, toolset
 from hack.localcluster.cluster import LESS_GC, LocalCluster
+from hack.localcluster.versions import KUBERNETES
 
 __all__ = [
     "LESS_GC", "LocalCluster", "Toolset", "cache_root", "ensure_built", "start_for_tests",
@@ -20,13 +21,20 @@ __all__ = [
 
 
 def start_for_tests(
-    state_dir: Path, *, go_runtime: Mapping[str, Mapping[str, str]] | None = None
+    state_dir: Path,
+    *,
+    go_runtime: Mapping[str, Mapping[str, str]] | None = None,
+    kubernetes: str = KUBERNETES,
+    feature_gates: Mapping[str, bool] | None = None,
+    runtime_config: Mapping[str, bool] | None = None,
 ) -> LocalCluster:
-    """Build (or reuse) the binaries and start a cluster that dies with this process;
-    ``go_runtime`` as ``LocalCluster``'s (the test sessions pass ``LESS_GC``)."""
+    """Build (or reuse) the binaries of Kubernetes ``kubernetes`` and start a cluster that
+    dies with this process; ``go_runtime``, ``feature_gates`` and ``runtime_config`` as
+    ``LocalCluster``'s (the test sessions pass ``LESS_GC``)."""
     cluster = LocalCluster(
-        state_dir=state_dir, tools=ensure_built(), die_with_parent=True,
-        go_runtime=go_runtime or {},
+        state_dir=state_dir, tools=ensure_built(kubernetes=kubernetes), die_with_parent=True,
+        go_runtime=go_runtime or {}, kubernetes=kubernetes,
+        feature_gates=feature_gates or {}, runtime_config=runtime_config or {},
     )  # fmt: skip
     cluster.start()
     return cluster

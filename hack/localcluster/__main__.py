@@ -10,6 +10,7 @@ from hack import sandbox
 from hack.localcluster.build import ensure_built
 from hack.localcluster.cluster import COMPONENTS, LocalCluster, format_env
 from hack.localcluster.gatewayapi import ensure_crds
+from hack.localcluster.versions import KUBERNETES, KUBERNETES_WRAPPERS
 
 DEFAULT_STATE_DIR = Path(__file__).resolve().parents[2] / ".localcluster"
 
@@ -35,12 +36,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--nodes", type=int, default=4, help="fake nodes to create on `up`")
     parser.add_argument("--force", action="store_true", help="`build`: rebuild even if cached")
+    parser.add_argument(
+        "--kubernetes",
+        choices=tuple(KUBERNETES_WRAPPERS),
+        default=KUBERNETES,
+        help=f"`build`, `up`: the control plane's Kubernetes version (default {KUBERNETES})",
+    )
     arguments = parser.parse_args(argv)
     state_dir: Path = arguments.state_dir.resolve()
     state_file = state_dir / "state.json"
 
     if arguments.command == "build":
-        tools = ensure_built(force=arguments.force)
+        tools = ensure_built(force=arguments.force, kubernetes=arguments.kubernetes)
         ensure_crds(force=arguments.force)
         print(tools.bin_dir)
         return 0
@@ -49,7 +56,11 @@ def main(argv: list[str] | None = None) -> int:
         if state_file.exists() and any(LocalCluster.load(state_dir).alive().values()):
             print(f"already up (state in {state_dir}); run `down` first", file=sys.stderr)
             return 1
-        cluster = LocalCluster(state_dir=state_dir, tools=ensure_built())
+        cluster = LocalCluster(
+            state_dir=state_dir,
+            tools=ensure_built(kubernetes=arguments.kubernetes),
+            kubernetes=arguments.kubernetes,
+        )
         cluster.start(node_count=arguments.nodes)
         print(format_env(cluster))
         return 0

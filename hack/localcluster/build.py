@@ -24,15 +24,26 @@ BINARIES = (
 KUBERNETES_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 
 Toolset = gobuild.Built
+MAKE_TARGETS = {versions.KUBERNETES: "localcluster", versions.KUBERNETES_1_36: "localcluster-1.36"}
+"""The make target that builds each version's toolset (what a sandboxed test names when
+it is missing)."""
 
 
-def toolset() -> Toolset:
-    """The toolset for the current pins, built or not."""
+def toolset(kubernetes: str = versions.KUBERNETES) -> Toolset:
+    """The toolset of the control-plane version ``kubernetes`` (a key of
+    ``versions.KUBERNETES_WRAPPERS``), built or not. Each version has its own stamp, whose
+    digest covers only its own wrapper beside etcd's and kwok's: a change to one
+    version's pins rebuilds that version alone."""
     digest = gobuild.wrapper_digest(
-        GOMOD_DIR, versions.WRAPPER_MODULES, f"recipe {RECIPE_REVISION}"
+        GOMOD_DIR, versions.wrapper_modules(kubernetes), f"recipe {RECIPE_REVISION}"
     )
-    stamp = f"k8s-{versions.KUBERNETES}-etcd-{versions.ETCD}-kwok-{versions.KWOK}-{digest}"
+    stamp = f"k8s-{kubernetes}-etcd-{versions.ETCD}-kwok-{versions.KWOK}-{digest}"
     return Toolset(root=gobuild.cache_root() / FAMILY / stamp, binaries=BINARIES)
+
+
+def kubernetes_of(tools: Toolset) -> str:
+    """The control-plane version a toolset's stamp was built for."""
+    return tools.root.name.split("-")[1]
 
 
 def kubernetes_ldflags(version: str = versions.KUBERNETES) -> str:
@@ -52,7 +63,7 @@ def kubernetes_ldflags(version: str = versions.KUBERNETES) -> str:
     return " ".join(flags)
 
 
-def _build(bin_dir: Path) -> None:
+def _build(bin_dir: Path, kubernetes: str) -> None:
     def go_build(what: str, wrapper: str, *arguments: str) -> None:
         gobuild.run_go(
             FAMILY, f"go build {what}", ["build", "-trimpath", *arguments], GOMOD_DIR / wrapper
@@ -68,19 +79,20 @@ def _build(bin_dir: Path) -> None:
         "-o", str(bin_dir / "kwok"), "sigs.k8s.io/kwok/cmd/kwok",
     )  # fmt: skip
     go_build(
-        f"{', '.join(KUBERNETES_COMMANDS)} {versions.KUBERNETES}", "kubernetes",
-        "-ldflags", kubernetes_ldflags(), "-o", f"{bin_dir}/",
+        f"{', '.join(KUBERNETES_COMMANDS)} {kubernetes}", versions.KUBERNETES_WRAPPERS[kubernetes],
+        "-ldflags", kubernetes_ldflags(kubernetes), "-o", f"{bin_dir}/",
         *[f"k8s.io/kubernetes/cmd/{name}" for name in KUBERNETES_COMMANDS],
     )  # fmt: skip
 
 
-def ensure_built(*, force: bool = False) -> Toolset:
-    """Build the binaries unless the cache already holds this stamp; return them."""
+def ensure_built(*, force: bool = False, kubernetes: str = versions.KUBERNETES) -> Toolset:
+    """Build the binaries of control-plane version ``kubernetes`` unless the cache already
+    holds its stamp; return them."""
     return gobuild.ensure(
-        toolset(),
+        toolset(kubernetes),
         family=FAMILY,
-        build=_build,
-        versions_text=gobuild.module_lines(versions.WRAPPER_MODULES.values()),
+        build=lambda bin_dir: _build(bin_dir, kubernetes),
+        versions_text=gobuild.module_lines(versions.wrapper_modules(kubernetes).values()),
         force=force,
-        make_target="localcluster",
+        make_target=MAKE_TARGETS[kubernetes],
     )

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from hack import gobuild, processes, sandbox
-from hack.localcluster import nodes, pki, podstages
-from hack.localcluster.build import BINARIES, Toolset
+from hack.localcluster import nodes, pki, podstages, versions
+from hack.localcluster.build import BINARIES, Toolset, kubernetes_of
 from hack.node import node
 from hack.node.node import RealNode
 
@@ -167,12 +167,29 @@ class LocalCluster:
     """A real node (``hack/node``) to run beside the kwok nodes: its namespaces are made
     before the API server starts (which then advertises the node's way to it and answers
     there too), its components once the API server is up, and it stops first."""
+    kubernetes: str = versions.KUBERNETES
+    """The control plane's Kubernetes version (a key of ``versions.KUBERNETES_WRAPPERS``):
+    ``tools`` must be that version's build (``ensure_built(kubernetes=...)``)."""
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    """``--feature-gates`` of the API server, the controller-manager and the scheduler
+    alike (as kind's ``featureGates``); the version's defaults where unnamed."""
+    runtime_config: Mapping[str, bool] = field(default_factory=dict)
+    """The API server's ``--runtime-config``: API groups/versions served or not
+    (``{"scheduling.k8s.io/v1alpha2": True}``)."""
     _providers: list[nodes.NodeProvider] = field(default_factory=list, repr=False)
     _crds_applied: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
     """``apply_crds``: by the files' digest, the CRDs they made (``_crd_identities``)."""
     _supervisor: processes.Supervisor = field(
         default_factory=lambda: processes.Supervisor("the local control plane"), repr=False
     )
+
+    def __post_init__(self) -> None:
+        built_for = kubernetes_of(self.tools)
+        if built_for != self.kubernetes:
+            raise ValueError(
+                f"the toolset in {self.tools.root} is Kubernetes {built_for}, not the "
+                f"{self.kubernetes} asked for: pass ensure_built(kubernetes={self.kubernetes!r})"
+            )
 
     @property
     def pids(self) -> dict[str, int]:
@@ -293,6 +310,10 @@ class LocalCluster:
                                "-o", f"jsonpath={template}").stdout  # fmt: skip
         lines = (line.partition(" ") for line in printed.splitlines())
         return {name: identity for name, _, identity in lines}
+
+    def server_version(self) -> str:
+        """The ``gitVersion`` the API server reports (``GET /version``)."""
+        return str(json.loads(self.kubectl("get", "--raw", "/version").stdout)["gitVersion"])
 
     def get_json(self, *args: str) -> dict[str, Any]:
         """``kubectl get ARGS -o json``, parsed."""
@@ -469,6 +490,8 @@ class LocalCluster:
                 # preview of our CRDs ran out of the 60 s: this control plane serves
                 # tests and the demo on two cores, not a fleet.
                 f"--request-timeout={REQUEST_TIMEOUT}",
+                *self._gates(),
+                *_flag("--runtime-config", self.runtime_config),
                 "--profiling=false",
                 "--v=1",
             ]
@@ -484,6 +507,7 @@ class LocalCluster:
                 f"--root-ca-file={tls.ca_cert}",
                 f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
                 "--controllers=*",
+                *self._gates(),
                 "--profiling=false",
                 "--v=1",
             ]
@@ -495,6 +519,7 @@ class LocalCluster:
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 "--secure-port=0",
+                *self._gates(),
                 "--profiling=false",
                 "--v=1",
             ]
@@ -509,6 +534,9 @@ class LocalCluster:
                 f"--config={podstages.STAGES_FILE}",
             ]
         raise ValueError(f"unknown component {component!r}; one of {', '.join(COMPONENTS)}")
+
+    def _gates(self) -> list[str]:
+        return _flag("--feature-gates", self.feature_gates)
 
     def _spec(self, component: str) -> processes.Spec:
         """What runs ``component``; etcd and the API server are ready when they say so."""
@@ -583,6 +611,9 @@ class LocalCluster:
             "etcd_port": self.etcd_port,
             "etcd_peer_port": self.etcd_peer_port,
             "apiserver_port": self.apiserver_port,
+            "kubernetes": self.kubernetes,
+            "feature_gates": dict(self.feature_gates),
+            "runtime_config": dict(self.runtime_config),
             "pids": self.pids,
         }
         (self.state_dir / "state.json").write_text(json.dumps(state, indent=2) + "\n")
@@ -597,10 +628,21 @@ class LocalCluster:
             etcd_port=state["etcd_port"],
             etcd_peer_port=state["etcd_peer_port"],
             apiserver_port=state["apiserver_port"],
+            kubernetes=state.get("kubernetes", versions.KUBERNETES),
+            feature_gates=state.get("feature_gates", {}),
+            runtime_config=state.get("runtime_config", {}),
         )
         for name, pid in state["pids"].items():
             cluster._supervisor.adopt(cluster._spec(name), int(pid))
         return cluster
+
+
+def _flag(name: str, settings: Mapping[str, bool]) -> list[str]:
+    """``name=key=true,other=false`` (sorted), or nothing for no settings."""
+    if not settings:
+        return []
+    pairs = ",".join(f"{key}={str(on).lower()}" for key, on in sorted(settings.items()))
+    return [f"{name}={pairs}"]
 
 
 def format_env(cluster: LocalCluster, names: Sequence[str] = ("KUBECONFIG",)) -> str:

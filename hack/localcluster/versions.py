@@ -9,7 +9,15 @@ from __future__ import annotations
 from typing import Final
 
 KUBERNETES: Final = "v1.34.4"
-"""kube-apiserver, kube-controller-manager, kube-scheduler and kubectl."""
+"""kube-apiserver, kube-controller-manager, kube-scheduler and kubectl: the default."""
+KUBERNETES_1_36: Final = "v1.36.3"
+"""The second control-plane version, for what 1.34 lacks (a kubelet that restarts one
+container of a ``Never`` pod, ``SidecarSubmitterRestart``; the workload API): chosen per
+cluster (``LocalCluster.kubernetes``). Its go.mod says go 1.26.0, which the installed Go
+builds."""
+
+KUBERNETES_WRAPPERS: Final = {KUBERNETES: "kubernetes", KUBERNETES_1_36: "kubernetes-1.36"}
+"""Each control-plane version -> the wrapper module its four commands are built from."""
 
 ETCD: Final = "v3.6.6"
 KWOK: Final = "v0.7.0"
@@ -20,7 +28,19 @@ WRAPPER_MODULES: Final = {
     "etcd": ("go.etcd.io/etcd/server/v3", ETCD),
     "kwok": ("sigs.k8s.io/kwok", KWOK),
 }
-"""wrapper directory -> (the module it pins, its version)."""
+"""wrapper directory -> (the module it pins, its version): the default version's build."""
+
+
+def wrapper_modules(kubernetes: str = KUBERNETES) -> dict[str, tuple[str, str]]:
+    """The wrapper modules one version's toolset is built from: etcd and kwok shared,
+    ``k8s.io/kubernetes`` from that version's own wrapper."""
+    if kubernetes not in KUBERNETES_WRAPPERS:
+        raise ValueError(
+            f"no pinned Kubernetes {kubernetes!r}; one of {', '.join(KUBERNETES_WRAPPERS)}"
+        )
+    others = {name: pin for name, pin in WRAPPER_MODULES.items() if name != "kubernetes"}
+    return {KUBERNETES_WRAPPERS[kubernetes]: ("k8s.io/kubernetes", kubernetes), **others}
+
 
 GATEWAY_API: Final = "v1.4.1"
 """The Gateway API whose standard-channel Gateway and HTTPRoute CRDs the RayService

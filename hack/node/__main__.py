@@ -1,7 +1,9 @@
-"""``python -m hack.node build [--force]|lock``: the real node's binaries.
+"""``python -m hack.node build [--force]|kubelet VERSION|lock``: the real node's binaries.
 
 build   build (cached) every binary of the node ahead of the tests (make node), its
         volume provisioner too; prints the directory of the main ones
+kubelet build (cached) the kubelet and kube-proxy of another pinned control-plane version
+        (make node-1.36: v1.36.3); prints the kubelet's path
 lock    pin apt's current candidates of the node's Debian packages in hack/node/debian.lock
 """
 
@@ -11,10 +13,19 @@ import sys
 
 from hack import gobuild
 from hack.node import debs
-from hack.node.build import ensure_all_built
+from hack.node.build import ensure_all_built, ensure_kubelet_built
+from hack.node.versions import KUBELET_WRAPPERS
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["kubelet"]:
+        version = sys.argv[2] if len(sys.argv) == 3 else ""
+        if version not in KUBELET_WRAPPERS:
+            print(f"usage: python -m hack.node kubelet {{{','.join(KUBELET_WRAPPERS)}}}",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        print(ensure_kubelet_built(version).path("kubelet"))
+        return 0
     if sys.argv[1:] == ["lock"]:
         packages = debs.lock()
         print(f"{debs.LOCK_FILE}: {len(packages)} packages; review and commit it")

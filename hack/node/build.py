@@ -211,6 +211,56 @@ def ensure_built(force: bool = False) -> gobuild.Built:
     )
 
 
+KUBELET_BINARIES = ("kubelet", "kube-proxy")
+KUBELET_FAMILY = "node-kubelet"
+
+
+@dataclass(frozen=True)
+class WithKubelet(gobuild.Built):
+    """The node's binaries with its kubelet and kube-proxy from another build
+    (``kubelet``): everything else, ``bin_dir`` included, is the node's own."""
+
+    kubelet: gobuild.Built | None = None
+
+    def path(self, binary: str) -> Path:
+        if self.kubelet is not None and binary in KUBELET_BINARIES:
+            return self.kubelet.path(binary)
+        return super().path(binary)
+
+
+def kubelet_tools(kubernetes: str) -> gobuild.Built:
+    """The kubelet and kube-proxy of ``kubernetes`` (a key of
+    ``versions.KUBELET_WRAPPERS``), built or not."""
+    wrapper = versions.KUBELET_WRAPPERS[kubernetes]
+    digest = gobuild.wrapper_digest(GOMOD_DIR, [wrapper], f"recipe {RECIPE_REVISION}")
+    return gobuild.Built(root=gobuild.cache_root() / KUBELET_FAMILY / f"k8s-{kubernetes}-{digest}",
+                         binaries=KUBELET_BINARIES)  # fmt: skip
+
+
+def ensure_kubelet_built(kubernetes: str, force: bool = False) -> gobuild.Built:
+    """The node's binaries with the kubelet and kube-proxy of ``kubernetes`` (the
+    default: ``ensure_built``'s own), each part built unless cached."""
+    node = ensure_built(force)
+    if kubernetes == versions.KUBERNETES:
+        return node
+    wrapper = versions.KUBELET_WRAPPERS[kubernetes]
+
+    def build(bin_dir: Path) -> None:
+        _go_build(
+            f"kubelet, kube-proxy {kubernetes}", wrapper,
+            "-ldflags", kubernetes_ldflags(kubernetes), "-o", f"{bin_dir}/",
+            "k8s.io/kubernetes/cmd/kubelet", "k8s.io/kubernetes/cmd/kube-proxy",
+        )  # fmt: skip
+
+    kubelet = gobuild.ensure(
+        kubelet_tools(kubernetes), family=KUBELET_FAMILY, build=build,
+        versions_text=gobuild.module_lines([("k8s.io/kubernetes", kubernetes)]),
+        force=force, make_target=f"node-{kubernetes.lstrip('v').rsplit('.', 1)[0]}",
+        expected="some 10 minutes on 2 cores",
+    )  # fmt: skip
+    return WithKubelet(root=node.root, binaries=node.binaries, kubelet=kubelet)
+
+
 def storage_tools() -> gobuild.Built:
     """The node's volume provisioner for the current pin, built or not."""
     digest = gobuild.wrapper_digest(GOMOD_DIR, versions.STORAGE_WRAPPERS)

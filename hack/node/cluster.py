@@ -15,6 +15,7 @@ from hack.image import built as operator_image
 from hack.image.ray import RAY_IMAGE
 from hack.image.ray import built as ray_image
 from hack.localcluster import LocalCluster, ensure_built
+from hack.localcluster.versions import KUBERNETES
 from hack.node import build as node_build
 from hack.node import images
 from hack.node.node import SANDBOX_IMAGE, NodeImage, RealNode, VolumeProvisioner
@@ -35,23 +36,26 @@ def node_images(directory: Path, operator_reference: str) -> list[NodeImage]:
 
 def start_real_node_cluster(state_dir: Path, operator_reference: str,
                             extra: tuple[NodeImage, ...] = (), *,
-                            install_crds: bool = True) -> LocalCluster:  # fmt: skip
+                            install_crds: bool = True,
+                            kubernetes: str = KUBERNETES) -> LocalCluster:  # fmt: skip
     """A control plane with our CRDs (unless not ``install_crds``: ``make demo``'s stack
     installs them, as a user's does) and one real node (no kwok node) that has the
     ``node_images`` and ``extra`` loaded, and a default StorageClass, as kind's node has;
-    it dies with this process, and ``stop()`` stops it."""
+    it dies with this process, and ``stop()`` stops it. The control plane, the kubelet
+    and kube-proxy are Kubernetes ``kubernetes`` (the default unless a test asks)."""
     image_dir = state_dir / "images"
     image_dir.mkdir(parents=True, exist_ok=True)
     node = RealNode(
         state_dir=Path(tempfile.mkdtemp(prefix="node-", dir=state_dir)),
-        tools=node_build.ensure_built(),
+        tools=node_build.ensure_kubelet_built(kubernetes),
         images=[*node_images(image_dir, operator_reference), *extra],
         provisioner=VolumeProvisioner(
             binary=node_build.ensure_storage_built().path("local-path-provisioner"),
             helper_image=RAY_IMAGE,
         ),
     )
-    cluster = LocalCluster(state_dir=state_dir / "control-plane", tools=ensure_built(),
+    cluster = LocalCluster(state_dir=state_dir / "control-plane",
+                           tools=ensure_built(kubernetes=kubernetes), kubernetes=kubernetes,
                            die_with_parent=True, real_node=node)  # fmt: skip
     cluster.start(node_count=0, crds=CRD_DIR if install_crds else None)
     return cluster

@@ -16,6 +16,11 @@ KUBERNETES: Final = control_plane.KUBERNETES
 """kubelet and kube-proxy: the control plane's release, in a wrapper of their own so a
 change to the node's build never rebuilds the control plane."""
 
+KUBELET_WRAPPERS: Final = {control_plane.KUBERNETES_1_36: "kubernetes-1.36"}
+"""The control plane's other versions -> the wrapper their kubelet and kube-proxy are
+built from, each under a stamp of its own (``build.kubelet_tools``) that replaces only
+those two binaries of the node's: the rest of the node does not change with them."""
+
 CONTAINERD: Final = "v2.3.7"
 """The newest patch of the 2.3 line kind's node image uses."""
 RUNC: Final = "v1.4.4"

@@ -432,9 +432,10 @@ def version_line() -> str:
     return f"ray-operator {version} (pulumi-ray; matches KubeRay {KUBERAY_VERSION})"
 
 
-def check_api_server(transport: Transport, url: str, *, timeout: float = 10.0) -> None:
+def check_api_server(transport: Transport, url: str, *, timeout: float = 10.0) -> str:
     """One ``GET /version`` before anything starts, so an unreachable API server or
-    refused credentials is one clear line instead of informers retrying for ever."""
+    refused credentials is one clear line instead of informers retrying for ever; the
+    ``gitVersion`` it reports ("" when the answer has none)."""
     try:
         response = transport.request(
             "GET", "/version", query=[], body=None, headers={}, timeout=(timeout, timeout)
@@ -445,6 +446,53 @@ def check_api_server(transport: Transport, url: str, *, timeout: float = 10.0) -
         raise StartupError(f"the API server at {url} refused the credentials (401 Unauthorized)")
     if response.status >= 500:
         raise StartupError(f"the API server at {url} answered {response.status} to GET /version")
+    if response.status >= 400:
+        return ""
+    try:
+        answer = response.json()
+    except ValueError:
+        return ""
+    version = answer.get("gitVersion") if isinstance(answer, dict) else None
+    return version if isinstance(version, str) else ""
+
+
+SIDECAR_SUBMITTER_RESTART_MINIMUM: Final = (1, 35, 0)
+"""KubeRay's floor for the SidecarSubmitterRestart gate: a regular container's own
+``restartPolicy`` (ContainerRestartRules) is beta, on by default, from Kubernetes 1.35."""
+_GENERIC_VERSION = re.compile(r"^\s*v?([0-9]+(?:\.[0-9]+)+)")
+
+
+def generic_version(text: str) -> tuple[int, ...]:
+    """A version's numeric components as Kubernetes' ``ParseGeneric`` reads them: an
+    optional ``v``, at least major.minor, anything after the numbers ignored
+    (``v1.35.0-gke.1`` is 1.35.0). Raises ``ValueError`` for anything else."""
+    match = _GENERIC_VERSION.match(text)
+    if match is None:
+        raise ValueError(f"illegal version string {text!r}")
+    return tuple(int(part) for part in match.group(1).split("."))
+
+
+def check_sidecar_submitter_restart(server_version: str, url: str, *, enabled: bool) -> None:
+    """KubeRay's start-up check of the SidecarSubmitterRestart gate: with it on, the
+    operator refuses to start against an API server below 1.35.0 (or one whose version
+    it cannot read), rather than render a submitter whose restart policy that server
+    drops. Like KubeRay, only the API server's version is checked, not the kubelets'."""
+    if not enabled:
+        return
+    gate = "the SidecarSubmitterRestart feature gate requires Kubernetes 1.35+"
+    try:
+        components = generic_version(server_version)
+    except ValueError:
+        raise StartupError(
+            f"{gate}, but the version of the API server at {url} is unknown "
+            f"(GET /version gave gitVersion {server_version!r})"
+        ) from None
+    padded = components + (0,) * (len(SIDECAR_SUBMITTER_RESTART_MINIMUM) - len(components))
+    if padded < SIDECAR_SUBMITTER_RESTART_MINIMUM:
+        raise StartupError(
+            f"{gate}: the API server at {url} is {server_version}, below 1.35; "
+            "turn the gate off or upgrade the control plane"
+        )
 
 
 _SOCKET_REASON = re.compile(

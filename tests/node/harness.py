@@ -20,6 +20,7 @@ from hack.image.ray import RAY_IMAGE, RAY_VERSION
 from hack.image.redis import REDIS_IMAGE
 from hack.image.redis import built as redis_image
 from hack.localcluster import LocalCluster
+from hack.localcluster.versions import KUBERNETES
 from hack.node import images
 from hack.node.cluster import start_real_node_cluster as start_cluster
 from hack.node.node import RealNode
@@ -40,11 +41,13 @@ operator imports and starts, and its readiness probe passes. The probe's own set
 allow about a minute; the rest is for a loaded machine."""
 
 
-def start_real_node_cluster(state_dir: Path, *, with_kuberay: bool = False) -> LocalCluster:
+def start_real_node_cluster(
+    state_dir: Path, *, with_kuberay: bool = False, kubernetes: str = KUBERNETES
+) -> LocalCluster:
     """A control plane whose only node is real, with our operator's image loaded under
     ``OPERATOR_IMAGE``, the Redis stand-in under ``REDIS_IMAGE`` (the GCS FT scenarios'
-    storage) and, ``with_kuberay``, KubeRay's under ``KUBERAY_IMAGE``; stopped with
-    ``stop()``."""
+    storage) and, ``with_kuberay``, KubeRay's under ``KUBERAY_IMAGE``; Kubernetes
+    ``kubernetes`` throughout; stopped with ``stop()``."""
     directory = state_dir / "images"
     directory.mkdir(parents=True, exist_ok=True)
     extra = [images.node_image(redis_image().layout, REDIS_IMAGE, directory / "redis.tar")]
@@ -52,7 +55,7 @@ def start_real_node_cluster(state_dir: Path, *, with_kuberay: bool = False) -> L
         layout = images.kuberay_layout(kuberay.ensure_built().path("ray-operator"),
                                        directory / "kuberay")  # fmt: skip
         extra.append(images.node_image(layout, KUBERAY_IMAGE, directory / "kuberay.tar"))
-    return start_cluster(state_dir, OPERATOR_IMAGE, tuple(extra))
+    return start_cluster(state_dir, OPERATOR_IMAGE, tuple(extra), kubernetes=kubernetes)
 
 
 @dataclass(frozen=True)

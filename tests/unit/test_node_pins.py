@@ -5,9 +5,11 @@ promises is built by one recipe, and CoreDNS compiles in exactly the plugins nam
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
+from hack import gobuild
 from hack.node import build, debs, versions
 from hack.node.build import GOMOD_DIR
 from tests.gomodpins import assert_wrapper_pins
@@ -18,15 +20,34 @@ def test_wrapper_module_pins_the_version(wrapper: str) -> None:
     assert_wrapper_pins(GOMOD_DIR, wrapper, *versions.WRAPPER_MODULES[wrapper])
 
 
+@pytest.mark.parametrize("version", sorted(versions.KUBELET_WRAPPERS))
+def test_kubelet_wrapper_pins_its_version(version: str) -> None:
+    assert_wrapper_pins(GOMOD_DIR, versions.KUBELET_WRAPPERS[version], "k8s.io/kubernetes", version)
+
+
 def test_every_wrapper_directory_is_pinned() -> None:
     directories = {path.parent.name for path in GOMOD_DIR.glob("*/go.mod")}
-    assert directories == set(versions.WRAPPER_MODULES)
+    assert directories == set(versions.WRAPPER_MODULES) | set(versions.KUBELET_WRAPPERS.values())
 
 
 def test_node_kubernetes_is_the_control_planes_release() -> None:
     from hack.localcluster import versions as control_plane
 
     assert versions.KUBERNETES == control_plane.KUBERNETES
+    # A kubelet for each other control-plane version, none for a version it lacks.
+    assert set(versions.KUBELET_WRAPPERS) == set(control_plane.KUBERNETES_WRAPPERS) - {
+        control_plane.KUBERNETES
+    }
+
+
+def test_another_kubelet_replaces_only_the_kubelet_and_kube_proxy(tmp_path: Path) -> None:
+    node = gobuild.Built(root=tmp_path / "node", binaries=build.BINARIES)
+    kubelet = gobuild.Built(root=tmp_path / "kubelet", binaries=build.KUBELET_BINARIES)
+    tools = build.WithKubelet(root=node.root, binaries=node.binaries, kubelet=kubelet)
+    assert tools.path("kubelet") == kubelet.path("kubelet")
+    assert tools.path("kube-proxy") == kubelet.path("kube-proxy")
+    assert tools.path("containerd") == node.path("containerd")
+    assert tools.bin_dir == node.bin_dir  # kube-proxy's nft and containerd's CNI plugins
 
 
 def test_debian_lock_parses_and_holds_nft_and_libseccomp() -> None:

@@ -5,15 +5,17 @@ user, having submitted a job to the head themselves, names it in ``spec.jobId``.
 
 SidecarMode: the submitter is a container appended to the head pod. kwok runs no
 container, so the test plays the kubelet for that one container: it writes the
-container's end (exit code 1, no job ever submitted) or its restarts (the
-SidecarSubmitterRestart gate) into the head pod's status, or runs the container's command
-for real against the real head (whose dashboard port the head container declares, as the
-sidecar reaches it on localhost) and writes its real exit code. Deleting the head pod
-takes the submitter with it.
+container's end (exit code 1, no job ever submitted) into the head pod's status, or
+runs the container's command for real against the real head (whose dashboard port the
+head container declares, as the sidecar reaches it on localhost) and writes its real
+exit code. Deleting the head pod takes the submitter with it. The SidecarSubmitterRestart
+gate needs Kubernetes 1.35+: here (1.34) the operator refuses it at start; its restarts
+are played on 1.36 (tests/integration/kubernetes136).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -29,6 +31,7 @@ from operator_runtime.api import RayJob
 from operator_runtime.clients import DashboardPool, JobSubmission, direct_endpoint
 from operator_runtime.render import SubmitterParams, submit_command
 from operator_runtime.runtime.client import KubeClient
+from operator_runtime.runtime.commandline import generic_version
 from operator_runtime.runtime.kinds import POD, RAY_CLUSTER, RAY_JOB, Object
 from tests.integration.rayjob.conftest import (
     ClusterHosts,
@@ -37,6 +40,7 @@ from tests.integration.rayjob.conftest import (
     rayjob,
     reaches,
 )
+from tests.operatorprocess import START_SECONDS, STARTED
 from tests.podrunner import expand
 from tests.rayhead import RayHead
 from tests.waiting import wait_for
@@ -215,43 +219,43 @@ def test_sidecar_head_pod_gone_fails_the_rayjob(
     assert [p["metadata"]["name"] for p in heads] == []
 
 
-def test_sidecar_restart_gate_fails_only_when_restarts_are_used_up(
-    ray_crds: LocalCluster, kube: KubeClient, namespace: str, ray_head: RayHead
+def test_sidecar_restart_gate_refuses_to_start_below_kubernetes_1_35(
+    ray_crds: LocalCluster, namespace: str
 ) -> None:
-    """SidecarSubmitterRestart: the submitter restarts on failure (its own
-    restartPolicy OnFailure) and checks `ray job status` before submitting again; one
-    failed attempt is not the end, the second restart (backoffLimit 2) is."""
-    name = "sidecar-restart"
-    manifest = rayjob(name, namespace, ray_head, submissionMode="SidecarMode")
-    gate = "--feature-gates=SidecarSubmitterRestart=true"
-    with ClusterHosts(kube, namespace), operator(ray_crds, namespace, gate):
-        kube.create(manifest)
-        cluster, head_pod = _sidecar_setup(kube, namespace, name)
-        sidecar = cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][1]
-        assert sidecar["restartPolicy"] == "OnFailure"
-        assert "--no-wait" in sidecar["args"][0] and " ray job logs " in sidecar["args"][0]
-        # This API server (1.34, ContainerRestartRules off) drops a regular container's
-        # restartPolicy from the pod: the gate needs Kubernetes 1.35+, as KubeRay says.
-        # The kubelet's restarts are played below.
-        assert "restartPolicy" not in head_pod["spec"]["containers"][1]
+    """KubeRay v1.7.0's start-up check against this API server (1.34): with
+    SidecarSubmitterRestart on, the operator exits 1 before any controller starts,
+    naming the gate and the server's version. The gate's behaviour on 1.36 is
+    tests/integration/kubernetes136/test_sidecar_submitter_restart.py."""
+    version = ray_crds.server_version()
+    assert generic_version(version) < (1, 35), f"this test needs a server below 1.35: {version}"
+    refused = operator(ray_crds, namespace, "--feature-gates=SidecarSubmitterRestart=true")
+    done = subprocess.run(refused.arguments, capture_output=True, text=True,
+                          timeout=START_SECONDS, check=False)  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert (
+        "ray-operator: the SidecarSubmitterRestart feature gate requires Kubernetes 1.35+: "
+        f"the API server at {ray_crds.server} is {version}, below 1.35"
+    ) in done.stderr
+    assert STARTED not in done.stdout + done.stderr
 
-        # Failed once and restarted by the kubelet: running again, one restart.
-        last = {"lastState": _terminated(1, _now()), "state": {"running": {"startedAt": _now()}}}
-        _patch_submitter(kube, head_pod, restartCount=1, **last)
-        time.sleep(4)  # more than one requeue
-        assert job_status(kube, namespace, name)["jobDeploymentStatus"] == "Running"
 
-        head_pod = kube.get(POD, head_pod["metadata"]["name"], namespace)
-        _patch_submitter(kube, head_pod, restartCount=2, **last)
-        status = wait_for(
-            "Failed", reaches(kube, namespace, name, "Complete", "Failed"), timeout=30
-        )
-    assert status["jobDeploymentStatus"] == "Failed", status
-    assert status["reason"] == "SubmissionFailed"
-    assert status["message"] == (
-        f"Ray head pod submitter container {SUBMITTER} terminated after exceeding the "
-        "maximum restart count"
-    )
+def test_this_api_server_drops_a_containers_own_restart_policy(
+    ray_crds: LocalCluster, namespace: str
+) -> None:
+    """Why the gate needs 1.35: on 1.34 (ContainerRestartRules alpha, off) the API
+    server drops a regular container's ``restartPolicy``, so a submitter would never be
+    restarted; 1.36's keeps it (tests/integration/kubernetes136)."""
+    pod = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "restart-rules"},
+        "spec": {"restartPolicy": "Never", "containers": [
+            {"name": "ray-head", "image": "rayproject/ray:2.52.0"},
+            {"name": SUBMITTER, "image": "rayproject/ray:2.52.0", "restartPolicy": "OnFailure"},
+        ]},
+    }  # fmt: skip
+    created = ray_crds.kubectl("-n", namespace, "create", "--dry-run=server", "-o", "json",
+                               "-f", "-", input=json.dumps(pod))  # fmt: skip
+    containers = json.loads(created.stdout)["spec"]["containers"]
+    assert [c.get("restartPolicy") for c in containers] == [None, None], ray_crds.server_version()
 
 
 def _run_container(container: Object, log: Path) -> int:

@@ -167,6 +167,38 @@ def test_k8s_job_mode_command_with_every_option() -> None:
     assert submit_command(params(job)) == expected
 
 
+def test_sidecar_command_with_the_restart_gate_and_every_option() -> None:
+    """KubeRay v1.7.0's TestBuildJobSubmitCommandWithSidecarModeAndFeatureGate: with
+    SidecarSubmitterRestart the sidecar's command checks ``ray job status`` first,
+    submits with ``--no-wait`` and follows the logs, all on the head's localhost."""
+    document = job_document(
+        submissionMode="SidecarMode",
+        entrypoint="echo no quote 'single quote' \"double quote\"",
+        runtimeEnvYAML="test: test\n",
+        metadata={"testKey": "testValue"},
+        entrypointNumCpus=1,
+        entrypointNumGpus=0.5,
+        entrypointResources='{"Custom_1": 1, "Custom_2": 5.5}',
+    )
+    head = document["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+    head["containers"][0]["ports"] = [{"name": "dashboard", "containerPort": 8265}]
+    job = RayJob.model_validate(document)
+    addr = "http://127.0.0.1:8265"
+    expected = (
+        WAIT.format(health="http://localhost:8265/api/gcs_healthz", addr=addr)
+        + f"if ! ray job status --address {addr} demo-xxxxx >/dev/null 2>&1 ; then "
+        f"ray job submit --address {addr} --no-wait "
+        '--runtime-env-json "{\\"test\\":\\"test\\"}" '
+        '--metadata-json "{\\"testKey\\":\\"testValue\\"}" '
+        "--submission-id demo-xxxxx "
+        "--entrypoint-num-cpus 1.000000 --entrypoint-num-gpus 0.500000 "
+        '--entrypoint-resources "{\\"Custom_1\\": 1, \\"Custom_2\\": 5.5}" '
+        "-- echo no quote 'single quote' \"double quote\" ; "
+        f"fi ; ray job logs --address {addr} --follow demo-xxxxx"
+    )
+    assert submit_command(params(job), sidecar=True, sidecar_restart=True) == expected
+
+
 def test_a_minimal_command_and_an_address_that_has_its_scheme() -> None:
     job = make_job()
     tail = f"ray job submit --address {ADDR} --no-wait --submission-id demo-xxxxx -- "
