@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from operator_runtime.api import JSONObject, RayCluster, WorkerGroupSpec
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import HEAD_GROUP, LabelKey, NodeType
-from operator_runtime.render import containers, gcsft, tls
+from operator_runtime.render import containers, gcsft, history, tls
 from operator_runtime.render._json import (
     child,
     child_list,
@@ -72,7 +72,6 @@ def worker_group(cluster: RayCluster, name: str) -> WorkerGroupSpec:
 def build_pod(*, params: PodParams) -> JSONObject:
     """The head or worker pod KubeRay would create (``generateName`` set, no name)."""
     cluster, options = params.cluster, params.options
-    _refuse_unrendered_features(cluster, options)
     head = params.node_type is NodeType.HEAD
     group = None if head else worker_group(cluster, params.group_name)
     template = deep_copy(group.template if group else cluster.spec.head_group_spec.template)
@@ -112,22 +111,16 @@ def build_pod(*, params: PodParams) -> JSONObject:
         _configure_token_auth(draft, ray)
     if tls.tls_enabled(cluster, options.feature_gates):
         tls.configure_pod(spec=draft.spec, cluster=cluster, node_type=params.node_type)
+    history.add_collector(draft=draft)
     _add_operator_defaults(draft, head)
     pod = finish_pod(draft=draft, ray_start=ray_start)
+    history.wire_collector(pod=pod, gates=options.feature_gates)
     # Last, as KubeRay stamps a pod right before creating it: the scheduler's keys win.
     add_child_metadata(
         options.batch_scheduler, parent=cluster, child_object=pod, kind="Pod",
         group_name=HEAD_GROUP if head else params.group_name,
     )  # fmt: skip
     return pod
-
-
-def _refuse_unrendered_features(cluster: RayCluster, options: RenderOptions) -> None:
-    # Rendering these without their wiring would silently yield a different cluster.
-    gates = options.feature_gates
-    history = cluster.spec.history_server_options
-    if gates.ray_cluster_history_server and history is not None and history.collector_options:
-        raise RenderError("the history-server collector is not supported by this operator yet")
 
 
 def _ray_container(spec: JSONObject, cluster: RayCluster) -> JSONObject:
