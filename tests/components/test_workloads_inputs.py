@@ -120,3 +120,18 @@ def test_bad_feature_gates_are_an_input_error() -> None:
     assert caught.value.path == "feature_gates"
     assert str(caught.value).startswith("RayCluster demo: feature_gates: ")
     assert "RayCronJob=maybe" in str(caught.value)
+
+
+def test_history_server_options_pass_with_their_gate_and_are_refused_without() -> None:
+    from components import RayCluster
+    from tests.components.workload_mocks import cluster_spec
+
+    bucket = [{"name": "STORAGE_BACKEND", "value": "GCS"}, {"name": "GCS_BUCKET", "value": "b"}]
+    spec = cluster_spec(
+        history_server_options={"collector_options": {"image": "c:1", "env": bucket}}
+    )
+    run(lambda: RayCluster("demo", feature_gates="RayClusterHistoryServer=true", **spec))
+    with pytest.raises(RayInputError) as caught:
+        run(lambda: RayCluster("demo", **spec))
+    assert caught.value.path == "spec.historyServerOptions"
+    assert "RayClusterHistoryServer" in str(caught.value)
