@@ -16,7 +16,9 @@ from typing import Any
 from components import RayOperatorArgs
 from hack import kuberay
 from hack.image import built as operator_image
+from hack.image.collector import COLLECTOR_IMAGE, collector_layout
 from hack.image.ray import RAY_IMAGE, RAY_VERSION
+from hack.image.ray import built as ray_image
 from hack.image.redis import REDIS_IMAGE
 from hack.image.redis import built as redis_image
 from hack.localcluster import LocalCluster
@@ -46,11 +48,16 @@ def start_real_node_cluster(
 ) -> LocalCluster:
     """A control plane whose only node is real, with our operator's image loaded under
     ``OPERATOR_IMAGE``, the Redis stand-in under ``REDIS_IMAGE`` (the GCS FT scenarios'
-    storage) and, ``with_kuberay``, KubeRay's under ``KUBERAY_IMAGE``; Kubernetes
-    ``kubernetes`` throughout; stopped with ``stop()``."""
+    storage), the history-server collector stand-in under ``COLLECTOR_IMAGE`` and,
+    ``with_kuberay``, KubeRay's under ``KUBERAY_IMAGE``; Kubernetes ``kubernetes``
+    throughout; stopped with ``stop()``."""
     directory = state_dir / "images"
     directory.mkdir(parents=True, exist_ok=True)
-    extra = [images.node_image(redis_image().layout, REDIS_IMAGE, directory / "redis.tar")]
+    collector = collector_layout(ray_image().layout, directory / "collector")
+    extra = [
+        images.node_image(redis_image().layout, REDIS_IMAGE, directory / "redis.tar"),
+        images.node_image(collector, COLLECTOR_IMAGE, directory / "collector.tar"),
+    ]
     if with_kuberay:
         layout = images.kuberay_layout(kuberay.ensure_built().path("ray-operator"),
                                        directory / "kuberay")  # fmt: skip
