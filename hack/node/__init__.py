@@ -4,7 +4,8 @@
 runc, the CNI plugins, CoreDNS and pause, and extracts Debian's ``nft`` (and, apart, the
 NetworkPolicy enforcer: kube-router with Debian's iptables and ipset);
 ``python -m hack.node lock`` re-pins the Debian packages; ``python -m
-hack.node.netpolcheck`` shows the enforcer at work on this kernel without a kubelet.
+hack.node.netpolcheck`` shows the enforcer cutting what the operator's
+NetworkPolicies say on this kernel, without a kubelet.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
-"""``python -m hack.node.netpolcheck`` (in the sandbox): kube-router's firewall on this
-kernel, without a kubelet or containerd, so it needs no real-node slot.
+"""``python -m hack.node.netpolcheck`` (in the sandbox): the operator's NetworkPolicies
+(``operator_runtime.render.networkpolicy``, as it builds them) enforced by kube-router's
+firewall on this kernel, without a kubelet or containerd, so it needs no real-node slot.
 
 A control plane (one kwok node besides) and the real node's namespaces only; a Node
-``real-node`` with the node's address, and two "pods" made by hand: network namespaces on
-a bridge in the node's namespace, with Pod objects whose status carries their addresses.
-A server listens in one; the other connects to it with no enforcer, with the enforcer and
-no policy, with a policy that admits only ``app=friend`` pods, once relabelled a friend,
-and after ``stop_enforcing``. It prints each outcome with its time; exit 0 only when each
-is as the policy says.
+``real-node`` with the node's address, and "pods" made by hand: network namespaces on a
+bridge in the node's namespace, with Pod objects whose status carries their addresses
+and whose labels are a Ray cluster's. Cluster ``a`` (a K8sJobMode RayJob's, ``DenyAll``):
+a head listening on the GCS and dashboard ports, a worker; cluster ``b``: a head; and the
+RayJob's submitter. Each probe is a TCP connect, printed with how long the change it
+waited for took; exit 0 only when each is as the policies say, before they exist, while
+kube-router enforces them, and after ``stop_enforcing``.
 """
 
 from __future__ import annotations
@@ -22,10 +24,23 @@ from pathlib import Path
 from hack.localcluster import LocalCluster, ensure_built
 from hack.node import build as node_build
 from hack.node.node import NODE_IP, NODE_NAME, POD_GATEWAY, RealNode
+from operator_runtime.api import JSONObject, RayCluster
+from operator_runtime.api.labels import LabelKey
+from operator_runtime.render.networkpolicy import NetworkPolicyParams, build_network_policies
 
-SERVER, CLIENT = ("10.245.0.10", "server"), ("10.245.0.11", "client")
-PORT = 6379
+NAMESPACE = "default"
+GCS, DASHBOARD = 6379, 8265
 POLICY_SECONDS = 60.0
+PODS = {
+    "a-head": ("10.245.0.10", {LabelKey.CLUSTER.value: "a", LabelKey.NODE_TYPE.value: "head"}),
+    "a-worker": ("10.245.0.11", {LabelKey.CLUSTER.value: "a", LabelKey.NODE_TYPE.value: "worker",
+                                 LabelKey.GROUP.value: "cpu"}),
+    "b-head": ("10.245.0.12", {LabelKey.CLUSTER.value: "b", LabelKey.NODE_TYPE.value: "head"}),
+    "submitter": ("10.245.0.13", {LabelKey.ORIGINATED_FROM_CR_NAME.value: "job",
+                                  LabelKey.ORIGINATED_FROM_CRD.value: "RayJob"}),
+}  # fmt: skip
+"""name -> (address, labels): a head and a worker of cluster ``a``, a head of ``b``, and
+the submitter pod of the RayJob ``job`` that owns ``a``."""
 
 
 class _NamespacesOnly:
@@ -47,7 +62,38 @@ class _NamespacesOnly:
         return self.node.stop()
 
 
-def _pod(node: RealNode, cluster: LocalCluster, index: int, address: str, app: str) -> None:
+def ray_cluster(name: str, owned_by_job: bool) -> RayCluster:
+    """A RayCluster with ``networkPolicy: DenyAll`` and a worker group ``cpu``."""
+    container = {"name": "ray", "image": "ray"}
+    metadata: dict[str, object] = {"name": name, "namespace": NAMESPACE, "uid": f"{name}-uid"}
+    if owned_by_job:
+        metadata["labels"] = {LabelKey.JOB_SUBMISSION_MODE.value: "K8sJobMode"}
+        owner = {"apiVersion": "ray.io/v1", "kind": "RayJob", "name": "job", "uid": "job-uid",
+                 "controller": True}  # fmt: skip
+        metadata["ownerReferences"] = [owner]
+    return RayCluster.model_validate({
+        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": metadata,
+        "spec": {"networkPolicy": {"mode": "DenyAll"},
+                 "headGroupSpec": {"rayStartParams": {},
+                                   "template": {"spec": {"containers": [container]}}},
+                 "workerGroupSpecs": [{"groupName": "cpu", "replicas": 1,
+                                       "template": {"spec": {"containers": [container]}}}]},
+    })  # fmt: skip
+
+
+def _policies() -> list[JSONObject]:
+    """The operator's policies for ``a``, without their owner (no such RayCluster exists
+    here, and the garbage collector would delete them)."""
+    policies = build_network_policies(params=NetworkPolicyParams(ray_cluster("a", True)))
+    for policy in policies:
+        metadata = policy["metadata"]
+        assert isinstance(metadata, dict)
+        metadata.pop("ownerReferences", None)
+    return policies
+
+
+def _pod(node: RealNode, cluster: LocalCluster, index: int, name: str) -> None:
+    address, labels = PODS[name]
     netns, veth = f"pod{index}", f"veth{index}"
     for argv in (
         ["ip", "netns", "add", netns],
@@ -61,29 +107,33 @@ def _pod(node: RealNode, cluster: LocalCluster, index: int, address: str, app: s
         node.run(*argv)
     cluster.apply(input=json.dumps({
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": app, "namespace": "default", "labels": {"app": app}},
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
         "spec": {"nodeName": NODE_NAME, "automountServiceAccountToken": False,
                  "containers": [{"name": "c", "image": "registry.invalid/none"}]},
     }))  # fmt: skip
     status = {"phase": "Running", "hostIP": NODE_IP, "podIP": address, "podIPs": [{"ip": address}]}
-    cluster.kubectl("-n", "default", "patch", "pod", app, "--subresource=status",
+    cluster.kubectl("-n", NAMESPACE, "patch", "pod", name, "--subresource=status",
                     "--type=merge", "-p", json.dumps({"status": status}))  # fmt: skip
 
 
-def _connects(node: RealNode) -> bool:
-    code = f"import socket; socket.create_connection(({SERVER[0]!r}, {PORT}), timeout=3).close()"
-    ran = subprocess.run(node.enter(["ip", "netns", "exec", "pod1", sys.executable, "-c", code]),
+def _connects(node: RealNode, source: str, target: str, port: int) -> bool:
+    netns = f"pod{list(PODS).index(source)}"
+    code = f"import socket; socket.create_connection(({PODS[target][0]!r}, {port}), timeout=3)"
+    ran = subprocess.run(node.enter(["ip", "netns", "exec", netns, sys.executable, "-c", code]),
                          capture_output=True)  # fmt: skip
     return ran.returncode == 0
 
 
-def _until(node: RealNode, connects: bool) -> float:
+def _until(node: RealNode, source: str, target: str, port: int, connects: bool) -> str:
     started = time.monotonic()
-    while _connects(node) != connects:
+    while _connects(node, source, target, port) != connects:
         if time.monotonic() - started > POLICY_SECONDS:
-            raise AssertionError(f"still {'cut' if connects else 'open'} after {POLICY_SECONDS}s")
+            still = "cut" if connects else "open"
+            raise AssertionError(f"{source} -> {target}:{port} still {still} after "
+                                 f"{POLICY_SECONDS}s")  # fmt: skip
         time.sleep(0.5)
-    return time.monotonic() - started
+    outcome = "open" if connects else "cut"
+    return f"{source} -> {target}:{port} {outcome} ({time.monotonic() - started:.1f}s)"
 
 
 def main() -> int:
@@ -92,6 +142,7 @@ def main() -> int:
     cluster = LocalCluster(state_dir=state / "control-plane", tools=ensure_built(),
                            die_with_parent=True, real_node=_NamespacesOnly(node))  # type: ignore[arg-type]  # fmt: skip
     firewall = node_build.ensure_firewall_built()
+    servers: list[subprocess.Popen[bytes]] = []
     try:
         cluster.start(node_count=1)
         cluster.apply(input=json.dumps({"apiVersion": "v1", "kind": "Node",
@@ -102,39 +153,34 @@ def main() -> int:
         node.run("ip", "link", "add", "cni0", "type", "bridge")
         node.run("ip", "addr", "add", f"{POD_GATEWAY}/24", "dev", "cni0")
         node.run("ip", "link", "set", "cni0", "up")
-        _pod(node, cluster, 0, *SERVER)
-        _pod(node, cluster, 1, *CLIENT)
-        server = subprocess.Popen(
-            node.enter(["ip", "netns", "exec", "pod0", sys.executable, "-m", "http.server",
-                        str(PORT), "--bind", SERVER[0]]),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
-            print(f"no enforcer: open after {_until(node, True):.1f}s")
-            healthy = node.enforce_network_policies(cluster, firewall)
-            print(f"kube-router healthy in {healthy:.1f}s")
-            print(f"enforcer, no policy: open ({_connects(node)})")
-            cluster.apply(input=json.dumps({
-                "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-                "metadata": {"name": "friends-only", "namespace": "default"},
-                "spec": {"podSelector": {"matchLabels": {"app": "server"}},
-                         "policyTypes": ["Ingress"],
-                         "ingress": [{"from": [{"podSelector": {
-                             "matchLabels": {"app": "friend"}}}]}]},
-            }))  # fmt: skip
-            print(f"policy: cut after {_until(node, False):.1f}s")
-            cluster.kubectl("-n", "default", "label", "pod", "client", "app=friend",
-                            "--overwrite")  # fmt: skip
-            print(f"client a friend: open after {_until(node, True):.1f}s")
-            cluster.kubectl("-n", "default", "label", "pod", "client", "app=client",
-                            "--overwrite")  # fmt: skip
-            print(f"client no friend again: cut after {_until(node, False):.1f}s")
-            node.stop_enforcing()
-            print(f"enforcer stopped, its rules removed: open after {_until(node, True):.1f}s")
-        finally:
+        for index, name in enumerate(PODS):
+            _pod(node, cluster, index, name)
+        for port in (GCS, DASHBOARD):
+            servers.append(subprocess.Popen(
+                node.enter(["ip", "netns", "exec", "pod0", sys.executable, "-m", "http.server",
+                            str(port), "--bind", PODS["a-head"][0]]),
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            ))  # fmt: skip
+        print("no enforcer:", _until(node, "b-head", "a-head", GCS, True))
+        print(f"kube-router healthy in {node.enforce_network_policies(cluster, firewall):.1f}s")
+        policies = _policies()
+        cluster.apply(input=json.dumps({"apiVersion": "v1", "kind": "List", "items": policies}))
+        metadata = [p["metadata"] for p in policies]
+        print("applied", [m.get("name") for m in metadata if isinstance(m, dict)])
+        print("DenyAll:", _until(node, "b-head", "a-head", GCS, False))
+        for source, target, port, connects in (
+            ("a-worker", "a-head", GCS, True),
+            ("submitter", "a-head", DASHBOARD, True),
+            ("submitter", "a-head", GCS, False),
+            ("a-worker", "b-head", GCS, False),
+        ):
+            print("DenyAll:", _until(node, source, target, port, connects))
+        node.stop_enforcing()
+        print("enforcer stopped:", _until(node, "b-head", "a-head", GCS, True))
+    finally:
+        for server in servers:
             server.kill()
             server.wait()
-    finally:
         cluster.stop()
     return 0
 
