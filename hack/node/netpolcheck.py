@@ -7,9 +7,10 @@ A control plane (one kwok node besides) and the real node's namespaces only; a N
 bridge in the node's namespace, with Pod objects whose status carries their addresses
 and whose labels are a Ray cluster's. Cluster ``a`` (a K8sJobMode RayJob's, ``DenyAll``):
 a head listening on the GCS and dashboard ports, a worker; cluster ``b``: a head; and the
-RayJob's submitter. Each probe is a TCP connect, printed with how long the change it
-waited for took; exit 0 only when each is as the policies say, before they exist, while
-kube-router enforces them, and after ``stop_enforcing``.
+RayJob's submitter; a UDP answerer on the node's port 53 stands for CoreDNS, which the
+worker reaches only once its group has a DNS egress rule. Each probe is printed with how
+long the change it waited for took; exit 0 only when each is as the policies say,
+before they exist, while kube-router enforces them, and after ``stop_enforcing``.
 """
 
 from __future__ import annotations
@@ -62,8 +63,16 @@ class _NamespacesOnly:
         return self.node.stop()
 
 
-def ray_cluster(name: str, owned_by_job: bool) -> RayCluster:
-    """A RayCluster with ``networkPolicy: DenyAll`` and a worker group ``cpu``."""
+DNS_RULE = {
+    "to": [{"ipBlock": {"cidr": f"{NODE_IP}/32"}}],
+    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+}
+"""What a user adds for DNS (the real node's CoreDNS listens on the node's address)."""
+
+
+def ray_cluster(name: str, owned_by_job: bool, worker_egress: bool = False) -> RayCluster:
+    """A RayCluster with ``networkPolicy: DenyAll`` (and, ``worker_egress``, the DNS rule
+    for its workers) and a worker group ``cpu``."""
     container = {"name": "ray", "image": "ray"}
     metadata: dict[str, object] = {"name": name, "namespace": NAMESPACE, "uid": f"{name}-uid"}
     if owned_by_job:
@@ -73,7 +82,9 @@ def ray_cluster(name: str, owned_by_job: bool) -> RayCluster:
         metadata["ownerReferences"] = [owner]
     return RayCluster.model_validate({
         "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": metadata,
-        "spec": {"networkPolicy": {"mode": "DenyAll"},
+        "spec": {"networkPolicy": {"mode": "DenyAll",
+                                   **({"worker": {"egressRules": [DNS_RULE]}}
+                                      if worker_egress else {})},
                  "headGroupSpec": {"rayStartParams": {},
                                    "template": {"spec": {"containers": [container]}}},
                  "workerGroupSpecs": [{"groupName": "cpu", "replicas": 1,
@@ -81,10 +92,12 @@ def ray_cluster(name: str, owned_by_job: bool) -> RayCluster:
     })  # fmt: skip
 
 
-def _policies() -> list[JSONObject]:
+def _policies(worker_egress: bool = False) -> list[JSONObject]:
     """The operator's policies for ``a``, without their owner (no such RayCluster exists
     here, and the garbage collector would delete them)."""
-    policies = build_network_policies(params=NetworkPolicyParams(ray_cluster("a", True)))
+    policies = build_network_policies(
+        params=NetworkPolicyParams(ray_cluster("a", True, worker_egress))
+    )
     for policy in policies:
         metadata = policy["metadata"]
         assert isinstance(metadata, dict)
@@ -117,8 +130,16 @@ def _pod(node: RealNode, cluster: LocalCluster, index: int, name: str) -> None:
 
 
 def _connects(node: RealNode, source: str, target: str, port: int) -> bool:
+    """A TCP connect from ``source`` to ``target`` (a pod, or ``node``: then a UDP
+    question to the node's address, which ``_udp_answerer`` answers)."""
     netns = f"pod{list(PODS).index(source)}"
-    code = f"import socket; socket.create_connection(({PODS[target][0]!r}, {port}), timeout=3)"
+    if target == "node":
+        code = (
+            "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+            f"s.settimeout(3); s.sendto(b'?', ({NODE_IP!r}, {port})); s.recvfrom(16)"
+        )
+    else:
+        code = f"import socket; socket.create_connection(({PODS[target][0]!r}, {port}), timeout=3)"
     ran = subprocess.run(node.enter(["ip", "netns", "exec", netns, sys.executable, "-c", code]),
                          capture_output=True)  # fmt: skip
     return ran.returncode == 0
@@ -134,6 +155,11 @@ def _until(node: RealNode, source: str, target: str, port: int, connects: bool) 
         time.sleep(0.5)
     outcome = "open" if connects else "cut"
     return f"{source} -> {target}:{port} {outcome} ({time.monotonic() - started:.1f}s)"
+
+
+def _serve(node: RealNode, argv: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(node.enter(argv), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
 
 
 def main() -> int:
@@ -155,12 +181,14 @@ def main() -> int:
         node.run("ip", "link", "set", "cni0", "up")
         for index, name in enumerate(PODS):
             _pod(node, cluster, index, name)
+        answer = (
+            "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+            f"s.bind(({NODE_IP!r}, 53))\nwhile True:\n d, a = s.recvfrom(16); s.sendto(d, a)"
+        )
+        servers.append(_serve(node, [sys.executable, "-c", answer]))
+        head = ["ip", "netns", "exec", "pod0", sys.executable, "-m", "http.server"]
         for port in (GCS, DASHBOARD):
-            servers.append(subprocess.Popen(
-                node.enter(["ip", "netns", "exec", "pod0", sys.executable, "-m", "http.server",
-                            str(port), "--bind", PODS["a-head"][0]]),
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            ))  # fmt: skip
+            servers.append(_serve(node, [*head, str(port), "--bind", PODS["a-head"][0]]))
         print("no enforcer:", _until(node, "b-head", "a-head", GCS, True))
         print(f"kube-router healthy in {node.enforce_network_policies(cluster, firewall):.1f}s")
         policies = _policies()
@@ -173,8 +201,12 @@ def main() -> int:
             ("submitter", "a-head", DASHBOARD, True),
             ("submitter", "a-head", GCS, False),
             ("a-worker", "b-head", GCS, False),
+            ("a-worker", "node", 53, False),
         ):
             print("DenyAll:", _until(node, source, target, port, connects))
+        dns = _policies(worker_egress=True)
+        cluster.apply(input=json.dumps({"apiVersion": "v1", "kind": "List", "items": dns}))
+        print("DenyAll + the workers' DNS rule:", _until(node, "a-worker", "node", 53, True))
         node.stop_enforcing()
         print("enforcer stopped:", _until(node, "b-head", "a-head", GCS, True))
     finally:
