@@ -5,6 +5,7 @@ build   build (cached) every binary of the node ahead of the tests (make node), 
 kubelet build (cached) the kubelet and kube-proxy of another pinned control-plane version
         (make node-1.36: v1.36.3); prints the kubelet's path
 lock    pin apt's current candidates of the node's Debian packages in hack/node/debian.lock
+        and those of its NetworkPolicy firewall in hack/node/firewall.lock
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ def main() -> int:
     if sys.argv[1:] == ["lock"]:
         packages = debs.lock()
         print(f"{debs.LOCK_FILE}: {len(packages)} packages; review and commit it")
+        firewall = debs.lock_firewall()
+        print(f"{debs.FIREWALL_LOCK_FILE}: {len(firewall)} packages; review and commit it")
         return 0
     return gobuild.build_command(
         "python -m hack.node",

@@ -10,6 +10,7 @@ linked statically against the locked ``libseccomp-dev``, so that seccomp profile
 
 from __future__ import annotations
 
+import json
 import subprocess
 import tempfile
 import time
@@ -172,7 +173,11 @@ RECIPES = (
 BINARIES = tuple(binary for recipe in RECIPES for binary in recipe.binaries)
 
 
-NODE_WRAPPERS = tuple(w for w in versions.WRAPPER_MODULES if w not in versions.STORAGE_WRAPPERS)
+NODE_WRAPPERS = tuple(
+    w
+    for w in versions.WRAPPER_MODULES
+    if w not in versions.STORAGE_WRAPPERS + versions.FIREWALL_WRAPPERS
+)
 STORAGE_FAMILY = "node-storage"
 STORAGE_BINARIES = ("local-path-provisioner",)
 
@@ -296,4 +301,79 @@ def ensure_storage_built(force: bool = False) -> gobuild.Built:
 def ensure_all_built(force: bool = False) -> gobuild.Built:
     """Everything the node runs (``make node``); returns its main binaries."""
     ensure_storage_built(force)
+    ensure_firewall_built(force)
     return ensure_built(force)
+
+
+FIREWALL_FAMILY = "node-firewall"
+FIREWALL_ROOT = "firewall"
+"""Where, beside ``bin/``, the iptables and ipset packages are extracted."""
+FIREWALL_COMMANDS = {
+    "iptables": "usr/sbin/iptables-legacy",
+    "iptables-save": "usr/sbin/iptables-legacy-save",
+    "iptables-restore": "usr/sbin/iptables-legacy-restore",
+    "ipset": "usr/sbin/ipset",
+}
+"""The commands kube-router's firewall finds on PATH -> the extracted file each runs.
+The legacy (x_tables) iptables: the nftables one would share nf_tables with kube-proxy's
+table for nothing, and kube-router reads which one it has from ``iptables --version``."""
+FIREWALL_BINARIES = ("kube-router", *FIREWALL_COMMANDS)
+
+
+def firewall_wrapper(command: str, target: str) -> str:
+    """``bin/<command>``: Debian's ``target``, run from its extracted files with its own
+    libraries and iptables extensions."""
+    return f"""#!/bin/sh
+# Debian's {command}, run from its extracted files (nothing installed).
+root="$(dirname "$(readlink -f "$0")")/../{FIREWALL_ROOT}"
+libraries="$root/usr/lib/{MULTIARCH}:$root/lib/{MULTIARCH}"
+export XTABLES_LIBDIR="$root/usr/lib/{MULTIARCH}/xtables"
+LD_LIBRARY_PATH="$libraries${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}" exec "$root/{target}" "$@"
+"""
+
+
+def firewall_tools() -> gobuild.Built:
+    """The node's NetworkPolicy enforcer (kube-router's firewall) and the iptables and
+    ipset it execs, for the current pins, built or not."""
+    digest = gobuild.wrapper_digest(
+        GOMOD_DIR, versions.FIREWALL_WRAPPERS, firewall_wrapper("COMMAND", "TARGET"),
+        json.dumps(FIREWALL_COMMANDS),
+        debs.FIREWALL_LOCK_FILE.read_text(),
+    )  # fmt: skip
+    stamp = f"kube-router-{versions.KUBE_ROUTER}-{digest}"
+    return gobuild.Built(root=gobuild.cache_root() / FIREWALL_FAMILY / stamp,
+                         binaries=FIREWALL_BINARIES)  # fmt: skip
+
+
+def _build_firewall(bin_dir: Path) -> None:
+    module = "github.com/cloudnativelabs/kube-router/v2"
+    _go_build(
+        f"kube-router {versions.KUBE_ROUTER}", "kuberouter",
+        "-ldflags", f"-s -w -X {module}/pkg/version.Version={versions.KUBE_ROUTER}",
+        "-o", str(bin_dir / "kube-router"), f"{module}/cmd/kube-router",
+    )  # fmt: skip
+    debs.extract({p.name for p in debs.firewall_locked()}, bin_dir.parent / FIREWALL_ROOT,
+                 firewall=True)  # fmt: skip
+    for command, target in FIREWALL_COMMANDS.items():
+        wrapper = bin_dir / command
+        wrapper.write_text(firewall_wrapper(command, target))
+        wrapper.chmod(0o755)
+    _step("iptables --version (through bin/iptables)", [str(bin_dir / "iptables"), "--version"])
+    _step("ipset --version (through bin/ipset)", [str(bin_dir / "ipset"), "--version"])
+
+
+def ensure_firewall_built(force: bool = False) -> gobuild.Built:
+    """Build the node's NetworkPolicy enforcer unless the cache holds this stamp."""
+    debian = "".join(f"debian {p.name} {p.version}\n" for p in debs.firewall_locked())
+    return gobuild.ensure(
+        firewall_tools(),
+        family=FIREWALL_FAMILY,
+        build=_build_firewall,
+        versions_text=gobuild.module_lines(
+            versions.WRAPPER_MODULES[w] for w in versions.FIREWALL_WRAPPERS
+        )
+        + debian,
+        force=force,
+        make_target="node",
+        expected="about 4 minutes on 2 cores",
+    )

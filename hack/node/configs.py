@@ -27,6 +27,7 @@ PROVISIONER_NAME = "rancher.io/local-path"
 PROVISIONER_USER = "local-path-provisioner"
 PROVISIONER_CONFIG = "local-path-config"
 HELPER_ACCOUNT = "local-path-provisioner-service-account"
+FIREWALL_USER = "kube-router"
 DNS_SERVICE = "kube-dns"
 ENDPOINTS_MANAGER = "pulumi-ray-node"
 
@@ -322,6 +323,51 @@ def storage_objects(node: real.RealNode, helper_image: str) -> list[dict[str, An
          "provisioner": PROVISIONER_NAME,
          "reclaimPolicy": "Delete",
          "volumeBindingMode": "WaitForFirstConsumer"},
+    ]  # fmt: skip
+
+
+def firewall_objects() -> list[dict[str, Any]]:
+    """What kube-router's firewall, a process of the node, needs in the cluster: read
+    access for its identity to what its informers list (it starts the informers of all
+    its controllers, even those it does not run), and its events."""
+    read = ["get", "list", "watch"]
+    return [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": FIREWALL_USER},
+         "rules": [
+             {"apiGroups": [""],
+              "resources": ["pods", "namespaces", "nodes", "services", "endpoints"],
+              "verbs": read},
+             {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+              "verbs": read},
+             {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"],
+              "verbs": read},
+             {"apiGroups": ["", "events.k8s.io"], "resources": ["events"],
+              "verbs": ["create", "patch", "update"]},
+         ]},
+        _bound_to_user("ClusterRole", FIREWALL_USER),
+    ]  # fmt: skip
+
+
+def firewall_args(node: real.RealNode, cluster: LocalCluster) -> list[str]:
+    """Its objects applied and its kubeconfig written; how to start kube-router as the
+    firewall alone: no routing, no service proxy (kube-proxy's), no CNI config of its
+    own and no SNAT, only NetworkPolicies as iptables chains and ipsets in the node's
+    network namespace."""
+    from hack.localcluster.cluster import SERVICE_CLUSTER_IP_RANGE
+
+    cluster.apply(input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                    "items": firewall_objects()}))  # fmt: skip
+    kubeconfig = _kubeconfig(cluster, node, FIREWALL_USER, FIREWALL_USER)
+    return [
+        f"--kubeconfig={kubeconfig}",
+        "--run-firewall=true", "--run-router=false", "--run-service-proxy=false",
+        "--run-loadbalancer=false", "--enable-cni=false", "--enable-pod-egress=false",
+        f"--hostname-override={real.NODE_NAME}",
+        f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+        f"--health-port={real.FIREWALL_HEALTH_PORT}",
+        "--metrics-port=0",
+        "--v=1",
     ]  # fmt: skip
 
 

@@ -63,6 +63,13 @@ NODE_LABELS: Final = {"type": "real", "pulumi-ray.dev/real-node": "true"}
 KUBELET_HEALTH_PORT: Final = 10248
 PROXY_HEALTH_PORT: Final = 10256
 DNS_READY_PORT: Final = 8181
+FIREWALL: Final = "kube-router"
+FIREWALL_HEALTH_PORT: Final = 20244
+"""kube-router's default; it serves ``/healthz`` once its informers are synced."""
+FIREWALL_CHAIN_PREFIXES: Final = ("KUBE-ROUTER-", "KUBE-NWPLCY-", "KUBE-POD-FW-")
+FIREWALL_IPSET_PREFIXES: Final = ("KUBE-SRC-", "KUBE-DST-")
+"""The names kube-router's firewall gives its chains and ipsets (v2.1.0's
+``network_policy_controller.go``)."""
 START_TIMEOUT: Final = 180.0
 """From the first process to the node Ready with DNS answering. Each component is up in
 seconds on an idle machine; the bound is for a loaded one."""
@@ -118,6 +125,7 @@ class RealNode:
     )
     _lock: IO[str] | None = field(default=None, repr=False)
     _kubelet_argv: list[str] = field(default_factory=list, repr=False)
+    _firewall: gobuild.Built | None = field(default=None, repr=False)
 
     @property
     def cgroup_root(self) -> str:
@@ -217,16 +225,19 @@ class RealNode:
             *arguments,
         ).stdout.decode()  # fmt: skip
 
-    def _environment(self) -> dict[str, str]:
-        path = f"{self.tools.bin_dir}{os.pathsep}/usr/sbin:/usr/bin:/sbin:/bin"
+    def _environment(self, first: Path | None = None) -> dict[str, str]:
+        """The node's components' environment; ``first`` (a directory) ahead on PATH."""
+        ahead = f"{first}{os.pathsep}" if first is not None else ""
+        path = f"{ahead}{self.tools.bin_dir}{os.pathsep}/usr/sbin:/usr/bin:/sbin:/bin"
         return {"PATH": path, "HOME": str(self.state_dir), "LANG": "C.UTF-8"}
 
     def _launch(self, name: str, argv: Sequence[str], ready: Callable[[], bool],
-                timeout: float = START_TIMEOUT) -> None:  # fmt: skip
+                timeout: float = START_TIMEOUT,
+                path_first: Path | None = None) -> None:  # fmt: skip
         """Start ``argv`` in the node and wait until ``ready``."""
         self._supervisor.start(processes.Spec(
             name=name, argv=self.enter(argv), log=self.logs / f"{name}.log",
-            env=self._environment(), ready=ready, ready_timeout=timeout,
+            env=self._environment(path_first), ready=ready, ready_timeout=timeout,
         ))  # fmt: skip
 
     def start(self, cluster: LocalCluster) -> None:
@@ -282,6 +293,62 @@ class RealNode:
         self._supervisor.wait(f"node {NODE_NAME} Ready again", lambda: self._node_ready(cluster),
                               START_TIMEOUT)  # fmt: skip
 
+    # -- NetworkPolicy enforcement (optional) ----------------------------------------------
+
+    def enforce_network_policies(self, cluster: LocalCluster, firewall: gobuild.Built) -> float:
+        """Start kube-router's firewall (``build.ensure_firewall_built``) in the node: from
+        then on the cluster's NetworkPolicies hold for its pods, as iptables chains and
+        ipsets in the node's network namespace only. Returns the seconds until it was
+        healthy. Off unless asked: a node without it lets every packet through, as a
+        cluster without a NetworkPolicy plugin does."""
+        from hack.node import configs
+
+        started = time.monotonic()
+        self._launch(FIREWALL, [str(firewall.path("kube-router")),
+                                *configs.firewall_args(self, cluster)],
+                     ready=lambda: processes.http_ok(
+                         f"http://{NODE_IP}:{FIREWALL_HEALTH_PORT}/healthz"),
+                     timeout=START_TIMEOUT, path_first=firewall.bin_dir)  # fmt: skip
+        self._firewall = firewall
+        seconds = time.monotonic() - started
+        _progress(f"NetworkPolicies enforced (kube-router) after {seconds:.1f}s")
+        return seconds
+
+    def stop_enforcing(self) -> None:
+        """Stop kube-router and remove what it programmed, so the node lets every packet
+        through again; fails naming what is left.
+
+        Its own ``--cleanup-config`` is no use here: in v2.1.0 it cleans up with a
+        firewall controller that has no iptables handler (so removes nothing), then
+        panics in its service proxy's clean-up, which looks for IPVS (not in this
+        kernel). So the filter table is restored without kube-router's chains and the
+        rules that lead to them, and its ipsets are destroyed; the node's legacy iptables
+        and ipsets are kube-router's alone (kube-proxy programs nftables)."""
+        firewall, self._firewall = self._firewall, None
+        if firewall is None:
+            return
+        # The TERM goes to kube-router inside the node, as for the kubelet.
+        subprocess.run(self.enter(["pkill", "--exact", FIREWALL]), capture_output=True,
+                       env=self._environment())  # fmt: skip
+        self._supervisor.stop(FIREWALL)
+        environment = self._environment(firewall.bin_dir)
+
+        def node_run(*argv: str, input: str | None = None) -> str:
+            return subprocess.run(self.enter(argv), capture_output=True, text=True,
+                                  env=environment, input=input, check=True).stdout  # fmt: skip
+
+        kept = [line for line in node_run("iptables-save", "-t", "filter").splitlines()
+                if not _firewall_line(line)]  # fmt: skip
+        node_run("iptables-restore", input="\n".join(kept) + "\n")
+        for name in node_run("ipset", "list", "-n").split():
+            if name.startswith(FIREWALL_IPSET_PREFIXES):
+                node_run("ipset", "destroy", name)
+        left = [line for line in node_run("iptables-save").splitlines() if _firewall_line(line)]
+        left += [n for n in node_run("ipset", "list", "-n").split()
+                 if n.startswith(FIREWALL_IPSET_PREFIXES)]  # fmt: skip
+        if left:
+            raise RuntimeError(f"kube-router's rules outlived its clean-up: {left[:10]}")
+
     def _containerd_ready(self) -> bool:
         """containerd listens on its socket, which it opens once its plugins are loaded.
         The socket is on the node's private ``/run``, reached from here through its
@@ -323,6 +390,12 @@ class RealNode:
             self._lock.close()
             self._lock = None
         return left
+
+
+def _firewall_line(line: str) -> bool:
+    """Whether an ``iptables-save`` line is kube-router's firewall's: one of its chains,
+    a rule in one, or a jump to one."""
+    return any(prefix in line for prefix in FIREWALL_CHAIN_PREFIXES)
 
 
 def _wait_gone(pid: int, timeout: float = 30.0) -> None:

@@ -29,6 +29,9 @@ CNI_PLUGINS: Final = "v1.9.1"
 COREDNS: Final = "v1.14.7"
 LOCAL_PATH_PROVISIONER: Final = "v0.0.30"
 """rancher's, kind's default StorageClass's provisioner."""
+KUBE_ROUTER: Final = "v2.1.0"
+"""cloudnativelabs' kube-router, run as the node's NetworkPolicy enforcer only (its
+firewall controller: iptables and ipset); the Go module proxy serves no later v2."""
 
 WRAPPER_MODULES: Final = {
     "kubernetes": ("k8s.io/kubernetes", KUBERNETES),
@@ -37,11 +40,15 @@ WRAPPER_MODULES: Final = {
     "cni": ("github.com/containernetworking/plugins", CNI_PLUGINS),
     "coredns": ("github.com/coredns/coredns", COREDNS),
     "localpath": ("github.com/rancher/local-path-provisioner", LOCAL_PATH_PROVISIONER),
+    "kuberouter": ("github.com/cloudnativelabs/kube-router/v2", KUBE_ROUTER),
 }
 """wrapper directory -> (the module it pins, its version)."""
 STORAGE_WRAPPERS: Final = ("localpath",)
 """Built under a stamp of their own (``build.storage_tools``): a change to them does not
 rebuild the node's other binaries (some 15 minutes), nor theirs these."""
+FIREWALL_WRAPPERS: Final = ("kuberouter",)
+"""The NetworkPolicy enforcer, under a stamp of its own too (``build.firewall_tools``),
+built only when a node enforces NetworkPolicies."""
 
 COREDNS_PLUGINS: Final = (
     "metadata", "reload", "bind", "ready", "health", "prometheus", "errors", "log", "cache",
@@ -59,3 +66,14 @@ NFT_EXCLUDED: Final = {
 """Dependencies of ``nft`` not extracted, and why."""
 SECCOMP_PACKAGE: Final = "libseccomp-dev"
 """The headers and ``libseccomp.a`` runc links statically (only at build time)."""
+
+FIREWALL_ROOTS: Final = ("iptables", "ipset")
+"""Debian's packages of the binaries kube-router's firewall execs from PATH (``iptables``,
+``iptables-save``, ``iptables-restore``, ``ipset``); ``firewall.lock`` holds them and
+their libraries' closure, apart from ``debian.lock`` so that the node's own stamp does
+not move with them."""
+FIREWALL_EXCLUDED: Final = {
+    "libc6": "the machine's own C library, which every binary here already loads",
+    "netbase": "/etc/protocols and /etc/services: the machine's own, which the node sees",
+}
+"""Dependencies of the firewall's binaries not extracted, and why."""

@@ -62,6 +62,27 @@ def test_debian_lock_parses_and_holds_nft_and_libseccomp() -> None:
         assert package.url.startswith("http") and package.url.endswith(".deb")
 
 
+def test_firewall_lock_holds_iptables_and_ipset_apart_from_the_nodes_lock() -> None:
+    packages = debs.firewall_locked()
+    names = [package.name for package in packages]
+    assert len(names) == len(set(names)), "a package is locked twice"
+    assert set(versions.FIREWALL_ROOTS) <= set(names)
+    assert not set(versions.FIREWALL_EXCLUDED) & set(names)
+    # Apart, so that a change to the firewall's packages does not move the node's stamp.
+    assert not set(versions.FIREWALL_ROOTS) & {p.name for p in debs.locked()}
+    for package in packages:
+        assert re.fullmatch(r"[0-9a-f]{64}", package.sha256), package.name
+        assert package.url.startswith("http") and package.url.endswith(".deb")
+
+
+def test_the_firewall_and_storage_wrappers_are_built_apart_from_the_node() -> None:
+    assert set(versions.FIREWALL_WRAPPERS) <= set(versions.WRAPPER_MODULES)
+    assert not set(build.NODE_WRAPPERS) & {*versions.FIREWALL_WRAPPERS,
+                                            *versions.STORAGE_WRAPPERS}  # fmt: skip
+    assert build.FIREWALL_BINARIES == ("kube-router", "iptables", "iptables-save",
+                                       "iptables-restore", "ipset")  # fmt: skip
+
+
 def test_every_binary_is_built_by_exactly_one_recipe() -> None:
     assert len(build.BINARIES) == len(set(build.BINARIES))
     assert set(build.BINARIES) == {
