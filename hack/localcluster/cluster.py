@@ -140,6 +140,11 @@ APPLY_ATTEMPT_SECONDS = 600.0
 """A kubectl apply's own bound: the server's ``REQUEST_TIMEOUT`` per object, a few."""
 SERVER_TIMEOUT = "Timeout: request did not complete within requested timeout"
 """What kubectl prints for the API server's reply 504 (its ``--request-timeout`` spent)."""
+SCHEMA_TIMEOUT = "error validating data: Get"
+"""What kubectl prints when its own fetch of the server's OpenAPI schema (to validate what
+it sends) ran out of its 32 s: on a loaded machine, right after CRDs changed and the
+server rebuilds that schema. Nothing was sent, so sending again is safe."""
+TRANSIENT = (SERVER_TIMEOUT, SCHEMA_TIMEOUT)
 
 
 class KubectlError(subprocess.CalledProcessError):
@@ -259,7 +264,8 @@ class LocalCluster:
     def apply(self, *files: Path | str, input: str | None = None) -> str:
         """``kubectl apply --server-side --force-conflicts -o name`` of ``files`` (or of
         ``input`` when none is given), once more for each reply that says the server ran
-        out of its own request timeout (``REQUEST_TIMEOUT``), up to ``APPLY_ATTEMPTS`` in all; what
+        out of its own request timeout (``REQUEST_TIMEOUT``) or kubectl out of its wait for
+        the server's schema (``SCHEMA_TIMEOUT``), up to ``APPLY_ATTEMPTS`` in all; what
         kubectl printed (a line per object).
 
         A server-side apply is idempotent, so sending it again is safe whether or not the
@@ -274,9 +280,10 @@ class LocalCluster:
                                     *sources, input=input,
                                     timeout=APPLY_ATTEMPT_SECONDS).stdout  # fmt: skip
             except KubectlError as error:
-                if attempt == APPLY_ATTEMPTS or SERVER_TIMEOUT not in (error.stderr or ""):
+                transient = any(text in (error.stderr or "") for text in TRANSIENT)
+                if attempt == APPLY_ATTEMPTS or not transient:
                     raise
-                _progress(f"apply timed out on the server (attempt {attempt}); sending it again")
+                _progress(f"apply timed out (attempt {attempt}); sending it again")
         raise AssertionError("unreachable")
 
     def apply_crds(self, *files: Path) -> None:

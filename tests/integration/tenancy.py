@@ -84,7 +84,7 @@ def render_operator(name: str, args: RayOperatorArgs | None = None) -> RenderedO
 def apply(cluster: LocalCluster, manifests: list[dict[str, Any]], work_dir: Path) -> None:
     path = work_dir / "manifests.json"
     path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
-    cluster.kubectl("apply", "-f", str(path))
+    cluster.apply(path)
 
 
 def token_kubeconfig(
