@@ -135,6 +135,14 @@ class ControllerContext:
     """KubeRay's ``Configuration`` (``--config`` or the flags): controllers read the
     sidecars, default env vars, labels and annotations it adds to Ray pods."""
 
+    def caches(self, watched: Mapping[str, tuple[ResourceKind, str | None]]) -> dict[str, Cache]:
+        """The cache of each informer a controller reads, by the name it gives it:
+        ``watched`` maps a name to its kind and label selector (none: every object)."""
+        return {
+            name: self.informers.get(kind, label_selector=selector).cache
+            for name, (kind, selector) in watched.items()
+        }
+
     def expectations(self, timeout: float | None = None) -> Expectations:
         """Scale expectations whose timeout is never shorter than these informers'
         stall detection plus a relist (``expectations.timeout_for``): an event held up

@@ -114,12 +114,7 @@ class MTLSController:
     name = NAME
 
     def __init__(self, context: ControllerContext) -> None:
-        self.caches = TLSCaches(
-            **{
-                field: context.informers.get(kind, label_selector=selector).cache
-                for field, (kind, selector) in WATCHED.items()
-            }
-        )
+        self.caches = TLSCaches(**context.caches(WATCHED))
         self.client: KubeClient = context.client
         self.clock: Clock = context.clock
         self.events: EventRecorder = context.events(EVENT_SOURCE)

@@ -115,12 +115,7 @@ class NetworkPolicyController:
     name = NAME
 
     def __init__(self, context: ControllerContext) -> None:
-        self.caches = PolicyCaches(
-            **{
-                field: context.informers.get(kind, label_selector=selector).cache
-                for field, (kind, selector) in WATCHED.items()
-            }
-        )
+        self.caches = PolicyCaches(**context.caches(WATCHED))
         self.client: KubeClient = context.client
         self.events: EventRecorder = context.events(EVENT_SOURCE)
 

@@ -106,12 +106,7 @@ class RayCronJobController:
     name = NAME
 
     def __init__(self, context: ControllerContext, *, zone: datetime.tzinfo | None = None) -> None:
-        self.caches = CronCaches(
-            **{
-                field: context.informers.get(kind, label_selector=selector).cache
-                for field, (kind, selector) in WATCHED.items()
-            }
-        )
+        self.caches = CronCaches(**context.caches(WATCHED))
         self.client: KubeClient = context.client
         self.clock: Clock = context.clock
         self.events: EventRecorder = context.events(EVENT_SOURCE)

@@ -139,12 +139,9 @@ class RayJobController:
         if self._pod_group_kind is not None:
             batchscheduler.require_served(context.client, VOLCANO, self._pod_group_kind)
         caches = JobCaches(
-            **{
-                # No projection asked for: pods share the RayCluster controller's
-                # informer, built first, with its projection.
-                field: context.informers.get(kind, label_selector=selector).cache
-                for field, (kind, selector) in WATCHED.items()
-            },
+            # No projection asked for: pods share the RayCluster controller's informer,
+            # built first, with its projection.
+            **context.caches(WATCHED),
             pod_groups=(
                 context.informers.get(self._pod_group_kind).cache
                 if self._pod_group_kind is not None

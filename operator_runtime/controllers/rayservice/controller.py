@@ -126,12 +126,7 @@ class RayServiceController:
         self.options = options or RayServiceOptions.from_settings(
             context.settings, gates_of(context), context.configuration
         )
-        caches = ServiceCaches(
-            **{
-                field: context.informers.get(kind, label_selector=selector).cache
-                for field, (kind, selector) in WATCHED.items()
-            }
-        )
+        caches = ServiceCaches(**context.caches(WATCHED))
         self.own_writes = OwnWrites()
         """Our last status write per RayService, while the cache has not seen it."""
         self.metrics = ServiceMetrics(caches.rayservices)
