@@ -45,6 +45,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "or `python -m hack.sandbox -- python -m pytest ...`",
             returncode=OUTSIDE_SANDBOX_EXIT,
         )
+    left = [item for item in items if tierscope.left_to_node_compare(item.nodeid)]
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = [item for item in items if item not in left]
     wanting = [item for item in items if KEPT_HEAD in getattr(item, "fixturenames", ())]
     modules, groups = {item.path for item in wanting}, {work_group(i.nodeid) for i in wanting}
     items.sort(
@@ -54,6 +58,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             module_wants_head=item.path in modules,
         )
     )
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Say which real-node proofs a run without the whole node tier leaves out."""
+    if tierscope.full_node_tier():
+        return None
+    return (f"left to `make node-compare` ({tierscope.FULL_NODE_ENV}=1): "
+            + ", ".join(tierscope.NODE_COMPARE_ONLY))  # fmt: skip
 
 
 @pytest.hookimpl(trylast=True)

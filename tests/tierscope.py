@@ -16,10 +16,38 @@ their session end, against an API server that was gone.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+FULL_NODE_ENV = "PULUMI_RAY_NODE_COMPARE"
+"""Set (``make node-compare``): the real node's whole tier runs, every scenario under both
+operators; unset (``make test``), the modules of ``NODE_COMPARE_ONLY`` are left out
+(deselected, and named in the run's header) and the rest run under ours alone."""
+
+NODE_COMPARE_ONLY = (
+    "tests/node/test_gcs_embedded_storage_on_the_node.py",
+    "tests/node/test_mtls_on_the_node.py",
+    "tests/node/test_network_policy_on_the_node.py",
+    "tests/node136/",
+)
+"""The real node's proofs of KubeRay v1.7.0's alpha gates (each off by default), which
+``make test`` leaves to ``make node-compare``: the node's tier is the suite's critical
+path, on one worker, and these add a newer Ray image, cert-manager, a firewall and a
+second node of Kubernetes 1.36 to it. Each gate's own tests (unit, the control plane's
+integration tier, 1.36's included) stay in ``make test``."""
+
+
+def full_node_tier() -> bool:
+    return bool(os.environ.get(FULL_NODE_ENV))
+
+
+def left_to_node_compare(nodeid: str) -> bool:
+    """Whether the test ``nodeid`` is one ``make test`` leaves to ``make node-compare``."""
+    return not full_node_tier() and nodeid.startswith(NODE_COMPARE_ONLY)
+
 
 _ENDING: dict[Path, list[Callable[[], None]]] = {}
 """By tier directory, how to end the fixtures that asked to end with it."""

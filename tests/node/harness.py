@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from hack.localcluster.versions import KUBERNETES
 from hack.node import images
 from hack.node.cluster import start_real_node_cluster as start_cluster
 from hack.node.node import RealNode
+from tests import tierscope
 from tests.integration.tenancy import RenderedOperator, apply, render_operator
 from tests.waiting import wait_for
 
@@ -296,12 +296,10 @@ def real_node(cluster: LocalCluster) -> RealNode:
 
 
 BOTH = ("ours", f"kuberay-{kuberay.VERSION}")
-COMPARE_ENV = "PULUMI_RAY_NODE_COMPARE"
-"""Set (``make node-compare``): every scenario runs under both operators."""
 
 
 def operators(*, compared_in_make_test: bool) -> tuple[str, ...]:
     """The operators a module's scenarios run under: both, or (for the long scenarios,
     whose KubeRay side ``make node-compare`` runs, so that ``make test`` keeps two cores
     from running two sets of Ray pods beside the other tiers) ours alone."""
-    return BOTH if compared_in_make_test or os.environ.get(COMPARE_ENV) else BOTH[:1]
+    return BOTH if compared_in_make_test or tierscope.full_node_tier() else BOTH[:1]

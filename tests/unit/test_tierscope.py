@@ -89,3 +89,23 @@ def test_a_fixture_that_uses_the_tiers_ends_before_it_when_the_worker_leaves(
         "control plane stopped",
         "unit test ran",
     ]
+
+
+def test_make_test_leaves_the_gate_proofs_to_node_compare_and_node_compare_runs_all(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(tierscope.FULL_NODE_ENV, raising=False)
+    proof = "tests/node/test_mtls_on_the_node.py::test_a_tls_cluster"
+    assert tierscope.left_to_node_compare(proof)
+    assert tierscope.left_to_node_compare("tests/node136/test_sidecar.py::test_x")
+    assert not tierscope.left_to_node_compare("tests/node/test_ray_on_the_node.py::test_x")
+    assert not tierscope.left_to_node_compare("tests/integration/mtls/test_cert_manager.py::t")
+    monkeypatch.setenv(tierscope.FULL_NODE_ENV, "1")
+    assert not tierscope.left_to_node_compare(proof)
+
+
+def test_every_module_left_to_node_compare_exists() -> None:
+    """A renamed module would otherwise drop out of the list and back into make test."""
+    root = Path(__file__).resolve().parents[2]
+    for path in tierscope.NODE_COMPARE_ONLY:
+        assert (root / path).exists(), path
