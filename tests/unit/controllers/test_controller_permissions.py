@@ -114,8 +114,8 @@ PLUGINS = batch_scheduler_flag("scheduler-plugins")
 def test_needs_of_a_gate_or_flag_say_which() -> None:
     """The conditions travel with the declarations: the whole RayCronJob and
     NetworkPolicy and mTLS controllers, the Gateway API of incremental upgrades, the API
-    server proxy, each batch scheduler's PodGroups and the RayCluster controller's reads
-    of mTLS certificates."""
+    server proxy, each batch scheduler's PodGroups (the KubernetesWAS gate's Workloads
+    too) and the RayCluster controller's reads of mTLS certificates."""
     assert all(p.only_with == CRON_GATE for p in raycronjob.PERMISSIONS)
     assert all(p.only_with == NETWORK_POLICY_GATE for p in networkpolicy.PERMISSIONS)
     assert all(p.only_with == "RayClusterMTLS" for p in mtls.PERMISSIONS)
@@ -133,6 +133,8 @@ def test_needs_of_a_gate_or_flag_say_which() -> None:
         ("raycluster", ("podgroups",), VOLCANO),
         ("raycluster", ("podgroups",), PLUGINS),
         ("rayjob", ("podgroups",), VOLCANO),
+        ("raycluster", ("podgroups",), "KubernetesWAS"),
+        ("raycluster", ("workloads",), "KubernetesWAS"),
         ("raycluster", ("certificates",), "RayClusterMTLS"),
         ("raycluster", ("secrets",), "RayClusterMTLS"),
     }
@@ -167,8 +169,11 @@ def test_every_watched_kind_is_listable_and_watchable(
 
 
 def test_the_caches_are_the_watched_kinds() -> None:
-    # Plus the PodGroups, cached only with a batch scheduler that has them.
-    assert [f.name for f in dataclasses.fields(ClusterCaches)] == [*WATCHED, "pod_groups"]
+    # Plus the PodGroups, cached only with a batch scheduler that has them, and the
+    # KubernetesWAS gate's Workloads and PodGroups.
+    assert [f.name for f in dataclasses.fields(ClusterCaches)] == [
+        *WATCHED, "pod_groups", "workload_scheduling"
+    ]  # fmt: skip
     assert [f.name for f in dataclasses.fields(JobCaches)] == [*rayjob.WATCHED, "pod_groups"]
     assert [f.name for f in dataclasses.fields(raycronjob.CronCaches)] == list(raycronjob.WATCHED)
     assert [f.name for f in dataclasses.fields(ServiceCaches)] == list(rayservice.WATCHED)
