@@ -11,7 +11,8 @@ gets a pool of its own 2-CPU kwok nodes (labelled and tainted for it alone), the
 2. the same unfitting cluster without the label: no Workload, no PodGroup, and the
    default scheduler binds the 4 pods that fit (what the gang prevents above);
 3. a replica change: the Workload and PodGroup are deleted and made again (new UIDs) with
-   the new minCount, and the added worker is bound.
+   the new minCount, and the added worker is bound; a PodGroup deleted by hand (Kubernetes
+   holds it with its protection finalizer) is made again from its events.
 
 The operator refusing to start where the API is not served (1.34) is
 ``batch/test_kubernetes_was_refused.py``, on the session's control plane.
@@ -27,6 +28,7 @@ from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import RAY_CLUSTER, WORKLOAD, WORKLOAD_POD_GROUP
 from tests.integration.batch.test_gang_operator import (  # noqa: F401 (a fixture)
     BIND_TIMEOUT,
+    GROUP_AGAIN_TIMEOUT,
     REQUEUE_TIMEOUT,
     STILL_PENDING_SECONDS,
     add_nodes,
@@ -43,6 +45,7 @@ from tests.waiting import wait_for
 
 GATE = "--feature-gates=KubernetesWAS=true"
 GANG = {"ray.io/gang-scheduling-enabled": "true"}
+PROTECTION = "scheduling.k8s.io/podgroup-protection"
 
 
 def workload(kube: KubeClient, namespace: str, cluster: str) -> dict[str, Any] | None:
@@ -195,3 +198,25 @@ def test_a_replica_change_replaces_the_workload_and_pod_group(
                  explain=lambda: bound(kube, namespace, "grow"))  # fmt: skip
         for pod in pods_of(kube, namespace, "grow"):
             assert pod["spec"]["schedulingGroup"] == {"podGroupName": "grow-cluster"}
+        # Deleted by hand, the PodGroup (held by Kubernetes' protection finalizer while
+        # bound pods name it) is taken off it and made again from its events, well inside
+        # the 300 s resync of a settled cluster.
+        group = pod_group(kube, namespace, "grow")
+        assert group is not None
+        assert PROTECTION in group["metadata"].get("finalizers", []), group["metadata"]
+        ray_crds.kubectl("-n", namespace, "delete", "podgroups.scheduling.k8s.io",
+                         "grow-cluster", "--wait=false")  # fmt: skip
+        wait_for(
+            "the PodGroup made again", lambda: _made_again(kube, namespace, group),
+            GROUP_AGAIN_TIMEOUT, 0.2, explain=lambda: pod_group(kube, namespace, "grow"),
+        )  # fmt: skip
+        assert min_counts(kube, namespace, "grow") == (3, 3)
+
+
+def _made_again(kube: KubeClient, namespace: str, old: dict[str, Any]) -> bool:
+    new = pod_group(kube, namespace, "grow")
+    return (
+        new is not None
+        and new["metadata"]["uid"] != old["metadata"]["uid"]
+        and not new["metadata"].get("deletionTimestamp")
+    )

@@ -4,19 +4,23 @@ rendered cluster is the golden case ``kubernetes-was-gang``)."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 import pytest
 
 from operator_runtime.api import FeatureGates, RayCluster, RayJob
 from operator_runtime.api.labels import NodeType
+from operator_runtime.controllers.rendering import render_options
 from operator_runtime.render import (
     PodParams,
     RenderOptions,
     SubmitterParams,
+    add_render_arguments,
     build_pod,
     build_rayjob_cluster,
     build_submitter_job,
+    render_settings,
 )
 from operator_runtime.render.batchscheduler import chosen_scheduler, pod_groups
 from operator_runtime.render.workloadscheduling import (
@@ -31,6 +35,7 @@ from operator_runtime.render.workloadscheduling import (
     skip_reason,
     workload_stale,
 )
+from operator_runtime.runtime.settings import OperatorEnvironment
 
 WAS = RenderOptions(feature_gates=FeatureGates(kubernetes_was=True), batch_scheduler=KUBERNETES_WAS)
 LABEL = "ray.io/gang-scheduling-enabled"
@@ -220,3 +225,14 @@ def test_pod_group_stale_only_on_another_gang_size() -> None:
     assert pod_group_stale({"spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}}, desired)
     assert pod_group_stale({"spec": {"schedulingPolicy": {"basic": {}}}}, desired)
     assert pod_group_stale({}, desired)
+
+
+def test_the_operator_and_the_render_command_select_it_from_the_gate() -> None:
+    gates = FeatureGates(kubernetes_was=True)
+    options = render_options(OperatorEnvironment.defaults(), gates)
+    assert options.batch_scheduler == KUBERNETES_WAS
+    assert render_options(OperatorEnvironment.defaults()).batch_scheduler == ""
+    parser = argparse.ArgumentParser()
+    add_render_arguments(parser)
+    rendered, _ = render_settings(parser.parse_args(["--feature-gates", "KubernetesWAS=true"]))
+    assert rendered.batch_scheduler == KUBERNETES_WAS
