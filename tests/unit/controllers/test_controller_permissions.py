@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from operator_runtime.api import FeatureGates
 from operator_runtime.api.features import GATES
 from operator_runtime.controllers import (
     mtls,
@@ -33,6 +34,7 @@ from operator_runtime.render import (
     build_operator_cluster_role,
 )
 from operator_runtime.render.permission import batch_scheduler_flag
+from operator_runtime.render.rbac import turned_on_by
 from operator_runtime.runtime.kinds import ResourceKind
 
 
@@ -203,3 +205,17 @@ def test_steps_run_in_kuberays_order() -> None:
         "reconcile_gcs_storage_pvc",
         "reconcile_pods",
     ]
+
+
+def test_the_workload_api_is_granted_only_with_its_gate() -> None:
+    """The KubernetesWAS gate's Workloads and PodGroups of ``scheduling.k8s.io``: in the
+    role of an operator started with the gate, not in one started without."""
+
+    def granted(gates: FeatureGates) -> set[tuple[str, str]]:
+        params = ClusterRoleParams(turned_on=turned_on_by(gates))
+        rules = build_operator_cluster_role(params=params)["rules"]
+        return {(g, r) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]}
+
+    workload_api = {("scheduling.k8s.io", "workloads"), ("scheduling.k8s.io", "podgroups")}
+    assert workload_api <= granted(FeatureGates(kubernetes_was=True))
+    assert not workload_api & granted(FeatureGates())
