@@ -16,6 +16,15 @@ container of a ``Never`` pod, ``SidecarSubmitterRestart``; the workload API): ch
 cluster (``LocalCluster.kubernetes``). Its go.mod says go 1.26.0, which the installed Go
 builds."""
 
+WORKLOAD_API_GATES: Final = {"GenericWorkload": True, "GangScheduling": True}
+"""The feature gates of 1.36's workload-aware scheduling (the ``scheduling.k8s.io/v1alpha2``
+Workload and PodGroup; the scheduler's gang plugin), off by default there: pass as
+``start_for_tests(feature_gates=...)`` with ``WORKLOAD_API_RUNTIME_CONFIG``. Every
+component gets both (KubeRay's kind config gives GangScheduling to the scheduler alone;
+the others know the gate and have no use for it)."""
+WORKLOAD_API_RUNTIME_CONFIG: Final = {"scheduling.k8s.io/v1alpha2": True}
+"""The API server's ``--runtime-config`` that serves the alpha workload API."""
+
 KUBERNETES_WRAPPERS: Final = {KUBERNETES: "kubernetes", KUBERNETES_1_36: "kubernetes-1.36"}
 """Each control-plane version -> the wrapper module its four commands are built from."""
 

@@ -30,6 +30,9 @@ class LabelKey(StrEnum):
     REPLICA_HOST_INDEX = "ray.io/replica-host-index"
     APP_NAME = "app.kubernetes.io/name"
     CREATED_BY = "app.kubernetes.io/created-by"
+    GANG_SCHEDULING_ENABLED = "ray.io/gang-scheduling-enabled"
+    """A RayCluster's opt-in to a gang (scheduler-plugins and YuniKorn: present; the
+    KubernetesWAS gate's scheduler: ``true`` in any case)."""
 
 
 class NodeType(StrEnum):

@@ -45,5 +45,9 @@ def render_options(
         enable_login_shell=settings.enable_login_shell,
         deterministic_head_pod_name=settings.enable_deterministic_head_pod_name,
         head_cluster_ip_service=settings.enable_ray_head_cluster_ip_service,
-        batch_scheduler=chosen_scheduler(config.batch_scheduler, config.enable_batch_scheduler),
+        batch_scheduler=chosen_scheduler(
+            config.batch_scheduler,
+            config.enable_batch_scheduler,
+            kubernetes_was=bool(gates and gates.kubernetes_was),
+        ),
     )

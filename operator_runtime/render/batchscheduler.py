@@ -13,6 +13,10 @@ What each scheduler reads comes from the parent's own labels: a Volcano queue
 (``volcano.sh/queue-name``), a priority class (``ray.io/priority-class-name``), YuniKorn's
 application id and queue, KAI's queue, and ``ray.io/gang-scheduling-enabled`` for the
 schedulers where a gang is opt-in (scheduler-plugins, YuniKorn).
+
+The ``KubernetesWAS`` feature gate selects one more, the API server's own workload API
+(``workloadscheduling.py``): it is dispatched from here like the others, so every
+renderer that stamps a child stamps it the same way.
 """
 
 from __future__ import annotations
@@ -36,12 +40,17 @@ from operator_runtime.render.metadata import owner_reference
 from operator_runtime.render.names import namespace_of
 from operator_runtime.render.resources import (
     Amount,
-    desired_worker_replicas,
+    desired_replicas,
     format_quantity,
     min_replicas,
     pod_resources,
     sum_resources,
     worker_resources,
+)
+from operator_runtime.render.workloadscheduling import (
+    KUBERNETES_WAS,
+    add_pod_fields,
+    scheduling_objects,
 )
 
 VOLCANO: Final = "volcano"
@@ -56,7 +65,7 @@ SCHEDULER_PLUGINS_SCHEDULER_NAME: Final = "scheduler-plugins-scheduler"
 second scheduler that project's Helm chart installs, not the plugin's own name."""
 
 PRIORITY_CLASS_LABEL: Final = "ray.io/priority-class-name"
-GANG_SCHEDULING_LABEL: Final = "ray.io/gang-scheduling-enabled"
+GANG_SCHEDULING_LABEL: Final = LabelKey.GANG_SCHEDULING_ENABLED.value
 """Present (any value, even empty) = gang scheduling wanted (scheduler-plugins, YuniKorn)."""
 SUBMITTER_GROUP: Final = "submittergroup"
 
@@ -86,10 +95,15 @@ class BatchSchedulerError(ValueError):
     """What KubeRay's scheduler refuses (a RayJob it cannot gang, a bad label)."""
 
 
-def chosen_scheduler(batch_scheduler: str, enable_batch_scheduler: bool) -> str:
-    """The scheduler KubeRay's manager picks: the deprecated boolean means Volcano and
-    wins; "" means none (the default scheduler, nothing added). The flags were checked
-    at start (``commandline.check_batch_scheduler``)."""
+def chosen_scheduler(
+    batch_scheduler: str, enable_batch_scheduler: bool, *, kubernetes_was: bool = False
+) -> str:
+    """The scheduler KubeRay's manager picks: the ``KubernetesWAS`` gate alone selects
+    workload-aware scheduling; else the deprecated boolean means Volcano and wins; ""
+    means none (the default scheduler, nothing added). The flags were checked at start
+    (``commandline.check_batch_scheduler``: never the gate with either flag)."""
+    if kubernetes_was:
+        return KUBERNETES_WAS
     if enable_batch_scheduler:
         return VOLCANO
     return batch_scheduler
@@ -121,6 +135,10 @@ def add_child_metadata(
     (``headgroup``, a worker group, ``submittergroup``); "" for a RayCluster, which has
     them all. Only pods and pod templates get a ``schedulerName``."""
     if not scheduler:
+        return
+    if scheduler == KUBERNETES_WAS:  # a RayCluster's pods only; no label or annotation
+        if isinstance(parent, RayCluster) and _is_pod_like(kind):
+            add_pod_fields(parent, child_object)
         return
     meta = child(child_object, "metadata")
     labels = string_map(meta.get("labels"))
@@ -181,12 +199,6 @@ def volcano_cluster_gang(spec: RayClusterSpec) -> tuple[int, dict[str, Amount]]:
         min_replicas(cluster) + 1 if autoscaling else desired_replicas(cluster) + 1,
         worker_resources(cluster, minimum=autoscaling),
     )
-
-
-def desired_replicas(cluster: RayCluster) -> int:
-    """KubeRay's CalculateDesiredReplicas: every group clamped to [min, max] x hosts."""
-    groups = cluster.spec.worker_group_specs or ()
-    return sum(desired_worker_replicas(group) * group.num_of_hosts for group in groups)
 
 
 def submitter_resources(job: RayJob) -> dict[str, Amount]:
@@ -300,12 +312,15 @@ def build_plugins_pod_group(cluster: RayCluster) -> JSONObject:
 
 
 def pod_groups(cluster: RayCluster, scheduler: str) -> list[JSONObject]:
-    """The PodGroup ``scheduler`` wants for ``cluster`` before its pods, if any."""
+    """The PodGroup ``scheduler`` wants for ``cluster`` before its pods, if any (with the
+    KubernetesWAS gate, its Workload first)."""
     if scheduler == VOLCANO:
         found = volcano_pod_group_for(cluster)
         return [found] if found is not None else []
     if scheduler == SCHEDULER_PLUGINS and gang_scheduling_enabled(cluster):
         return [build_plugins_pod_group(cluster)]
+    if scheduler == KUBERNETES_WAS:
+        return scheduling_objects(cluster)
     return []
 
 

@@ -35,7 +35,7 @@ from operator_runtime.api import (
     RayService,
     load_object,
 )
-from operator_runtime.render.batchscheduler import SCHEDULERS
+from operator_runtime.render.batchscheduler import SCHEDULERS, chosen_scheduler
 from operator_runtime.render.cluster import ClusterRenderParams, render_cluster
 from operator_runtime.render.names import DEFAULT_NAMESPACE
 from operator_runtime.render.options import RenderOptions
@@ -109,9 +109,9 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
 def render_settings(args: argparse.Namespace) -> tuple[RenderOptions, bool]:
     """The render options and whether to include the cleanup Job, from those flags;
     raises ``FeatureGateError`` for a bad ``--feature-gates``."""
-    options = RenderOptions(
-        feature_gates=FeatureGates.parse(args.feature_gates), batch_scheduler=args.batch_scheduler
-    )
+    gates = FeatureGates.parse(args.feature_gates)
+    scheduler = chosen_scheduler(args.batch_scheduler, False, kubernetes_was=gates.kubernetes_was)
+    options = RenderOptions(feature_gates=gates, batch_scheduler=scheduler)
     return options, not args.no_cleanup_job
 
 

@@ -142,6 +142,22 @@ OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
     ),
     Permission(
         controller="raycluster",
+        group="scheduling.k8s.io",
+        resources=("podgroups",),
+        verbs=("create", "delete", "list", "update", "watch"),
+        why="the gang's PodGroup (informer cache; its finalizer taken off)",
+        only_with="KubernetesWAS",
+    ),
+    Permission(
+        controller="raycluster",
+        group="scheduling.k8s.io",
+        resources=("workloads",),
+        verbs=("create", "delete", "list", "watch"),
+        why="the gang's Workload (informer cache)",
+        only_with="KubernetesWAS",
+    ),
+    Permission(
+        controller="raycluster",
         group="scheduling.volcano.sh",
         resources=("podgroups",),
         verbs=("create", "get", "list", "update", "watch"),

@@ -158,6 +158,12 @@ def desired_worker_replicas(group: WorkerGroupSpec) -> int:
     return min(replicas, high)
 
 
+def desired_replicas(cluster: RayCluster) -> int:
+    """KubeRay's CalculateDesiredReplicas: every group clamped to [min, max] x hosts."""
+    groups = cluster.spec.worker_group_specs or ()
+    return sum(desired_worker_replicas(group) * group.num_of_hosts for group in groups)
+
+
 def min_replicas(cluster: RayCluster) -> int:
     """KubeRay's CalculateMinReplicas: ``minReplicas`` x hosts of the non-suspended groups."""
     return sum(

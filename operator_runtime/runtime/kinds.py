@@ -161,6 +161,8 @@ GATEWAY = _k("gateway.networking.k8s.io/v1", "Gateway", "gateways")
 HTTP_ROUTE = _k("gateway.networking.k8s.io/v1", "HTTPRoute", "httproutes")
 VOLCANO_POD_GROUP = _k("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
 PLUGINS_POD_GROUP = _k("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
+WORKLOAD = _k("scheduling.k8s.io/v1alpha2", "Workload", "workloads")
+WORKLOAD_POD_GROUP = _k("scheduling.k8s.io/v1alpha2", "PodGroup", "podgroups")
 CERTIFICATE = _k("cert-manager.io/v1", "Certificate", "certificates")
 ISSUER = _k("cert-manager.io/v1", "Issuer", "issuers")
 
@@ -168,7 +170,7 @@ KNOWN_KINDS: tuple[ResourceKind, ...] = (
     POD, SERVICE, CONFIG_MAP, SECRET, SERVICE_ACCOUNT, PERSISTENT_VOLUME_CLAIM, CORE_EVENT,
     NAMESPACE, NODE, EVENT, LEASE, JOB, INGRESS, ENDPOINT_SLICE, NETWORK_POLICY, ROLE, ROLE_BINDING,
     RAY_CLUSTER, RAY_JOB, RAY_SERVICE, RAY_CRON_JOB, GATEWAY, HTTP_ROUTE, VOLCANO_POD_GROUP,
-    PLUGINS_POD_GROUP, CERTIFICATE, ISSUER,
+    PLUGINS_POD_GROUP, WORKLOAD, WORKLOAD_POD_GROUP, CERTIFICATE, ISSUER,
 )  # fmt: skip
 
 Discover = Callable[[str], list[Object]]

@@ -35,7 +35,7 @@ from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import CREATED_BY_SELECTOR, POD_SELECTOR, LabelKey, NodeType
 from operator_runtime.api.raycluster import SUSPENDING
 from operator_runtime.api.reasons import Action, Reason
-from operator_runtime.controllers import batchscheduler
+from operator_runtime.controllers import batchscheduler, workloadscheduling
 from operator_runtime.controllers.certmanager import cert_manager_served
 from operator_runtime.controllers.clusterstatus import (
     counts_reached,
@@ -75,6 +75,7 @@ from operator_runtime.controllers.raycluster.status import (
 )
 from operator_runtime.controllers.rendering import gates_of
 from operator_runtime.render import Permission
+from operator_runtime.render.workloadscheduling import KUBERNETES_WAS
 from operator_runtime.runtime import kinds
 from operator_runtime.runtime.cache import BY_OWNER_UID, Cache
 from operator_runtime.runtime.clock import Clock
@@ -157,6 +158,7 @@ PERMISSIONS: Final[tuple[Permission, ...]] = (
     *POD_NEEDS,
     *mtls.MTLS_NEEDS,
     *batchscheduler.needs(NAME),
+    *workloadscheduling.needs(NAME),
     *STATUS_NEEDS,
 )
 """Everything the steps use: the permission table (render/operator_permissions.py) is
@@ -250,9 +252,19 @@ class RayClusterController:
         if self._pod_group_kind is not None:
             batchscheduler.require_served(context.client, scheduler, self._pod_group_kind)
             pod_groups = self._informer(context, self._pod_group_kind, None).cache
+        self._workload_kinds: tuple[ResourceKind, ...] = ()
+        scheduling = None
+        if scheduler == KUBERNETES_WAS:
+            workloadscheduling.require_served(context.client)
+            self._workload_kinds = workloadscheduling.KINDS
+            workloads, groups = (
+                self._informer(context, kind, None).cache for kind in self._workload_kinds
+            )
+            scheduling = workloadscheduling.SchedulingCaches(workloads, groups)
         caches = ClusterCaches(
             **{field: informer.cache for field, informer in informers.items()},
             pod_groups=pod_groups,
+            workload_scheduling=scheduling,
         )
         self.metrics = ClusterMetrics(caches.clusters)
         if metrics_registry is not None:
@@ -323,6 +335,7 @@ class RayClusterController:
                 )
         if self._pod_group_kind is not None:  # a gang deleted by hand is made again at once
             result.append(owned(self._pod_group_kind, ray))
+        result.extend(owned(kind, ray) for kind in self._workload_kinds)  # and so is a Workload
         return result
 
     def _creates_pending(self, namespace: str, owners: Sequence[str]) -> bool:

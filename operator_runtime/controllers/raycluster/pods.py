@@ -22,7 +22,7 @@ from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.raycluster import PROVISIONED, STATE_READY, SUSPENDED, SUSPENDING
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
-from operator_runtime.controllers import batchscheduler
+from operator_runtime.controllers import batchscheduler, workloadscheduling
 from operator_runtime.controllers.conditions import is_true
 from operator_runtime.controllers.raycluster import mtls, multihost, upgrade
 from operator_runtime.controllers.raycluster.creates import take_budget
@@ -69,7 +69,10 @@ def reconcile_pods(run: ClusterRun) -> None:
     expected_hash = upgrade.spec_hash(cluster.spec)
     if upgrade.recreate_requested(cluster.spec) and _upgrade(run, expected_hash):
         return
-    if options.render.batch_scheduler:  # the gang exists before its first pod
+    scheduling = run.tools.caches.workload_scheduling
+    if scheduling is not None:  # the gang exists before its first pod
+        workloadscheduling.on_submission(run.tools.client, scheduling, cluster)
+    elif options.render.batch_scheduler:
         batchscheduler.on_submission(
             run.tools.client, run.tools.caches.pod_groups, options.render.batch_scheduler, cluster
         )

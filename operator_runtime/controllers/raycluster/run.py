@@ -20,6 +20,7 @@ from operator_runtime.api.reasons import Action, Reason
 from operator_runtime.controllers.permissions import declarer
 from operator_runtime.controllers.raycluster.metrics import ClusterMetrics
 from operator_runtime.controllers.raycluster.options import POD_CREATES_PER_PASS, RayClusterOptions
+from operator_runtime.controllers.workloadscheduling import SchedulingCaches
 from operator_runtime.runtime.cache import BY_OWNER_UID, Cache
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.clock import Clock
@@ -65,6 +66,8 @@ class ClusterCaches:
     pvcs: Cache
     pod_groups: Cache | None = None
     """The batch scheduler's PodGroups (``--batch-scheduler`` with PodGroups only)."""
+    workload_scheduling: SchedulingCaches | None = None
+    """The Workloads and PodGroups of ``scheduling.k8s.io`` (the KubernetesWAS gate only)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,11 @@ from pathlib import Path
 import pytest
 
 from hack.localcluster import LESS_GC, LocalCluster, start_for_tests
-from hack.localcluster.versions import KUBERNETES_1_36
+from hack.localcluster.versions import (
+    KUBERNETES_1_36,
+    WORKLOAD_API_GATES,
+    WORKLOAD_API_RUNTIME_CONFIG,
+)
 from tests import tierscope
 from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures, on this cluster)
     client,
@@ -36,10 +40,13 @@ def local_cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LocalCluster]:
     """This directory's control plane, Kubernetes 1.36 (it replaces the session one of
-    ``tests/conftest.py`` here), with the versions' own default feature gates."""
+    ``tests/conftest.py`` here), with the version's default feature gates plus its alpha
+    workload API and gang scheduling (``test_kubernetes_was.py``): one control plane for
+    the directory, the other tests' objects never name a PodGroup."""
     cluster = start_for_tests(
         tmp_path_factory.mktemp("localcluster-1.36"), go_runtime=LESS_GC,
-        kubernetes=KUBERNETES_1_36,
+        kubernetes=KUBERNETES_1_36, feature_gates=WORKLOAD_API_GATES,
+        runtime_config=WORKLOAD_API_RUNTIME_CONFIG,
     )  # fmt: skip
     tierscope.end_with_tier(request, Path(__file__).parent)
     try:

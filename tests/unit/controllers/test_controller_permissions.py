@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from operator_runtime.api import FeatureGates
 from operator_runtime.api.features import GATES
 from operator_runtime.controllers import (
     mtls,
@@ -33,6 +34,7 @@ from operator_runtime.render import (
     build_operator_cluster_role,
 )
 from operator_runtime.render.permission import batch_scheduler_flag
+from operator_runtime.render.rbac import turned_on_by
 from operator_runtime.runtime.kinds import ResourceKind
 
 
@@ -114,8 +116,8 @@ PLUGINS = batch_scheduler_flag("scheduler-plugins")
 def test_needs_of_a_gate_or_flag_say_which() -> None:
     """The conditions travel with the declarations: the whole RayCronJob and
     NetworkPolicy and mTLS controllers, the Gateway API of incremental upgrades, the API
-    server proxy, each batch scheduler's PodGroups and the RayCluster controller's reads
-    of mTLS certificates."""
+    server proxy, each batch scheduler's PodGroups (the KubernetesWAS gate's Workloads
+    too) and the RayCluster controller's reads of mTLS certificates."""
     assert all(p.only_with == CRON_GATE for p in raycronjob.PERMISSIONS)
     assert all(p.only_with == NETWORK_POLICY_GATE for p in networkpolicy.PERMISSIONS)
     assert all(p.only_with == "RayClusterMTLS" for p in mtls.PERMISSIONS)
@@ -133,6 +135,8 @@ def test_needs_of_a_gate_or_flag_say_which() -> None:
         ("raycluster", ("podgroups",), VOLCANO),
         ("raycluster", ("podgroups",), PLUGINS),
         ("rayjob", ("podgroups",), VOLCANO),
+        ("raycluster", ("podgroups",), "KubernetesWAS"),
+        ("raycluster", ("workloads",), "KubernetesWAS"),
         ("raycluster", ("certificates",), "RayClusterMTLS"),
         ("raycluster", ("secrets",), "RayClusterMTLS"),
     }
@@ -167,8 +171,11 @@ def test_every_watched_kind_is_listable_and_watchable(
 
 
 def test_the_caches_are_the_watched_kinds() -> None:
-    # Plus the PodGroups, cached only with a batch scheduler that has them.
-    assert [f.name for f in dataclasses.fields(ClusterCaches)] == [*WATCHED, "pod_groups"]
+    # Plus the PodGroups, cached only with a batch scheduler that has them, and the
+    # KubernetesWAS gate's Workloads and PodGroups.
+    assert [f.name for f in dataclasses.fields(ClusterCaches)] == [
+        *WATCHED, "pod_groups", "workload_scheduling"
+    ]  # fmt: skip
     assert [f.name for f in dataclasses.fields(JobCaches)] == [*rayjob.WATCHED, "pod_groups"]
     assert [f.name for f in dataclasses.fields(raycronjob.CronCaches)] == list(raycronjob.WATCHED)
     assert [f.name for f in dataclasses.fields(ServiceCaches)] == list(rayservice.WATCHED)
@@ -198,3 +205,17 @@ def test_steps_run_in_kuberays_order() -> None:
         "reconcile_gcs_storage_pvc",
         "reconcile_pods",
     ]
+
+
+def test_the_workload_api_is_granted_only_with_its_gate() -> None:
+    """The KubernetesWAS gate's Workloads and PodGroups of ``scheduling.k8s.io``: in the
+    role of an operator started with the gate, not in one started without."""
+
+    def granted(gates: FeatureGates) -> set[tuple[str, str]]:
+        params = ClusterRoleParams(turned_on=turned_on_by(gates))
+        rules = build_operator_cluster_role(params=params)["rules"]
+        return {(g, r) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]}
+
+    workload_api = {("scheduling.k8s.io", "workloads"), ("scheduling.k8s.io", "podgroups")}
+    assert workload_api <= granted(FeatureGates(kubernetes_was=True))
+    assert not workload_api & granted(FeatureGates())
