@@ -14,12 +14,12 @@ retried) rather than adopt it or fight its owner.
 
 from __future__ import annotations
 
-import copy
 import logging
 from dataclasses import dataclass
 from typing import Final, cast
 
 from operator_runtime.api import RayCluster
+from operator_runtime.controllers.finalizers import finalizers, set_finalizer
 from operator_runtime.render import Permission
 from operator_runtime.render.workloadscheduling import (
     GATE,
@@ -60,13 +60,13 @@ def require_served(client: KubeClient) -> None:
 
 
 def needs(controller: str) -> tuple[Permission, ...]:
-    """Read through informers, made, deleted when stale; a PodGroup is also updated, to
+    """Read through informers, made, deleted when stale; a PodGroup is also patched, to
     take Kubernetes' protection finalizer off before it is deleted. Only with the gate."""
     group, reads = "scheduling.k8s.io", ("list", "watch")
     return (
         Permission(controller, group, ("workloads",), (*reads, "create", "delete"),
                    "the gang's Workload (informer cache)", GATE),
-        Permission(controller, group, ("podgroups",), (*reads, "create", "update", "delete"),
+        Permission(controller, group, ("podgroups",), (*reads, "create", "patch", "delete"),
                    "the gang's PodGroup (informer cache; its finalizer taken off)", GATE),
     )  # fmt: skip
 
@@ -165,14 +165,10 @@ def delete_pod_group(client: KubeClient, found: Object) -> bool:
     it), then delete it unless it is already going; other finalizers are kept. True when
     it wrote."""
     wrote = False
-    finalizers = found["metadata"].get("finalizers") or []
-    if POD_GROUP_PROTECTION_FINALIZER in finalizers:
-        stripped = copy.deepcopy(found)  # the cache's object is shared: never written in place
-        stripped["metadata"]["finalizers"] = [
-            f for f in finalizers if f != POD_GROUP_PROTECTION_FINALIZER
-        ]
+    if POD_GROUP_PROTECTION_FINALIZER in finalizers(found):
         try:
-            client.update(stripped)
+            set_finalizer(client, WORKLOAD_POD_GROUP, found, POD_GROUP_PROTECTION_FINALIZER,
+                          present=False)  # fmt: skip
         except NotFound:
             return True
         wrote = True

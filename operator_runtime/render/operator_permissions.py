@@ -144,7 +144,7 @@ OPERATOR_PERMISSIONS: Final[tuple[Permission, ...]] = (
         controller="raycluster",
         group="scheduling.k8s.io",
         resources=("podgroups",),
-        verbs=("create", "delete", "list", "update", "watch"),
+        verbs=("create", "delete", "list", "patch", "watch"),
         why="the gang's PodGroup (informer cache; its finalizer taken off)",
         only_with="KubernetesWAS",
     ),

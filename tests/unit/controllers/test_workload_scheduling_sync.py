@@ -67,15 +67,19 @@ class FakeServer:
         self._cache(obj["kind"]).upsert(made)
         return made
 
-    def update(self, obj: Object) -> Object:
-        self.writes.append(("update", obj["kind"], obj["metadata"]["name"]))
-        current = self.get(obj["kind"], obj["metadata"]["name"])
+    def patch(self, kind: ResourceKind, name: str, namespace: str | None, patch: Object, *,
+              resource_version: str | None = None, **_: Any) -> Object:  # fmt: skip
+        """A merge patch of ``metadata.finalizers``, the only field the writes patch."""
+        self.writes.append(("patch", kind.kind, name))
+        current = self.get(kind.kind, name)
         if current is None:
             raise NotFound(404, "gone")
-        if current["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]:
+        if resource_version not in (None, current["metadata"]["resourceVersion"]):
             raise Conflict(409, "stale")
-        self._store(self._stamped({**obj, "metadata": {**obj["metadata"]}}))
-        return obj
+        assert set(patch) == {"metadata"} and set(patch["metadata"]) == {"finalizers"}, patch
+        patched = {**current, "metadata": {**current["metadata"], **patch["metadata"]}}
+        self._store(self._stamped(patched))
+        return patched
 
     def delete(self, kind: ResourceKind, name: str, namespace: str | None = None, *,
                uid: str | None = None, **_: Any) -> None:  # fmt: skip
@@ -202,7 +206,7 @@ def test_a_pod_group_being_deleted_loses_its_protection_finalizer_only() -> None
         submit(server, cluster())
     found = server.get("PodGroup", GROUP)
     assert found is not None and found["metadata"]["finalizers"] == [RETAIN]
-    assert [w[0] for w in server.writes] == ["update"]
+    assert [w[0] for w in server.writes] == ["patch"]
 
 
 def test_no_pod_group_while_the_workload_is_being_deleted() -> None:
