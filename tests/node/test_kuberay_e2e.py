@@ -22,6 +22,7 @@ from hack.node.images import fully_qualified
 from tests.kubeclient import fresh_namespace
 from tests.node import kuberay_e2e
 from tests.node.harness import BOTH, Scope, deploy_kuberay, deploy_operator, real_node
+from tests.node.scaled_requests import cpu_requests_scaled
 
 ALIASES = {
     RAY_IMAGE: ("rayproject/ray:2.52.0",),
@@ -42,6 +43,13 @@ operator requesting none gets the smallest CPU weight there is (cgroup shares of
 against some 300 for each Ray pod), and ours, starved of CPU while Ray pods started,
 missed its liveness probe and was restarted six times in one run of ``e2erayjob``."""
 
+SCALED_PACKAGES = frozenset({"e2eautoscaler", "e2erayservice"})
+"""Packages with clusters sized for KubeRay CI's four-core kind node: an autoscaling head
+asks for 1.5 CPUs (its container's 1 and the autoscaler's 0.5), each worker for 1, and a
+RayService upgrade runs two 1-CPU heads side by side. On this two-core node their Ray
+pods' CPU requests are halved by ``scaled_requests`` for both operators alike (limits,
+and so the CPUs Ray counts, unchanged). The other packages' clusters fit as written."""
+
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "suite_operator" in metafunc.fixturenames:
@@ -55,12 +63,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 class SuiteOperator:
     """One operator, deployed as a pod watching every namespace for KubeRay's suite, with
     the samples' image names known; deployed again only when a test's package wants the
-    other CPU request (``WHOLE_NODE_PACKAGES``: a run's tests come package by package)."""
+    other CPU request (``WHOLE_NODE_PACKAGES``) or the other node width
+    (``SCALED_PACKAGES``): a run's tests come package by package."""
 
     def __init__(self, name: str, cluster: LocalCluster, work_dirs: pytest.TempPathFactory):
         self.name, self._cluster, self._work_dirs = name, cluster, work_dirs
         self._deployed = contextlib.ExitStack()
-        self._cpu_request: bool | None = None
+        self._shape: tuple[bool, bool] | None = None
         node = real_node(cluster)
         for image, aliases in ALIASES.items():
             for alias in aliases:
@@ -69,20 +78,25 @@ class SuiteOperator:
 
     def fit(self, test: kuberay_e2e.Selected) -> None:
         cpu_request = test.package not in WHOLE_NODE_PACKAGES
-        if cpu_request == self._cpu_request:
+        scaled = test.package in SCALED_PACKAGES
+        if (cpu_request, scaled) == self._shape:
             return
         self.close()
+        if scaled:
+            self._deployed.enter_context(
+                cpu_requests_scaled(self._cluster, self._work_dirs.mktemp("webhook"))
+            )
         deploy = deploy_operator if self.name == "ours" else deploy_kuberay
         scope = Scope(all_namespaces=True, cpu_request=cpu_request)
         namespace = self._deployed.enter_context(fresh_namespace(self._cluster, prefix="suite"))
         self._deployed.enter_context(
             deploy(self._cluster, namespace, self._work_dirs.mktemp("operator"), scope)
         )
-        self._cpu_request = cpu_request
+        self._shape = (cpu_request, scaled)
 
     def close(self) -> None:
         self._deployed.close()
-        self._cpu_request = None
+        self._shape = None
 
 
 @pytest.fixture(scope="module")
