@@ -64,6 +64,8 @@ class Selected:
 _NEEDS_PYPI = "its runtime_env pip-installs packages from PyPI, which the sandbox never reaches"
 _NEEDS_GITHUB = ("its Serve app's working_dir is a zip on github.com, which the sandbox "
                  "never reaches")  # fmt: skip
+_WAITS_FOR_GITHUB = ("it waits for its Serve app to answer, and the app's working_dir is a zip "
+                     "on github.com, which the sandbox never reaches")  # fmt: skip
 
 NOT_RUN: Mapping[str, str] = {
     "sampleyaml/TestRayJob": f"every sample of it: {_NEEDS_PYPI}",
@@ -72,7 +74,22 @@ NOT_RUN: Mapping[str, str] = {
         "its sidecar is fluent/fluent-bit from Docker Hub, which the sandbox never reaches "
         "and no Debian package here provides"
     ),
-}
+    **{f"e2erayservice/{test}": _WAITS_FOR_GITHUB
+       for test in ("TestRayServiceAuthToken", "TestRayServiceInPlaceUpdate",
+                    "TestUpdateServeConfigAndRayClusterSpec",
+                    "TestUpdateServeConfigAndRayClusterSpecWithUpgradeDisabled",
+                    "TestRayServiceBecomesReadyBeforeTimeout", "TestRedeployRayServe",
+                    "TestOldHeadPodFailDuringUpgrade", "TestRayServiceGCSFaultTolerance",
+                    "TestRayServiceRayClusterDeletionDelaySeconds")},
+    **{f"e2erayservice/{test}": (f"{_WAITS_FOR_GITHUB}; and its load generator, "
+                                 "Locust, is pip-installed from PyPI")
+       for test in ("TestStaticRayService", "TestAutoscalingRayService",
+                    "TestRayServiceZeroDowntimeUpgrade")},
+    "e2erayservice/TestRayServiceManagedBy/"
+    "Successful_creation_of_RayService,_managed_by_Kuberay_Operator": (
+        _WAITS_FOR_GITHUB
+    ),
+}  # fmt: skip
 """KubeRay tests (``package/Test`` or ``package/Test/subtest``) not run here, and why:
 each needs something outside this machine. Listed in the report, never counted as a
 pass."""
