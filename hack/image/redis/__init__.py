@@ -5,9 +5,12 @@ redis-image``): Debian bookworm's ``redis-server`` and ``redis-tools`` (for
 A shell (dash, as ``/bin/sh``: manifests such as KubeRay's samples start the server
 with ``sh -c``) and no init: the image config's command is ``redis-server`` with the
 defaults a config file would otherwise change (no daemonizing, every address); a pod
-adds ``--requirepass`` and the like as args. It runs as ``redis`` (999:999, the uid
-Redis's own image uses) in ``/data``, its home and redis-server's working directory,
-where a snapshot would go, as in Redis's own image. One layer: the Debian packages.
+adds ``--requirepass`` and the like as args. ``redis-server`` first on PATH is a
+wrapper that gives the server Redis's own image's default of protected mode off
+(Debian's is on, and refuses every remote client while no password is set). It runs as
+``redis`` (999:999, the uid Redis's own image uses) in ``/data``, its home and
+redis-server's working directory, where a snapshot would go, as in Redis's own image.
+One layer: the Debian packages.
 
 The machinery is the operator image's (``hack.image``: ``debian``, ``oci``); this
 package holds only what differs. The node loads the image under ``REDIS_IMAGE``.

@@ -45,6 +45,20 @@ BASE = debian.Base(
 )
 COMMAND = ("redis-server", "--bind", "0.0.0.0", "::", "--dir", f"/{REDIS.home}")
 """No config file: Debian's ``/etc/redis/redis.conf`` daemonizes and binds loopback."""
+SERVER_WRAPPER = "usr/local/bin/redis-server"
+"""First on PATH, so a pod's ``command: [redis-server, ...]`` runs it."""
+SERVER_WRAPPER_SCRIPT = """#!/bin/sh
+# Redis's own image builds redis-server with protected mode off by default (a container
+# is reached over its pod network, never loopback); Debian's has it on, which refuses
+# every remote client while no password is set. This gives the server the published
+# image's default. A config file stays the first argument, and a --protected-mode
+# given later on the line still wins. Queries of the binary itself pass straight on.
+case "$1" in
+  -v|--version|-h|--help|--test-memory|--check-system) exec /usr/bin/redis-server "$@" ;;
+  ""|--*) exec /usr/bin/redis-server --protected-mode no "$@" ;;
+  *) config="$1"; shift; exec /usr/bin/redis-server "$config" --protected-mode no "$@" ;;
+esac
+"""
 ENV = ("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8")
 RECIPE = ("hack/image/redis", *(f"hack/image/{m}.py" for m in ("debian", "layers", "oci")))
 """What the image is made by; the last commit touching it dates the image."""
@@ -88,5 +102,9 @@ def build(out: Path) -> ImageBuild:
         tree = scratch / "base"
         progress(f"extracting {len(debs)} Debian packages")
         debian.extract(debs, tree, BASE)
+        wrapper = tree / SERVER_WRAPPER
+        wrapper.parent.mkdir(parents=True, exist_ok=True)
+        wrapper.write_text(SERVER_WRAPPER_SCRIPT)
+        wrapper.chmod(0o755)
         layers = (Layer(tree, "Debian bookworm packages (hack/image/redis/debian.lock)"),)
         return assemble(out, layers, image_config(), REDIS, scratch, recipe_date(RECIPE))

@@ -1,5 +1,6 @@
 """The Redis image ``make redis-image`` built (hack/image/redis): reproducible, non-root,
-one layer of the locked Debian packages. That it serves Ray's GCS is the real node's to
+one layer of the locked Debian packages, with the published image's protected-mode
+default. That it serves Ray's GCS is the real node's to
 show (tests/node/test_gcs_ft_on_the_node.py)."""
 
 from __future__ import annotations
@@ -7,9 +8,12 @@ from __future__ import annotations
 import tarfile
 from pathlib import Path
 
-from hack.image import ImageBuild, config_document, manifest, unpack
+import pytest
+
+from hack.image import ImageBuild, config_document, manifest, root_filesystem, unpack
 from hack.image.redis import REDIS_VERSION, built
 from hack.image.redis import build as redis_build
+from hack.image.run import ContainerRun, image_config, launch, service_account_files
 from tests.integration.image.rebuild import assert_builds_again_the_same
 
 
@@ -44,3 +48,52 @@ def test_the_root_has_the_servers_and_the_user_owns_its_data_directory(tmp_path:
     with tarfile.open(blob, "r:gz") as tar:
         home = tar.getmember("data")
     assert (home.uid, home.gid, home.mode) == (999, 999, 0o755)
+
+
+_SERVE_AND_ASK = """
+{server} &
+tries=0
+until redis-cli -s /tmp/redis.sock PING >/dev/null 2>&1 || [ "$tries" -ge 20000 ]; do
+  tries=$((tries + 1))
+done
+redis-cli -s /tmp/redis.sock CONFIG GET protected-mode
+redis-cli -s /tmp/redis.sock SHUTDOWN NOSAVE
+wait
+"""
+"""A server on a Unix socket (no port, so nothing of the sandbox's network is taken), and
+what it says its protected mode is. The image has no ``sleep`` (no coreutils): the wait
+for the socket is a bounded loop of pings."""
+
+
+@pytest.mark.parametrize(("server", "protected"), [
+    ("redis-server --port 0 --unixsocket /tmp/redis.sock", "no"),
+    ("printf 'port 0\\nunixsocket /tmp/redis.sock\\n' > /tmp/redis.conf; "
+     "redis-server /tmp/redis.conf", "no"),
+    ("redis-server --port 0 --unixsocket /tmp/redis.sock --protected-mode yes", "yes"),
+], ids=["arguments", "config-file", "asked-for"])  # fmt: skip
+def test_redis_server_has_the_published_images_protected_mode_off(
+    server: str, protected: str, tmp_path: Path
+) -> None:
+    """Redis's own image builds the server with protected mode off; Debian's default (on)
+    refuses every client off loopback while no password is set, which KubeRay's
+    password-less GCS FT tests run into. A pod's ``command: [redis-server, ...]`` gets
+    the published default; one that asks for it still gets it on."""
+    image = built()
+    container = ContainerRun(
+        root=str(root_filesystem(image)), image=image_config(image.layout),
+        command=("sh", "-c", _SERVE_AND_ASK.format(server=server)), args=(), env=(),
+        service_account=str(service_account_files(tmp_path / "serviceaccount", {})),
+        hostname="redis",
+    )  # fmt: skip
+    log = tmp_path / "run.log"
+    with log.open("wb") as output:
+        process = launch(container, tmp_path / "run.json", output)
+        try:
+            returncode = process.wait(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    lines = log.read_text(errors="replace").split()
+    assert returncode == 0, lines
+    assert lines[lines.index("protected-mode") + 1] == protected, lines
