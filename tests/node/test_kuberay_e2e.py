@@ -17,6 +17,7 @@ import pytest
 
 from hack.image.ray import RAY_IMAGE
 from hack.image.redis import REDIS_IMAGE
+from hack.kuberay_e2e import PACKAGES
 from hack.localcluster import LocalCluster
 from hack.node.images import fully_qualified
 from tests.kubeclient import fresh_namespace
@@ -44,13 +45,13 @@ operator requesting none gets the smallest CPU weight there is (cgroup shares of
 against some 300 for each Ray pod), and ours, starved of CPU while Ray pods started,
 missed its liveness probe and was restarted six times in one run of ``e2erayjob``."""
 
-SCALED_PACKAGES = frozenset({"e2eautoscaler"})
-"""Packages with clusters sized for KubeRay CI's four-core kind node: an autoscaling head
-asks for 1.5 CPUs (its container's 1 and the autoscaler's 0.5) and each worker for 1. On
-this two-core node their Ray pods' CPU requests are halved by ``scaled_requests`` for both
-operators alike (limits, and so the CPUs Ray counts, unchanged). The other packages'
-clusters fit as written (``e2erayservice``'s upgrades, with two 1-CPU heads at once, would
-not, but they wait for a Serve app from github.com and are ``NOT_RUN``)."""
+SCALED_PACKAGES = frozenset(PACKAGES) - WHOLE_NODE_PACKAGES
+"""Packages whose clusters are sized for KubeRay CI's four-core kind node rather than for
+the samples' two cores: an autoscaling head asks for 1.5 CPUs (its container's 1 and the
+autoscaler's 0.5) and each of its workers for 1; a multi-host group puts eight 200m
+workers beside a 300m head. On this node their Ray pods' CPU requests are halved by
+``scaled_requests``, for both operators alike (limits, and so the CPUs Ray counts,
+unchanged)."""
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
