@@ -26,12 +26,14 @@ from tests.node.harness import BOTH, Scope, deploy_kuberay, deploy_operator, rea
 from tests.node.scaled_requests import cpu_requests_scaled
 
 ALIASES = {
-    RAY_IMAGE: ("rayproject/ray:2.52.0",),
+    RAY_IMAGE: ("rayproject/ray:2.52.0", "rayproject/ray:2.51.0"),
     REDIS_IMAGE: ("redis:7.4.0", "redis:7.4"),
 }
-"""The images KubeRay's sample YAMLs and its test support (``redis:7.4``, the GCS FT
-tests' Redis) name, answered by the node's own: its Ray stand-in (Ray 2.52.1, a patch
-release after the samples' 2.52.0) and its Redis (Debian's 7.0)."""
+"""The images KubeRay's sample YAMLs and its tests name, answered by the node's own: its
+Ray stand-in (Ray 2.52.1, a patch release after the samples' 2.52.0; also for
+``rayproject/ray:2.51.0``, the image TestRayClusterUpgradeStrategy changes the pod
+templates to, which checks that the pods are recreated and run, not Ray's version) and
+its Redis (Debian's 7.0; ``redis:7.4`` is the GCS FT tests' Redis)."""
 
 SUITE_SECONDS = 1800.0
 """One top-level test with all its subtests (TestRayCluster runs sixteen samples)."""
