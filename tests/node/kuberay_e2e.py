@@ -221,6 +221,15 @@ EXPECTED: Mapping[str, Expected] = {
              "1 and the test's scale-up finds them. KubeRay counts the Terminating pod until "
              "it is gone, so the index is never shared."),
     ),
+    "e2erayservice/TestRayServiceInitializingTimeoutTerminalFailure": Expected(
+        ours="FAIL", kuberay="PASS",
+        why=("a deliberate difference: the test expects the RayService's generation to be "
+             "one more than the one it applied, as KubeRay's first pass makes it by adding "
+             "its finalizer with an update of the whole object; ours adds the finalizer "
+             "with a patch of metadata alone, which leaves the generation the user's, so "
+             "observedGeneration is 1, not 2 (docs/conformance.md). The test stops there "
+             "under ours; its timeout and terminal-failure checks before it pass."),
+    ),
 }  # fmt: skip
 """Tests whose outcome on this node is not a pass, by ``Result.test``."""
 

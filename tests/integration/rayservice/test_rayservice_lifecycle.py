@@ -178,6 +178,16 @@ def test_a_cluster_that_never_gets_ready_times_out_and_is_deleted(
         deleted = time.monotonic() - created
         time.sleep(3)  # terminal: nothing new is created
         after = cluster_names(kube, namespace), service_status(kube, namespace, name)
+        # Terminal even when the spec is mended afterwards (KubeRay's e2e checks the same):
+        # a longer timeout and a head that could be placed make no new cluster.
+        kube.patch(RAY_SERVICE, name, namespace, [
+            {"op": "replace", "path": "/metadata/annotations/ray.io~1initializing-timeout",
+             "value": "10m"},
+            {"op": "remove", "path": "/spec/rayClusterConfig/headGroupSpec/template/spec/"
+                                     "nodeSelector"},
+        ], patch_type="json")  # fmt: skip
+        time.sleep(3)
+        mended = cluster_names(kube, namespace), service_status(kube, namespace, name)
     print(
         f"\ncreated -> InitializingTimeout in {took:.1f} s, cluster {cluster} deleted in "
         f"{deleted:.1f} s; {condition(status, 'Ready')['message']}"
@@ -192,6 +202,8 @@ def test_a_cluster_that_never_gets_ready_times_out_and_is_deleted(
     assert condition(after[1], "Ready")["reason"] == "InitializingTimeout"
     assert not (after[1].get("activeServiceStatus") or {}).get("rayClusterName")
     assert not (after[1].get("pendingServiceStatus") or {}).get("rayClusterName")
+    assert mended[0] == [], mended
+    assert condition(mended[1], "Ready")["reason"] == "InitializingTimeout", mended[1]
 
 
 def test_a_suspend_cancelled_midway_completes_then_resumes(
