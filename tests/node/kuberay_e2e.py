@@ -64,8 +64,7 @@ class Selected:
 _NEEDS_PYPI = "its runtime_env pip-installs packages from PyPI, which the sandbox never reaches"
 _NEEDS_GITHUB = ("its Serve app's working_dir is a zip on github.com, which the sandbox "
                  "never reaches")  # fmt: skip
-_WAITS_FOR_GITHUB = ("it waits for its Serve app to answer, and the app's working_dir is a zip "
-                     "on github.com, which the sandbox never reaches")  # fmt: skip
+_WAITS_FOR_GITHUB = f"it waits for its Serve app to answer, and {_NEEDS_GITHUB}"
 
 NOT_RUN: Mapping[str, str] = {
     "sampleyaml/TestRayJob": f"every sample of it: {_NEEDS_PYPI}",

@@ -1,5 +1,5 @@
 """KubeRay's e2e clusters are sized for its CI's kind node of four cores; this node has two.
-For the packages whose clusters would not fit (``test_kuberay_e2e.SCALED_PACKAGES``), a
+For the packages whose clusters would not fit (all but ``test_kuberay_e2e.WHOLE_NODE_PACKAGES``), a
 mutating admission webhook served by the test process halves the CPU *requests* of every
 Ray pod either operator makes, so the scheduler places what kind's node would.
 

@@ -17,7 +17,6 @@ import pytest
 
 from hack.image.ray import RAY_IMAGE
 from hack.image.redis import REDIS_IMAGE
-from hack.kuberay_e2e import PACKAGES
 from hack.localcluster import LocalCluster
 from hack.node.images import fully_qualified
 from tests.kubeclient import fresh_namespace
@@ -41,17 +40,15 @@ SUITE_SECONDS = 1800.0
 
 WHOLE_NODE_PACKAGES = frozenset({"sampleyaml"})
 """Packages with a cluster that asks for both of the node's cores (KubeRay's samples):
-their operator requests no CPU, or the cluster would not fit. Every other package's
-clusters ask for less, and its operator requests the 100m its chart gives it: an
-operator requesting none gets the smallest CPU weight there is (cgroup shares of 2,
-against some 300 for each Ray pod), and ours, starved of CPU while Ray pods started,
-missed its liveness probe and was restarted six times in one run of ``e2erayjob``."""
+their operator requests no CPU, or the cluster would not fit.
 
-SCALED_PACKAGES = frozenset(PACKAGES) - WHOLE_NODE_PACKAGES
-"""Packages whose clusters are sized for KubeRay CI's four-core kind node rather than for
-the samples' two cores: an autoscaling head asks for 1.5 CPUs (its container's 1 and the
-autoscaler's 0.5) and each of its workers for 1; a multi-host group puts eight 200m
-workers beside a 300m head. On this node their Ray pods' CPU requests are halved by
+Every other package is sized for KubeRay CI's four-core kind node (an autoscaling head
+asks for 1.5 CPUs, its container's 1 and the autoscaler's 0.5, and each of its workers
+for 1; a multi-host group puts eight 200m workers beside a 300m head). There the
+operator requests the 100m its chart gives it (one requesting none gets the smallest CPU
+weight there is, cgroup shares of 2 against some 300 for each Ray pod, and ours, starved
+of CPU while Ray pods started, missed its liveness probe and was restarted six times in
+one run of ``e2erayjob``), and the Ray pods' CPU requests are halved by
 ``scaled_requests``, for both operators alike (limits, and so the CPUs Ray counts,
 unchanged)."""
 
@@ -68,13 +65,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 class SuiteOperator:
     """One operator, deployed as a pod watching every namespace for KubeRay's suite, with
     the samples' image names known; deployed again only when a test's package wants the
-    other CPU request (``WHOLE_NODE_PACKAGES``) or the other node width
-    (``SCALED_PACKAGES``): a run's tests come package by package."""
+    other shape (``WHOLE_NODE_PACKAGES``: a run's tests come package by package)."""
 
     def __init__(self, name: str, cluster: LocalCluster, work_dirs: pytest.TempPathFactory):
         self.name, self._cluster, self._work_dirs = name, cluster, work_dirs
         self._deployed = contextlib.ExitStack()
-        self._shape: tuple[bool, bool] | None = None
+        self._whole_node: bool | None = None
         node = real_node(cluster)
         for image, aliases in ALIASES.items():
             for alias in aliases:
@@ -82,26 +78,25 @@ class SuiteOperator:
                          fully_qualified(alias))  # fmt: skip
 
     def fit(self, test: kuberay_e2e.Selected) -> None:
-        cpu_request = test.package not in WHOLE_NODE_PACKAGES
-        scaled = test.package in SCALED_PACKAGES
-        if (cpu_request, scaled) == self._shape:
+        whole_node = test.package in WHOLE_NODE_PACKAGES
+        if whole_node == self._whole_node:
             return
         self.close()
-        if scaled:
+        if not whole_node:
             self._deployed.enter_context(
                 cpu_requests_scaled(self._cluster, self._work_dirs.mktemp("webhook"))
             )
         deploy = deploy_operator if self.name == "ours" else deploy_kuberay
-        scope = Scope(all_namespaces=True, cpu_request=cpu_request)
+        scope = Scope(all_namespaces=True, cpu_request=not whole_node)
         namespace = self._deployed.enter_context(fresh_namespace(self._cluster, prefix="suite"))
         self._deployed.enter_context(
             deploy(self._cluster, namespace, self._work_dirs.mktemp("operator"), scope)
         )
-        self._shape = (cpu_request, scaled)
+        self._whole_node = whole_node
 
     def close(self) -> None:
         self._deployed.close()
-        self._shape = None
+        self._whole_node = None
 
 
 @pytest.fixture(scope="module")

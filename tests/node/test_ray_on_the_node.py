@@ -33,6 +33,7 @@ from tests.node.harness import (
     pods,
     server_side_apply,
 )
+from tests.node.routed import GET_ONCE_ROUTED, ROUTED_SECONDS
 from tests.waiting import wait_for
 
 OPERATORS = operators(compared_in_make_test=False)
@@ -174,9 +175,8 @@ def test_a_rayservice_answers_through_its_serve_service(
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "serve-client"},
         "spec": {"restartPolicy": "Never", "containers": [{
             "name": "client", "image": OPERATOR_IMAGE, "imagePullPolicy": "IfNotPresent",
-            "command": ["python3.11", "-c", SERVE_CLIENT.format(
-                url=f"http://echo-serve-svc.{ns}.svc.cluster.local:8000/",
-                seconds=PROXY_SYNC_SECONDS)],
+            "command": ["python3.11", "-c", GET_ONCE_ROUTED + "print(*get_once_routed("
+                        f"'http://echo-serve-svc.{ns}.svc.cluster.local:8000/'))"],
         }]},
     }  # fmt: skip
     server_side_apply(real_cluster, ns, client)
@@ -184,34 +184,11 @@ def test_a_rayservice_answers_through_its_serve_service(
         "the client pod to finish",
         lambda: real_cluster.get_json("-n", ns, "pod", "serve-client")["status"].get("phase")
         in ("Succeeded", "Failed"),
-        timeout=120 + PROXY_SYNC_SECONDS, interval=1.0,
+        timeout=120 + ROUTED_SECONDS, interval=1.0,
     )  # fmt: skip
     logs = real_cluster.kubectl("-n", ns, "logs", "serve-client").stdout
     print(f"\nserve client: {logs.strip()!r}")
     assert "echo from serve" in logs, logs
-
-
-PROXY_SYNC_SECONDS = 60
-"""How long the client keeps trying a refused connection. Ready is the operator's word
-that the app runs and the head carries the serve label, so the Service has its endpoint;
-kube-proxy programs the Service's address from those endpoints on its own schedule, and
-until it has, a connection to it is refused (seen once in a make test run at load). A
-user's client retries the same way."""
-SERVE_CLIENT = textwrap.dedent("""
-    import time, urllib.error, urllib.request
-    deadline, attempts = time.monotonic() + {seconds}, 0
-    while True:
-        attempts += 1
-        try:
-            body = urllib.request.urlopen("{url}", timeout=10).read().decode()
-            break
-        except urllib.error.URLError as error:
-            refused = isinstance(error.reason, ConnectionRefusedError)
-            if not refused or time.monotonic() > deadline:
-                raise
-            time.sleep(1)
-    print(body, "attempts", attempts)
-""")
 
 
 COLLECTOR = "ray-history-collector"

@@ -15,6 +15,7 @@ from hack.localcluster import LocalCluster
 from hack.node import configs
 from hack.node.node import NODE_IP, NODE_NAME, POD_SUBNET
 from tests.node.harness import OPERATOR_IMAGE, real_node
+from tests.node.routed import GET_ONCE_ROUTED
 from tests.waiting import wait_for
 
 PYTHON = "python3.11"
@@ -35,23 +36,12 @@ SERVER = textwrap.dedent("""
     print("serving on 8000", flush=True)
     http.server.HTTPServer(("", 8000), Answer).serve_forever()
 """)
-CLIENT = textwrap.dedent("""
-    import socket, ssl, sys, time, urllib.error, urllib.request
+CLIENT = GET_ONCE_ROUTED + textwrap.dedent("""
+    import socket, ssl, sys
     service = sys.argv[1]
     print("resolved", socket.gethostbyname(service), flush=True)
-    # kube-proxy programs the ClusterIP on its next sync after the endpoint turns Ready:
-    # refused until then, for up to a minute on a loaded node.
-    for attempt in range(60):
-        try:
-            answer = urllib.request.urlopen(f"http://{service}:8000/", timeout=10).read()
-            break
-        except urllib.error.URLError as error:
-            if not isinstance(error.reason, ConnectionRefusedError):
-                raise
-            time.sleep(1)
-    else:
-        raise SystemExit("the ClusterIP refused for a minute")
-    print("answer", answer.decode())
+    answer, _ = get_once_routed(f"http://{service}:8000/")
+    print("answer", answer)
     account = "/var/run/secrets/kubernetes.io/serviceaccount"
     context = ssl.create_default_context(cafile=f"{account}/ca.crt")
     token = open(f"{account}/token").read()

@@ -19,7 +19,6 @@ import json
 import shlex
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -30,10 +29,11 @@ from hack import sandbox
 from hack.image import ImageBuild, config_document, manifest, root_filesystem
 from hack.image.ray import RAY_IMAGE, RAY_VERSION, built
 from hack.image.ray import build as ray_build
-from hack.image.run import ContainerRun, ImageConfig, image_config, launch, service_account_files
+from hack.image.run import ContainerRun, ImageConfig, image_config, service_account_files
 from operator_runtime.api import RayCluster
 from operator_runtime.api.labels import NodeType
 from operator_runtime.render import PodParams, build_pod
+from tests.integration.image.containers import Ran, run_to_end
 from tests.integration.image.rebuild import assert_builds_again_the_same
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -86,12 +86,6 @@ SCRIPTS = {
 # --- running in the image ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Ran:
-    returncode: int
-    output: str
-
-
 Run = Callable[[Sequence[str]], Ran]
 
 
@@ -119,16 +113,7 @@ def run(image: ImageBuild, config: ImageConfig, tmp_path_factory: pytest.TempPat
             root=str(root), image=config, command=tuple(command), args=(), env=(),
             service_account=str(secrets), hostname="ray-head",
         )  # fmt: skip
-        log = directory / f"run-{number}.log"
-        with log.open("wb") as output:
-            process = launch(container, directory / f"run-{number}.json", output)
-            try:
-                returncode = process.wait(timeout=RUN_SECONDS)
-            finally:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
-        return Ran(returncode, log.read_text(errors="replace"))
+        return run_to_end(container, directory, f"run-{number}", RUN_SECONDS)
 
     return run_command
 

@@ -13,7 +13,8 @@ import pytest
 from hack.image import ImageBuild, config_document, manifest, root_filesystem, unpack
 from hack.image.redis import REDIS_VERSION, built
 from hack.image.redis import build as redis_build
-from hack.image.run import ContainerRun, image_config, launch, service_account_files
+from hack.image.run import ContainerRun, image_config, service_account_files
+from tests.integration.image.containers import run_to_end
 from tests.integration.image.rebuild import assert_builds_again_the_same
 
 
@@ -85,15 +86,7 @@ def test_redis_server_has_the_published_images_protected_mode_off(
         service_account=str(service_account_files(tmp_path / "serviceaccount", {})),
         hostname="redis",
     )  # fmt: skip
-    log = tmp_path / "run.log"
-    with log.open("wb") as output:
-        process = launch(container, tmp_path / "run.json", output)
-        try:
-            returncode = process.wait(timeout=60)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-    lines = log.read_text(errors="replace").split()
-    assert returncode == 0, lines
+    ran = run_to_end(container, tmp_path, "run", timeout=60)
+    lines = ran.output.split()
+    assert ran.returncode == 0, lines
     assert lines[lines.index("protected-mode") + 1] == protected, lines
