@@ -211,15 +211,6 @@ class Expected:
 
 
 EXPECTED: Mapping[str, Expected] = {
-    "e2e/TestRayClusterSingleHostMultiSlice": Expected(
-        ours="FAIL", kuberay="PASS",
-        why=("a bug of ours, not yet mended: a deleted worker is replaced while it is "
-             "still Terminating (docs/conformance.md, 'Terminating pods do not count') and "
-             "the replacement takes the lowest free replica index, the one the Terminating "
-             "pod still carries, so for its last seconds two pods of the group carry index "
-             "1 and the test's scale-up finds them. KubeRay counts the Terminating pod until "
-             "it is gone, so the index is never shared."),
-    ),
     "e2erayservice/TestRayServiceInitializingTimeoutTerminalFailure": Expected(
         ours="FAIL", kuberay="PASS",
         why=("a deliberate difference: the test expects the RayService's generation to be "

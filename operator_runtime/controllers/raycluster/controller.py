@@ -458,12 +458,11 @@ class RayClusterController:
         ``soon``: the status step asks for one within ``SHORT_REQUEUE_SECONDS``."""
         if soon or run.more_to_create:
             return SHORT_REQUEUE_SECONDS
-        if not run.waiting_on_cache:
-            return self.options.requeue_seconds
-        if self._queue is None:  # nothing wakes it (a controller outside a manager)
-            return SHORT_REQUEUE_SECONDS
+        if run.waiting_on_cache and self._queue is None:
+            return SHORT_REQUEUE_SECONDS  # nothing wakes it (a controller outside a manager)
         # Events (or the create queue) start the next pass; the timer only covers an
-        # event that never came, once its expectation has lapsed.
+        # event that never came (an expectation lapsing, a Terminating pod that never
+        # goes and whose replica index hold ends).
         if run.recheck_in is None:
             return self.options.requeue_seconds
         return min(max(run.recheck_in, SHORT_REQUEUE_SECONDS), self.options.requeue_seconds)

@@ -19,6 +19,7 @@ from operator_runtime.controllers.raycluster.podwrites import (
     create_worker,
     delete_pod,
     free_replica_indexes,
+    held_places,
 )
 from operator_runtime.controllers.raycluster.run import ClusterRun
 from operator_runtime.controllers.raycluster.scaledown import scale_down_victims
@@ -68,8 +69,11 @@ def reconcile_multi_host_group(run: ClusterRun, group: WorkerGroupSpec, pods: li
     valid = sorted(r for r in replicas if r not in deleted)
     desired = desired_worker_replicas(group)
     if desired > len(valid):
-        mtls.require_certificates(run)
-        _create_replicas(run, group, [replicas[r] for r in valid], desired - len(valid))
+        going = {str(p["metadata"]["name"]) for r in deleted for p in replicas[r]}
+        missing = desired - len(valid) - held_places(run, name, pods, going)
+        if missing > 0:
+            mtls.require_certificates(run)
+            _create_replicas(run, group, pods, missing)
     elif desired < len(valid):
         victims = scale_down_victims(
             run,
@@ -89,11 +93,13 @@ def _delete_replica(run: ClusterRun, group: str, members: list[Object], why: str
 
 
 def _create_replicas(
-    run: ClusterRun, group: WorkerGroupSpec, existing: list[list[Object]], count: int
+    run: ClusterRun, group: WorkerGroupSpec, carried: list[Object], count: int
 ) -> None:
+    """Create ``count`` whole replicas, each under a replica index no pod in ``carried``
+    has, Terminating ones included."""
     # A replica is created whole or not at all, so the budget is counted in replicas.
     allowed = take_budget(run, count, pods_each=group.num_of_hosts)
-    for index in free_replica_indexes((members[0] for members in existing), allowed):
+    for index in free_replica_indexes(carried, allowed):
         replica_name = suffixed(run.tools.rng, group.group_name)
         for host in range(group.num_of_hosts):
             create_worker(

@@ -7,11 +7,22 @@ recreated), so they stand alone where a test can hold each row.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import datetime
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from typing import Final
 
+from operator_runtime.api.labels import LabelKey
 from operator_runtime.controllers.pods import pod_ready
+from operator_runtime.runtime.clock import later, parse_time
 from operator_runtime.runtime.kinds import Object, being_deleted
+
+INDEX_HOLD_SLACK_SECONDS: Final = 10.0
+"""How long past its deletion deadline a Terminating pod still holds its replica index.
+The kubelet kills a pod at that deadline and reports it gone within seconds; one still
+listed this long after sits on a node that no longer answers, and its place is taken
+under another index. So the slack never lets two pods share an index: it only decides
+how long a lost node's pod delays its replacement."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,3 +99,43 @@ def live_pods(pods: Iterable[Object]) -> list[Object]:
     holding its place for good. A pod we delete ourselves is covered by its delete
     expectation until the cache shows it Terminating (``podwrites.satisfied``)."""
     return [pod for pod in pods if not being_deleted(pod)]
+
+
+def replica_index(pod: Object) -> int | None:
+    """The pod's ``ray.io/worker-group-replica-index``; None if it has none (or not a
+    number: a label value is at most 63 characters, so any digits convert)."""
+    value = (pod["metadata"].get("labels") or {}).get(LabelKey.WORKER_GROUP_REPLICA_INDEX)
+    return int(value) if value is not None and str(value).isdigit() else None
+
+
+def held_replica_indexes(
+    pods: Iterable[Object], now: datetime.datetime, *, going: Collection[str] = ()
+) -> dict[int, float]:
+    """Replica index -> seconds it stays held: the indexes that workers which are
+    Terminating (or named in ``going``: deleted by this very pass, which the cache does
+    not show yet) still carry, and that no other live pod carries.
+
+    A replica index is an identity (multi-slice groups key their hosts by it), so it is
+    never given to a new pod while the old one may still run: the group counts the
+    Terminating pod in its place until it is gone, as KubeRay does and as a StatefulSet
+    waits for an ordinal. Unlike KubeRay, only until ``INDEX_HOLD_SLACK_SECONDS`` past the
+    pod's deletion deadline: after that the pod is on a lost node, and a replacement
+    (under another index) is made instead of the group staying one short for good."""
+    live: set[int] = set()
+    held: dict[int, float] = {}
+    for pod in pods:
+        index = replica_index(pod)
+        if index is None:
+            continue
+        if pod["metadata"]["name"] in going:
+            left = INDEX_HOLD_SLACK_SECONDS  # its deadline is not known yet
+        elif not being_deleted(pod):
+            live.add(index)
+            continue
+        else:
+            deadline = parse_time(pod["metadata"]["deletionTimestamp"])
+            assert deadline is not None  # being_deleted: the timestamp is set
+            left = (later(deadline, INDEX_HOLD_SLACK_SECONDS) - now).total_seconds()
+        if left > 0:
+            held[index] = max(left, held.get(index, 0.0))
+    return {index: left for index, left in held.items() if index not in live}

@@ -37,6 +37,7 @@ from operator_runtime.controllers.raycluster.podwrites import (
     delete_all,
     delete_pod,
     free_replica_indexes,
+    held_places,
     satisfied,
 )
 from operator_runtime.controllers.raycluster.run import ClusterRun
@@ -240,8 +241,10 @@ def _reconcile_group(run: ClusterRun, group: WorkerGroupSpec) -> None:
     remaining = [p for p in live_pods(pods) if p["metadata"]["name"] not in deleted]
     diff = desired_worker_replicas(group) * group.num_of_hosts - len(remaining)
     if diff > 0:
-        mtls.require_certificates(run)
-        _create_workers(run, group, remaining, diff)
+        diff -= held_places(run, name, pods)
+        if diff > 0:
+            mtls.require_certificates(run)
+            _create_workers(run, group, remaining, diff, carried=pods)
     elif diff < 0:
         _scale_down(run, name, remaining, -diff)
 
@@ -279,14 +282,20 @@ def _delete_requested(run: ClusterRun, group: WorkerGroupSpec, pods: list[Object
 
 
 def _create_workers(
-    run: ClusterRun, group: WorkerGroupSpec, remaining: list[Object], count: int
+    run: ClusterRun,
+    group: WorkerGroupSpec,
+    remaining: list[Object],
+    count: int,
+    *,
+    carried: list[Object],
 ) -> None:
     """Create the missing pods through the create queue (``creates.py``): the pass goes
-    on at once, and the group waits for them through its expectations."""
+    on at once, and the group waits for them through its expectations. A new pod's
+    replica index is one no pod in ``carried`` has, Terminating ones included."""
     if not still_there(run):
         return
     allowed = take_budget(run, count)
-    indexes = free_replica_indexes(remaining, allowed)
+    indexes = free_replica_indexes(carried, allowed)
     key, creates = run.group_key(group.group_name), run.tools.creates
     # Without pods, the group has not shown that the API server accepts its template:
     # its first create is a probe, the rest runs once it succeeded.

@@ -15,13 +15,14 @@ group's pods shows what is really there; only then may the group create again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
 from operator_runtime.api import JSONObject, WorkerGroupSpec
 from operator_runtime.api.labels import LabelKey, NodeType
 from operator_runtime.api.reasons import Action, Reason, ReplicaFailure
+from operator_runtime.controllers.raycluster.podrules import held_replica_indexes, replica_index
 from operator_runtime.controllers.raycluster.run import ClusterRun, need
 from operator_runtime.render import PodParams, build_pod
 from operator_runtime.runtime.cache import keep_paths
@@ -226,17 +227,36 @@ def free_replica_indexes(pods: Iterable[Object], count: int) -> Iterator[int]:
     """The ``count`` lowest ``ray.io/worker-group-replica-index`` values no pod carries,
     lowest first, generated lazily: ``count`` comes from the spec and may be 2**31 - 1,
     while a pass only ever takes a batch of them."""
-    used: set[int] = set()
-    for pod in pods:
-        value = (pod["metadata"].get("labels") or {}).get(LabelKey.WORKER_GROUP_REPLICA_INDEX)
-        if value is not None and str(value).isdigit():
-            used.add(int(value))
+    used = {index for pod in pods if (index := replica_index(pod)) is not None}
     index = 0
     for _ in range(count):
         while index in used:
             index += 1
         yield index
         index += 1
+
+
+def held_places(
+    run: ClusterRun, group: str, pods: list[Object], going: Collection[str] = ()
+) -> int:
+    """How many missing workers (or multi-host replicas) of an indexed group wait for a
+    Terminating pod to let go of its replica index (``podrules.held_replica_indexes``);
+    the pass looks again when the first hold lapses, in case that pod never goes. A hold
+    only ever defers a create, never causes a delete: it is taken off the missing count,
+    never added to the live one, so a scale-down's Terminating victims cannot make a
+    second victim."""
+    if not run.tools.options.gates.ray_multi_host_indexing:
+        return 0  # no replica indexes: a Terminating pod holds nothing
+    held = held_replica_indexes(pods, run.tools.clock.now(), going=going)
+    if held:
+        run.recheck_within(min(held.values()))
+        log.info(
+            "%s: group %r waits for Terminating pods to release replica indexes %s",
+            run.key,
+            group,
+            sorted(held),
+        )
+    return len(held)
 
 
 def create_worker(

@@ -111,9 +111,9 @@ class ClusterRun:
     show yet: a status computed now is already out of date, and the pass that sees them
     comes by itself (their events, or the queue's wake-up)."""
     recheck_in: float | None = None
-    """Seconds until the first expectation this pass waited for may lapse: the pass
-    looks again then, so a lost event costs one expectation timeout, not that plus the
-    periodic resync. None: it waits only for queued creates, whose queue wakes it."""
+    """Seconds until the first expectation this pass waited for may lapse, or the first
+    replica index hold ends: the pass looks again then, so a lost event costs one
+    expectation timeout, not that plus the periodic resync. None: nothing of its own."""
     started: float = -1.0
     """When the pass began (the tools' clock's monotonic seconds); set on creation."""
 

@@ -1,8 +1,9 @@
 """A pod stuck Terminating (on a node without a kubelet, as on a lost one) does not
-count: a worker is replaced, the multi-host replica it belongs to is replaced whole, and
-a head pod is replaced (no GCS fault tolerance here). Times are measured from the delete
-request to the replacement, and printed (``pytest -s``). A pod deleted before any pass
-saw it never holds its group either."""
+count for good: a worker is replaced once the hold on its replica index ends, the
+multi-host replica it belongs to is replaced whole, and a head pod is replaced (no GCS
+fault tolerance here). Times are measured from the delete request to the replacement,
+and printed (``pytest -s``). A pod deleted before any pass saw it never holds its group
+either."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Iterator
 from hack.localcluster import LocalCluster
 from operator_runtime.api import FeatureGates
 from operator_runtime.controllers.raycluster import RayClusterOptions
+from operator_runtime.controllers.raycluster.podrules import INDEX_HOLD_SLACK_SECONDS
 from operator_runtime.render import RenderOptions
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import NotFound
@@ -31,6 +33,7 @@ from tests.integration.raycluster.conftest import (
 from tests.waiting import wait_for
 
 REPLICA = "ray.io/worker-group-replica-name"
+INDEX = "ray.io/worker-group-replica-index"
 
 
 @contextlib.contextmanager
@@ -96,15 +99,24 @@ def test_a_worker_stuck_terminating_is_replaced(
         # group until its create expectation lapsed, 100 s).
         stuck = wait_for("a worker", workers, timeout=60)[0]
         started = time.monotonic()
-        client.delete(POD, stuck, namespace)
+        # Its deletion deadline is a second away: its replica index is held until
+        # INDEX_HOLD_SLACK_SECONDS past it, then the worker is replaced under another.
+        client.delete(POD, stuck, namespace, grace_period_seconds=1)
         # Old code counted the Terminating pod as one of the 2 replicas forever.
-        wait_for("2 live workers", lambda: len(workers()) == 2)
+        wait_for("2 live workers", lambda: len(workers()) == 2, timeout=60)
         elapsed = time.monotonic() - started
         print(f"\nworker replaced {elapsed:.2f}s after it stuck Terminating")
         assert _terminating(client, namespace, stuck)
+        # The deadline is written to the second, so it may read up to 1 s early.
+        assert elapsed >= INDEX_HOLD_SLACK_SECONDS, "its index was still held"
         replacement = workers()
         settle(2)
         assert workers() == replacement, "more than one replacement"
+        carried = [
+            p["metadata"]["labels"][INDEX]
+            for p in pods(client, namespace, "ray.io/cluster=lost,ray.io/node-type=worker")
+        ]
+        assert len(carried) == 3 and len(set(carried)) == 3, f"an index is shared: {carried}"
 
 
 def test_a_create_is_reflected_by_the_deletion_of_a_pod_no_pass_saw(
@@ -140,6 +152,9 @@ def test_a_multi_host_replica_with_a_host_stuck_terminating_is_replaced_whole(
     manifest = raycluster("slice", namespace, workers=1)
     group = manifest["spec"]["workerGroupSpecs"][0]
     group["numOfHosts"] = 2
+    # Each host's deletion deadline is a second after its delete (ours too, of the
+    # partner): the replica index is held until INDEX_HOLD_SLACK_SECONDS past them.
+    group["template"]["spec"]["terminationGracePeriodSeconds"] = 1
 
     def workers() -> list[Object]:
         return live_pods(client, namespace, "slice", "worker")
@@ -158,6 +173,7 @@ def test_a_multi_host_replica_with_a_host_stuck_terminating_is_replaced_whole(
         client.create(manifest)
         wait_for("a replica of 2 hosts", lambda: len(workers()) == 2, timeout=60)
         (old_replica,) = replicas()
+        (old_index,) = {p["metadata"]["labels"][INDEX] for p in workers()}
         stuck, partner = names()
         started = time.monotonic()
         client.delete(POD, stuck, namespace)
@@ -172,7 +188,10 @@ def test_a_multi_host_replica_with_a_host_stuck_terminating_is_replaced_whole(
         print(f"\nmulti-host replica replaced {elapsed:.2f}s after a host stuck Terminating")
         assert _terminating(client, namespace, stuck), "the host is still stuck"
         assert _terminating(client, namespace, partner), "its partner was deleted with it"
+        assert elapsed >= INDEX_HOLD_SLACK_SECONDS, "its replica index was still held"
         assert len(replicas()) == 1
+        (index,) = {p["metadata"]["labels"][INDEX] for p in workers()}
+        assert index != old_index, "the stuck hosts' index is never shared"
         replacement = names()
         settle(3)
         assert names() == replacement, "more than one replacement"

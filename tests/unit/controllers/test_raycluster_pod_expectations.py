@@ -162,7 +162,9 @@ def test_a_new_worker_deleted_before_any_pass_saw_it_is_replaced_at_once() -> No
     world.reconcile(5)
     (created,) = world.client.created
     terminating = copy.deepcopy(created)
-    terminating["metadata"]["deletionTimestamp"] = "2026-11-24T00:00:00Z"
+    # Its deletion deadline long past, so its replica index is not held either (that
+    # hold, until the pod is gone, is test_raycluster_terminating_counts.py's).
+    terminating["metadata"]["deletionTimestamp"] = "2025-12-31T00:00:00Z"
     world.pods.upsert(terminating)
     world.reconcile(5)
     assert len(world.client.created) == 2

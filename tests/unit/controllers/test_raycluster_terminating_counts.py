@@ -8,6 +8,7 @@ is tests/integration/raycluster/test_raycluster_terminating_pods.py."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
 from typing import Any
 
 import pytest
@@ -15,12 +16,18 @@ import pytest
 from operator_runtime.api import FeatureGates
 from operator_runtime.controllers.raycluster.multihost import ReplicasReplaced
 from operator_runtime.controllers.raycluster.options import RayClusterOptions
-from operator_runtime.controllers.raycluster.podrules import live_pods
+from operator_runtime.controllers.raycluster.podrules import (
+    INDEX_HOLD_SLACK_SECONDS,
+    held_replica_indexes,
+    live_pods,
+)
 from operator_runtime.render import RenderOptions
 from operator_runtime.runtime.kinds import Object
 from tests.unit.controllers.test_raycluster_pod_expectations import World, pod, raw_cluster
 
-GONE = "2026-01-01T00:00:00Z"
+GONE = "2025-12-31T00:00:00Z"
+"""A deletion deadline a day before the World's clock: the pod is stuck on a lost node,
+long past any replica index hold (INDEX_HOLD_SLACK_SECONDS)."""
 
 
 def terminating(item: Object) -> Object:
@@ -170,3 +177,119 @@ def test_a_scale_down_stays_done_while_the_deleted_pod_terminates() -> None:
     world.run()
     world.run()
     assert world.client.deleted == [victim] and world.client.created == []
+
+
+# Replica indexes (RayMultiHostIndexing, on by default): a Terminating single-host worker
+# holds its index until it is gone or INDEX_HOLD_SLACK_SECONDS past its deletion deadline.
+# KubeRay's e2e TestRayClusterSingleHostMultiSlice found two pods sharing one index.
+
+NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)  # the World's FakeClock wall time
+
+
+def worker(index: int, *, deadline_in: float | None = None) -> Object:
+    """Worker ``c-g-worker-<index>`` carrying replica index ``index``; Terminating with
+    its deletion deadline ``deadline_in`` seconds from NOW if given."""
+    item = pod(f"c-g-worker-{index}")
+    item["metadata"]["labels"]["ray.io/worker-group-replica-index"] = str(index)
+    if deadline_in is not None:
+        deadline = NOW + datetime.timedelta(seconds=deadline_in)
+        item["metadata"]["deletionTimestamp"] = deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return item
+
+
+def indexes(pods: list[Object]) -> list[str]:
+    return [p["metadata"]["labels"]["ray.io/worker-group-replica-index"] for p in pods]
+
+
+@pytest.mark.parametrize(
+    ("pods", "held"),
+    [
+        ([worker(0), worker(1)], {}),
+        ([worker(0), worker(1, deadline_in=30)], {1: 30 + INDEX_HOLD_SLACK_SECONDS}),
+        ([worker(1, deadline_in=-5)], {1: INDEX_HOLD_SLACK_SECONDS - 5}),
+        ([worker(1, deadline_in=-INDEX_HOLD_SLACK_SECONDS)], {}),  # a lost node's pod
+        ([worker(1, deadline_in=30), worker(1)], {}),  # a live pod carries it already
+        ([terminating(pod("c-g-worker-x"))], {}),  # no index: nothing to hold
+    ],
+)
+def test_held_replica_indexes(pods: list[Object], held: dict[int, float]) -> None:
+    assert held_replica_indexes(pods, NOW) == held
+
+
+def indexed(pods: list[Object], replicas: int) -> Cluster:
+    world = Cluster([pod("c-head-x", "head"), *pods])
+    world.raw = raw_cluster(replicas)
+    return world
+
+
+def test_a_terminating_worker_holds_its_index_until_it_is_gone() -> None:
+    world = indexed([worker(0), worker(1, deadline_in=30), worker(2)], 3)
+    world.run()
+    # Old code replaced it at once, under index 1: two pods carried it.
+    assert world.client.created == [] and world.client.deleted == []
+    world.pods.remove(("ns", "c-g-worker-1"))  # the kubelet reports it gone
+    world.run()
+    assert indexes(world.created("worker")) == ["1"]
+
+
+def test_a_scale_up_beside_a_terminating_worker_takes_a_new_index() -> None:
+    world = indexed([worker(0), worker(1, deadline_in=30), worker(2)], 4)
+    world.run()
+    assert indexes(world.created("worker")) == ["3"], "one made now; index 1 is held"
+
+
+def test_the_pass_looks_again_when_the_hold_ends_and_replaces_under_another_index() -> None:
+    world = indexed([worker(0), worker(1, deadline_in=30), worker(2)], 3)
+    run = world.pass_over(world.raw)
+    assert run.recheck_in == 30 + INDEX_HOLD_SLACK_SECONDS
+    world.clock.advance(30 + INDEX_HOLD_SLACK_SECONDS)  # the pod never goes: a lost node
+    world.run()
+    assert indexes(world.created("worker")) == ["3"], "index 1 is never shared"
+    assert world.client.deleted == []
+
+
+def test_a_held_index_never_makes_a_scale_down_delete_twice() -> None:
+    world = indexed([worker(0), worker(1), worker(2)], 2)
+    world.run()
+    (victim,) = world.client.deleted
+    victim_pod = world.pods.get("ns", victim)
+    assert victim_pod is not None
+    victim_pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:30Z"
+    world.pods.upsert(victim_pod)
+    for _ in range(3):
+        world.run()
+    assert world.client.deleted == [victim] and world.client.created == []
+
+
+def test_without_indexing_a_terminating_worker_is_replaced_at_once() -> None:
+    world = Cluster(
+        [pod("c-head-x", "head"), worker(0), worker(1, deadline_in=30)],
+        gates="RayMultiHostIndexing=false",
+    )
+    world.raw = raw_cluster(2)
+    world.run()
+    assert len(world.created("worker")) == 1
+
+
+def test_a_broken_multi_host_replica_is_made_again_under_its_index_once_gone() -> None:
+    soon = "2026-01-01T00:00:30Z"  # a deletion deadline 30 s from the World's clock
+    going, partner = host("aaaaa", 0, 1), host("aaaaa", 0, 0)
+    going["metadata"]["deletionTimestamp"] = soon
+    world = multi_host([pod("c-head-x", "head"), partner, going])
+    with pytest.raises(ReplicasReplaced):
+        world.run()
+    assert world.client.deleted == ["c-g-aaaaa-0"]
+    partner["metadata"]["deletionTimestamp"] = soon
+    world.pods.upsert(partner)
+    world.run()
+    # Old code made the new replica at once under index 0, beside its Terminating hosts.
+    assert world.created("worker") == []
+    world.pods.remove(("ns", "c-g-aaaaa-0"))
+    world.pods.remove(("ns", "c-g-aaaaa-1"))
+    world.run()
+    assert indexes(world.created("worker")) == ["0", "0"]
+
+
+def test_an_index_deleted_by_this_very_pass_is_held() -> None:
+    pods = [worker(0), worker(1)]
+    assert held_replica_indexes(pods, NOW, going={"c-g-worker-1"}) == {1: INDEX_HOLD_SLACK_SECONDS}
