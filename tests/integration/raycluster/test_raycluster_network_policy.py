@@ -34,7 +34,7 @@ from tests.integration.raycluster.conftest import (
     raycluster,
     recorded,
 )
-from tests.kubeclient import make_client
+from tests.kubeclient import edit, make_client
 from tests.waiting import wait_for
 
 GATE = "RayClusterNetworkPolicy"
@@ -109,10 +109,18 @@ def group(name: str) -> dict[str, Any]:
     }
 
 
-def update_spec(client: KubeClient, namespace: str, name: str, **changes: Any) -> None:
-    cluster = get_cluster(client, namespace, name)
-    cluster["spec"].update(copy.deepcopy(changes))
-    client.update(cluster)
+def edit_spec(client: KubeClient, namespace: str, name: str, **changes: Any) -> Object:
+    """Set top-level ``spec`` fields of RayCluster ``name`` (None removes one), as a
+    user's edit that the operator's status writes may race (``edit`` retries a 409)."""
+
+    def change(cluster: Object) -> None:
+        for key, value in copy.deepcopy(changes).items():
+            if value is None:
+                cluster["spec"].pop(key, None)
+            else:
+                cluster["spec"][key] = value
+
+    return edit(client, RAY_CLUSTER, name, namespace, change)
 
 
 def owned_by(policy: Object, uid: str) -> bool:
@@ -199,7 +207,7 @@ def test_policies_follow_the_spec(
     recorded(client, namespace, "UpdatedNetworkPolicy", "np")
 
     # DenyAllIngress: egress is no longer restricted, so its rules and type go.
-    update_spec(
+    edit_spec(
         client, namespace, "np",
         networkPolicy={"mode": "DenyAllIngress", "head": {"ingressRules": [MONITORING]}},
     )  # fmt: skip
@@ -214,11 +222,10 @@ def test_policies_follow_the_spec(
     assert len(head["spec"]["ingress"]) == 2
 
     # A group removed: its policy goes; the others stay.
-    cluster = get_cluster(client, namespace, "np")
-    cluster["spec"]["workerGroupSpecs"] = [
-        g for g in cluster["spec"]["workerGroupSpecs"] if g["groupName"] != "gpu"
-    ]
-    client.update(cluster)
+    edit_spec(client, namespace, "np", workerGroupSpecs=[
+        g for g in get_cluster(client, namespace, "np")["spec"]["workerGroupSpecs"]
+        if g["groupName"] != "gpu"
+    ])  # fmt: skip
     wait_for(
         "the removed group's policy deleted",
         lambda: policy_names(client, namespace) == {"np-head", "np-workers-small"},
@@ -227,9 +234,7 @@ def test_policies_follow_the_spec(
     assert "np-workers-gpu" in deleted[0]["note"]
 
     # The field removed: every policy goes.
-    cluster = get_cluster(client, namespace, "np")
-    del cluster["spec"]["networkPolicy"]
-    client.update(cluster)
+    edit_spec(client, namespace, "np", networkPolicy=None)
     wait_for("every policy deleted", lambda: policy_names(client, namespace) == set())
 
 
@@ -262,9 +267,8 @@ def test_a_namesake_is_never_taken_over(
 
     # Its owner removes it; the next pass (a spec change starts one) creates ours.
     client.delete(NETWORK_POLICY, "col-head", namespace)
-    cluster = get_cluster(client, namespace, "col")
-    cluster["spec"]["workerGroupSpecs"].append(group("extra"))
-    client.update(cluster)
+    groups = get_cluster(client, namespace, "col")["spec"]["workerGroupSpecs"]
+    cluster = edit_spec(client, namespace, "col", workerGroupSpecs=[*groups, group("extra")])
     uid = cluster["metadata"]["uid"]
     wait_for(
         "the cluster's own policies",
@@ -276,9 +280,7 @@ def test_a_namesake_is_never_taken_over(
     assert owned_by(client.get(NETWORK_POLICY, "col-head", namespace), uid)
 
     # A sweep that deletes the cluster's stale policy leaves the labelled bystander alone.
-    cluster = get_cluster(client, namespace, "col")
-    cluster["spec"]["workerGroupSpecs"] = cluster["spec"]["workerGroupSpecs"][:1]
-    client.update(cluster)
+    edit_spec(client, namespace, "col", workerGroupSpecs=groups)
     wait_for(
         "the stale policy deleted",
         lambda: find(client, namespace, "col-workers-extra") is None,
@@ -316,9 +318,7 @@ def test_managed_elsewhere_and_deleting_clusters_are_left_alone(
             .get("deletionTimestamp")
         ),
     )
-    cluster = get_cluster(client, namespace, "going")
-    del cluster["spec"]["networkPolicy"]
-    client.update(cluster)
+    edit_spec(client, namespace, "going", networkPolicy=None)
     wait_for(
         "the update cached",
         lambda: (
