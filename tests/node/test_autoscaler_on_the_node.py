@@ -5,11 +5,13 @@ A head that offers no CPU and a worker group of 0 to 3: a program asks for two C
 the autoscaler raises ``replicas``, the operator makes the pods, they join and run the
 tasks. Idle, the autoscaler names its victims in ``workersToDelete``; the operator must
 delete exactly those pods and make none in their place (the scale-down bug this project
-began from), and the group settles at 0. Both autoscaler versions, under both operators.
+began from), and the group settles at 0. Both autoscaler versions, under both operators;
+v1's cluster comes from a Pulumi stack, which must preview no change once scaled.
 """
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
 import time
 from pathlib import Path
@@ -27,7 +29,6 @@ from tests.node.harness import (
     RAY_PODS_GONE_SECONDS,
     all_ready,
     cluster_spec,
-    deploy_operator,
     operators,
     pod_states,
     pods,
@@ -47,12 +48,15 @@ DEMAND_SECONDS = 600.0
 """From the program's start to its end: the autoscaler's loop (every 5 s for v1) sees the
 demand, the operator makes two pods, each starts a raylet and joins, the tasks run."""
 IDLE_TIMEOUT = 15
+STACK_SECONDS = 300.0
+"""The stack's ``up``, ``preview`` and ``destroy`` together: three engine runs against the
+local API server, with room for two loaded cores."""
 SETTLE_SECONDS = 300.0
 """From the program's end to no worker pod: idleTimeoutSeconds, the autoscaler's loop,
 then the pods' graceful stop."""
 
 pytestmark = pytest.mark.timeout(
-    HEAD_READY_SECONDS + DEMAND_SECONDS + SETTLE_SECONDS + RAY_PODS_GONE_SECONDS
+    HEAD_READY_SECONDS + DEMAND_SECONDS + SETTLE_SECONDS + RAY_PODS_GONE_SECONDS + STACK_SECONDS
 )
 """A scenario's own bounds in a row, and the namespace's clean-up after it (the
 ``ray_gone_after`` fixture's, which pytest-timeout counts too): the session's 600 s was
@@ -89,38 +93,58 @@ def autoscaled_spec(version: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("version", ["v1", "v2"])
 def test_the_autoscaler_scales_up_for_demand_and_down_by_exactly_its_victims(
-    real_cluster: LocalCluster, ray_namespace: str, version: str, request: pytest.FixtureRequest
+    real_cluster: LocalCluster,
+    ray_namespace: str,
+    version: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
 ) -> None:
-    ns, name = ray_namespace, f"auto-{version}"
+    """v1's cluster is made by a Pulumi stack (``autoscaled_stack``), as a platform team
+    makes one; once the autoscaler has scaled it up, ``pulumi preview
+    --expect-no-changes`` shows that the components leave ``replicas`` to it. v2's is
+    applied as a manifest of the same spec."""
+    ns = ray_namespace
     operator = request.node.callspec.params["ray_namespace"]
     kube = shared_client(real_cluster)
-    server_side_apply(real_cluster, ns, {
-        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name},
-        "spec": autoscaled_spec(version),
-    })  # fmt: skip
-    wait_for(
-        "the head (with its autoscaler) Ready by its probes",
-        lambda: all_ready(pods(real_cluster, ns, f"ray.io/cluster={name}"), 1),
-        timeout=HEAD_READY_SECONDS, interval=2.0, explain=lambda: pod_states(real_cluster, ns),
-    )  # fmt: skip
-    (head,) = pods(real_cluster, ns, f"ray.io/cluster={name},ray.io/node-type=head")
-    workers = f"ray.io/cluster={name},ray.io/node-type=worker"
-    with (
-        Recorder(kube, POD, ns, label_selector=workers) as worker_pods,
-        Recorder(kube, RAY_CLUSTER, ns, field_selector=f"metadata.name={name}") as clusters,
-    ):
-        demand = time.monotonic()
-        ran = real_cluster.kubectl("-n", ns, "exec", head["metadata"]["name"], "-c", "ray-head",
-                                   "--", "python", "-c", DEMAND,
-                                   timeout=DEMAND_SECONDS).stdout  # fmt: skip
-        ran_for = time.monotonic() - demand
-        idle = time.monotonic()
+    with contextlib.ExitStack() as cleanup:
+        if version == "v1":
+            stack = stacked_cluster(real_cluster, ns, tmp_path, version, cleanup)
+            (made,) = real_cluster.get_json("-n", ns, "raycluster")["items"]
+            name = str(made["metadata"]["name"])
+        else:
+            stack, name = None, f"auto-{version}"
+            server_side_apply(real_cluster, ns, {
+                "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": name},
+                "spec": autoscaled_spec(version),
+            })  # fmt: skip
         wait_for(
-            "the worker group back at 0 with no worker pod",
-            lambda: not pods(real_cluster, ns, workers) and replicas(kube, ns, name) == 0,
-            timeout=SETTLE_SECONDS, interval=1.0, explain=lambda: pod_states(real_cluster, ns),
+            "the head (with its autoscaler) Ready by its probes",
+            lambda: all_ready(pods(real_cluster, ns, f"ray.io/cluster={name}"), 1),
+            timeout=HEAD_READY_SECONDS, interval=2.0,
+            explain=lambda: pod_states(real_cluster, ns),
         )  # fmt: skip
-        settled_for = time.monotonic() - idle
+        (head,) = pods(real_cluster, ns, f"ray.io/cluster={name},ray.io/node-type=head")
+        workers = f"ray.io/cluster={name},ray.io/node-type=worker"
+        with (
+            Recorder(kube, POD, ns, label_selector=workers) as worker_pods,
+            Recorder(kube, RAY_CLUSTER, ns, field_selector=f"metadata.name={name}") as clusters,
+        ):
+            demand = time.monotonic()
+            ran = real_cluster.kubectl("-n", ns, "exec", head["metadata"]["name"], "-c",
+                                       head["spec"]["containers"][0]["name"], "--", "python",
+                                       "-c", DEMAND, timeout=DEMAND_SECONDS).stdout  # fmt: skip
+            ran_for = time.monotonic() - demand
+            idle = time.monotonic()  # the preview below runs while the workers idle
+            if stack is not None:
+                assert replicas(kube, ns, name) == 2
+                stack.run("preview", "--expect-no-changes")
+            wait_for(
+                "the worker group back at 0 with no worker pod",
+                lambda: not pods(real_cluster, ns, workers) and replicas(kube, ns, name) == 0,
+                timeout=SETTLE_SECONDS, interval=1.0,
+                explain=lambda: pod_states(real_cluster, ns),
+            )  # fmt: skip
+            settled_for = time.monotonic() - idle
     assert "ran on 2 workers" in ran, ran
 
     created = [e.object["metadata"]["name"] for e in worker_pods.events if e.type == "ADDED"]
@@ -145,39 +169,30 @@ def test_the_autoscaler_scales_up_for_demand_and_down_by_exactly_its_victims(
     assert victims == set(deleted), (victims, deleted)
 
 
+def stacked_cluster(
+    cluster: LocalCluster,
+    namespace: str,
+    work_dir: Path,
+    version: str,
+    cleanup: contextlib.ExitStack,
+) -> QuickstartStack:
+    """``pulumi up`` of the autoscaled stack into ``namespace``; destroyed on ``cleanup``."""
+    stack = QuickstartStack.create(cluster, work_dir / "stack", STACK_PROGRAM)
+    stack.run("stack", "init", "node")
+    settings = {
+        "namespace": namespace,
+        "rayImage": RAY_IMAGE,
+        "rayVersion": RAY_VERSION,
+        "autoscalerVersion": version,
+        "idleTimeoutSeconds": str(IDLE_TIMEOUT),
+    }
+    for key, value in settings.items():
+        stack.run("config", "set", key, value)
+    cleanup.callback(stack.run, "destroy", "--yes")
+    stack.run("up", "--yes")
+    return stack
+
+
 def replicas(kube: KubeClient, namespace: str, name: str) -> int:
     cluster = kube.get(RAY_CLUSTER, name, namespace)
     return int(cluster["spec"]["workerGroupSpecs"][0].get("replicas", 0))
-
-
-def test_a_stack_previews_no_change_after_the_autoscaler_scaled(
-    real_cluster: LocalCluster, real_namespace: str, tmp_path: Path
-) -> None:
-    """The Pulumi side: a stack's autoscaled RayCluster, scaled up by the autoscaler, is
-    what the stack says it should be (``pulumi preview --expect-no-changes``): the
-    components leave ``replicas`` to the autoscaler."""
-    ns = real_namespace
-    with deploy_operator(real_cluster, ns, tmp_path):
-        stack = QuickstartStack.create(real_cluster, tmp_path / "stack", STACK_PROGRAM)
-        stack.run("stack", "init", "node")
-        for key, value in (("namespace", ns), ("rayImage", RAY_IMAGE),
-                           ("rayVersion", RAY_VERSION)):  # fmt: skip
-            stack.run("config", "set", key, value)
-        stack.run("up", "--yes")
-        try:
-            (cluster,) = real_cluster.get_json("-n", ns, "raycluster")["items"]
-            name = cluster["metadata"]["name"]
-            wait_for("the head Ready",
-                     lambda: all_ready(pods(real_cluster, ns, f"ray.io/cluster={name}"), 1),
-                     timeout=HEAD_READY_SECONDS, interval=2.0,
-                     explain=lambda: pod_states(real_cluster, ns))  # fmt: skip
-            (head,) = pods(real_cluster, ns, f"ray.io/cluster={name},ray.io/node-type=head")
-            ran = real_cluster.kubectl("-n", ns, "exec", head["metadata"]["name"], "-c",
-                                       head["spec"]["containers"][0]["name"], "--", "python",
-                                       "-c", DEMAND, timeout=DEMAND_SECONDS).stdout  # fmt: skip
-            assert "ran on 2 workers" in ran, ran
-            kube = shared_client(real_cluster)
-            assert replicas(kube, ns, name) == 2
-            stack.run("preview", "--expect-no-changes")
-        finally:
-            stack.run("destroy", "--yes")

@@ -14,11 +14,12 @@ ray = {
 RayCluster(
     "stacked", namespace=config.require("namespace"), ray_version=config.require("rayVersion"),
     enable_in_tree_autoscaling=True,
-    autoscaler_options={"idle_timeout_seconds": 600,
+    autoscaler_options={"version": config.require("autoscalerVersion"),
+                        "idle_timeout_seconds": config.require_int("idleTimeoutSeconds"),
                         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"},
                                       "limits": {"cpu": "500m", "memory": "512Mi"}}},
     head_group_spec={"ray_start_params": {"num-cpus": "0"},
                      "template": {"spec": {"containers": [ray]}}},
-    worker_group_specs=[{"group_name": "cpu", "min_replicas": 0, "max_replicas": 2,
+    worker_group_specs=[{"group_name": "cpu", "min_replicas": 0, "max_replicas": 3,
                          "template": {"spec": {"containers": [ray]}}}],
 )  # fmt: skip
