@@ -22,6 +22,7 @@ from operator_runtime.controllers.raycluster.podrules import (
     live_pods,
 )
 from operator_runtime.render import RenderOptions
+from operator_runtime.runtime.clock import format_time
 from operator_runtime.runtime.kinds import Object
 from tests.unit.controllers.test_raycluster_pod_expectations import World, pod, raw_cluster
 
@@ -192,9 +193,13 @@ def worker(index: int, *, deadline_in: float | None = None) -> Object:
     item = pod(f"c-g-worker-{index}")
     item["metadata"]["labels"]["ray.io/worker-group-replica-index"] = str(index)
     if deadline_in is not None:
-        deadline = NOW + datetime.timedelta(seconds=deadline_in)
-        item["metadata"]["deletionTimestamp"] = deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
+        item["metadata"]["deletionTimestamp"] = deadline(deadline_in)
     return item
+
+
+def deadline(seconds: float) -> str:
+    """A deletion deadline ``seconds`` from NOW, as the API server writes one."""
+    return format_time(NOW + datetime.timedelta(seconds=seconds))
 
 
 def indexes(pods: list[Object]) -> list[str]:
@@ -254,7 +259,7 @@ def test_a_held_index_never_makes_a_scale_down_delete_twice() -> None:
     (victim,) = world.client.deleted
     victim_pod = world.pods.get("ns", victim)
     assert victim_pod is not None
-    victim_pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:30Z"
+    victim_pod["metadata"]["deletionTimestamp"] = deadline(30)
     world.pods.upsert(victim_pod)
     for _ in range(3):
         world.run()
@@ -272,7 +277,7 @@ def test_without_indexing_a_terminating_worker_is_replaced_at_once() -> None:
 
 
 def test_a_broken_multi_host_replica_is_made_again_under_its_index_once_gone() -> None:
-    soon = "2026-01-01T00:00:30Z"  # a deletion deadline 30 s from the World's clock
+    soon = deadline(30)
     going, partner = host("aaaaa", 0, 1), host("aaaaa", 0, 0)
     going["metadata"]["deletionTimestamp"] = soon
     world = multi_host([pod("c-head-x", "head"), partner, going])
