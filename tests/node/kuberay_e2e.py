@@ -5,7 +5,9 @@ A KubeRay test is one top-level Go test of a package of ray-operator v1.6.2
 (``hack.kuberay_e2e``); most run subtests, and each subtest's outcome is held here on
 its own. An outcome other than a pass is listed in ``EXPECTED`` with its reason, for
 both operators: a test KubeRay passes and ours fails is a bug or a difference
-``docs/conformance.md`` explains, and one both fail says what this machine lacks.
+``docs/conformance.md`` explains, and one both fail says what this machine lacks. A
+subtest whose outcome a race inside the test decides, lost under both operators, is in
+``RACES``: either outcome is accepted, and the report shows which it had.
 
 ``python -m tests.node.kuberay_e2e REPORT.jsonl...`` prints the per-test table of the
 results a run wrote (``make kuberay-e2e``).
@@ -224,11 +226,48 @@ EXPECTED: Mapping[str, Expected] = {
 """Tests whose outcome on this node is not a pass, by ``Result.test``."""
 
 
+_PG_SPREAD_RACE = (
+    "a race inside the test, lost under either operator: it deletes both workers and "
+    "counts the new ones, while Ray's autoscaler v2 ignores Terminating pods; when its 5 s "
+    "loop lands in the second or two before both replacements exist, it asks for one "
+    "more worker (replicas 3), which this node cannot schedule beside the other two, so "
+    "it never idles out and the count stays 3 (docs/conformance.md)"
+)
+RACES: Mapping[str, str] = {
+    "e2eautoscaler/TestRayClusterAutoscalerPlacementGroup/"
+    "Create_a_RayCluster_with_autoscaler_v2_enabled#02": _PG_SPREAD_RACE,
+    "e2eautoscaler/TestRayClusterAutoscalerPlacementGroup/"
+    "Create_a_RayCluster_with_autoscaler_v2_enabled#03": _PG_SPREAD_RACE,
+}  # fmt: skip
+"""Subtests whose outcome a race inside KubeRay's own test decides, seen lost under both
+operators here: a pass or a fail is accepted, and the report shows which. Not a skip: they
+run, and any other outcome (a panic, a timeout of the binary) still fails the run."""
+
+
 def expected(test: str, operator: str) -> str:
     entry = EXPECTED.get(test)
     if entry is None:
         return "PASS"
     return entry.ours if operator == "ours" else entry.kuberay
+
+
+def unexpected(results: list[Result], operator: str) -> list[tuple[str, str, str]]:
+    """``(test, outcome, expected)`` for each result that is neither what ``EXPECTED``
+    gives nor a raced subtest's pass or fail. A parent test fails when any subtest does,
+    so its fail is accepted when every failed subtest under it is one of ``RACES``."""
+    failed = {r.test for r in results if r.outcome == "FAIL"}
+    found = []
+    for result in results:
+        wanted = expected(result.test, operator)
+        if result.outcome == wanted:
+            continue
+        if result.test in RACES and result.outcome in ("PASS", "FAIL"):
+            continue
+        under = [t for t in failed if t.startswith(result.test + "/")]
+        if result.outcome == "FAIL" and under and all(t in RACES for t in under):
+            continue
+        found.append((result.test, result.outcome, wanted))
+    return found
 
 
 def record(results: Iterable[Result]) -> None:
@@ -256,7 +295,8 @@ def table(lines: Iterable[str]) -> str:
         cells = [f"{r.outcome} {r.seconds:.0f}s" if (r := by_test[test].get(o)) else "not run"
                  for o in operators]  # fmt: skip
         entry = EXPECTED.get(test)
-        rows.append(f"| {test} | " + " | ".join(cells) + f" | {entry.why if entry else ''} |")
+        why = entry.why if entry else RACES.get(test, "")
+        rows.append(f"| {test} | " + " | ".join(cells) + f" | {why} |")
     for test, why in sorted(NOT_RUN.items()):
         rows.append(f"| {test} | " + " | ".join("not run" for _ in operators) + f" | {why} |")
     return "\n".join(rows)
