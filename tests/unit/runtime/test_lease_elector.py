@@ -139,14 +139,21 @@ def test_renewal_against_a_silent_server_ends_by_the_renew_deadline() -> None:
     outcome: list[bool] = []
     holder = threading.Thread(target=lambda: outcome.append(a.hold(threading.Event())))
     holder.start()
-    while a.valid():
+    # The last moment valid() was seen true, taken before the call that said so: on a
+    # loaded machine this loop may wake late, which only thins the samples, never moves
+    # one past the deadline unless valid() itself said true too late.
+    last_valid = 0.0
+    while True:
+        before = time.monotonic()
+        if not a.valid():
+            break
+        last_valid = before - renewed_at
         time.sleep(0.005)
-    invalid_after = time.monotonic() - renewed_at
     holder.join(5)
-    held_for = time.monotonic() - renewed_at
+    assert not holder.is_alive(), "the renewal against a silent server never ended"
     assert outcome == [False] and not a.is_leader
-    assert invalid_after <= config.renew_deadline + 0.05, "no acting past the renew deadline"
-    assert held_for <= config.renew_deadline + 0.3, "the renewal ended by its deadline"
+    assert last_valid <= config.renew_deadline, "no acting past the renew deadline"
+    # Every request of the renewal was bounded by the leadership's own end.
     assert all(d <= a.leading_until + 1e-6 for d in store.deadlines[1:])
 
 
