@@ -14,11 +14,11 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 SANDBOX := $(PY) -m hack.sandbox --
 # The suite runs on pytest-xdist workers: its tests mostly wait (on the operator, a Ray head,
-# the Pulumi engine), so more workers than cores keep two cores busy. Measured on a clean
-# clone of the same commit (2026-11-30): 3 workers 1,756 s in pytest, 4 workers 1,476 s,
-# each test about 11% slower but the real node's group (one worker, 1,432 s) now the
-# longest, so a fifth worker would wait on it. tests/conftest.py orders and groups the
-# tests (one group per module, slowest tier first).
+# the Pulumi engine), so more workers than cores keep two cores busy. Measured on clean
+# clones (2026-11-30), seconds in pytest: 3 workers 1,647 and 1,756; 4 workers 1,476 and
+# 1,733. Each test runs about 11% slower, and the real node's group (one worker, about
+# 1,430 s) is then about as long as the run, so a fifth worker would wait on it.
+# tests/conftest.py orders and groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 4
 
 .PHONY: test demo node-compare kuberay-e2e kuberay-e2e-build bench shell lint venv policy-venv floor-venv localcluster localcluster-1.36 node node-1.36 pulumi-engine sdk-deps kuberay kueue gang-schedulers cert-manager prometheus image ray-image ray-image-newer redis-image crds permissions dashboards schema clean
