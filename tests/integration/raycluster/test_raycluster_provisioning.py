@@ -89,12 +89,23 @@ def test_one_head_and_five_workers_become_ready(
     assert [p["metadata"]["name"] for p in selected] == [head["metadata"]["name"]]
 
     labels = {"name": "demo", "namespace": namespace, "uid": obj["metadata"]["uid"]}
-    duration = operator.sample("kuberay_cluster_provisioned_duration_seconds", labels)
-    assert duration is not None and 0 < duration <= time_to_ready + 2
+    # The operator records the duration once its status write has returned, so a test
+    # that saw that status may sample a moment before the operator records it.
+    duration = wait_for(
+        "the provisioned duration recorded",
+        lambda: operator.sample("kuberay_cluster_provisioned_duration_seconds", labels),
+        timeout=10,
+    )
+    assert 0 < duration <= time_to_ready + 2
     assert operator.sample("kuberay_cluster_info", {**labels, "owner_kind": "None"}) == 1
-    assert (
-        operator.sample("kuberay_cluster_condition_provisioned", {**labels, "condition": "true"})
-        == 1
+    # Computed on scrape from the operator's cache, which the watch fills after the write.
+    wait_for(
+        "the provisioned condition metric true",
+        lambda: operator.sample(
+            "kuberay_cluster_condition_provisioned", {**labels, "condition": "true"}
+        )
+        == 1,
+        timeout=10,
     )
 
     # A steady cluster costs no more status writes.
