@@ -25,6 +25,8 @@ from tests import tierscope
 from tests.kept import Keeper, keeping, stop_unwanted
 from tests.kubeclient import fresh_namespace
 
+pytest_plugins = ("tests.cputime",)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SANDBOXED_TIERS = ("integration", "contract", "e2e", "node", "node136")
 OUTSIDE_SANDBOX_EXIT = 4

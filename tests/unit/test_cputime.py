@@ -1,0 +1,56 @@
+"""tests/cputime.py: a test's CPU, its children's included, and not its sleep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+pytest_plugins = ["pytester"]
+
+TESTS = """
+import subprocess, sys, time
+
+def test_spins():
+    end = time.process_time() + 0.4
+    while time.process_time() < end:
+        pass
+
+def test_child_spins():
+    subprocess.run([sys.executable, "-c",
+                    "import time\\nend = time.process_time() + 0.4\\n"
+                    "while time.process_time() < end: pass"], check=True)
+
+def test_sleeps():
+    time.sleep(0.4)
+"""
+
+
+def test_cpu_of_the_test_and_its_children_is_reported_and_sleep_is_not(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
+    pytester.makepyfile(test_load=TESTS)
+    result = pytester.runpytest_subprocess("-p", "tests.cputime", "-p", "no:randomly",
+                                           "--junitxml=out.xml")  # fmt: skip
+    result.assert_outcomes(passed=3)
+    cases = ElementTree.parse(pytester.path / "out.xml").iter("testcase")
+    seconds = {
+        case.get("name"): float(prop.get("value", ""))
+        for case in cases
+        for prop in case.iter("property")
+        if prop.get("name") == "cpu_seconds"
+    }
+    assert seconds.keys() == {"test_spins", "test_child_spins", "test_sleeps"}, seconds
+    assert seconds["test_spins"] >= 0.35
+    assert seconds["test_child_spins"] >= 0.35  # a child's, counted once it is reaped
+    assert seconds["test_sleeps"] < 0.2
+    result.stdout.re_match_lines([
+        r"=+ most CPU by module \(of \d+ CPU-s counted\) =+",
+        r"the machine's CPUs: \d+% busy over the session, \d+ CPU-s; "
+        r"some task waiting for a CPU \d+ s",
+        r"\s+\d+\.\d CPU-s  test_load\.py",
+    ])  # fmt: skip
