@@ -1,0 +1,28 @@
+"""tests/waiting.py: a wait that took a while says how long; a quick one says nothing."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from tests import waiting
+
+
+def test_a_long_wait_is_printed_with_its_length_and_a_quick_one_is_not(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(waiting, "REPORTED_SECONDS", 0.2)
+    assert waiting.wait_for("at once", lambda: "yes") == "yes"
+    ready_at = time.monotonic() + 0.3
+    assert waiting.wait_for("a while", lambda: time.monotonic() >= ready_at, interval=0.05)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and re.fullmatch(r"waited \d+\.\d s for a while", lines[0]), lines
+
+
+def test_a_timeout_names_what_was_awaited_and_what_was_seen() -> None:
+    with pytest.raises(AssertionError, match=r"timed out after 0.1s waiting for never; "
+                       r"last seen: stuck"):  # fmt: skip
+        waiting.wait_for("never", lambda: False, timeout=0.1, interval=0.02,
+                         explain=lambda: "stuck")  # fmt: skip
