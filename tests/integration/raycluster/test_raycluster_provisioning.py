@@ -101,10 +101,12 @@ def test_one_head_and_five_workers_become_ready(
     # Computed on scrape from the operator's cache, which the watch fills after the write.
     wait_for(
         "the provisioned condition metric true",
-        lambda: operator.sample(
-            "kuberay_cluster_condition_provisioned", {**labels, "condition": "true"}
-        )
-        == 1,
+        lambda: (
+            operator.sample(
+                "kuberay_cluster_condition_provisioned", {**labels, "condition": "true"}
+            )
+            == 1
+        ),
         timeout=10,
     )
 
