@@ -48,7 +48,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.pluginmanager.register(ModuleTotals(), "cputime-totals")
+    if not hasattr(config, "workerinput"):  # an xdist worker's reports go to the controller
+        config.pluginmanager.register(ModuleTotals(), "cputime-totals")
 
 
 class ModuleTotals:
