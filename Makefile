@@ -15,9 +15,9 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum 
 SANDBOX := $(PY) -m hack.sandbox --
 # The suite runs on pytest-xdist workers: its tests mostly wait (on the operator, a Ray head,
 # the Pulumi engine), so more workers than cores keep two cores busy. Measured on clean
-# clones (2026-11-30), seconds in pytest: 3 workers 1,647 and 1,756; 4 workers 1,476 and
-# 1,733. Each test runs about 11% slower, and the real node's group (one worker, about
-# 1,430 s) is then about as long as the run, so a fifth worker would wait on it.
+# clones (2026-11-30), seconds in pytest: 3 workers 1,647 and 1,756; 4 workers 1,476,
+# 1,733, 1,652 and 1,758. The two CPUs are then 96% busy for the whole run (the report at
+# its end, tests/cputime.py), so a fifth worker would only share them.
 # tests/conftest.py orders and groups the tests (one group per module, slowest tier first).
 TEST_WORKERS ?= 4
 
