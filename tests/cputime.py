@@ -6,11 +6,13 @@ sleeps for a minute and one that builds an image for a minute look alike there. 
 test's CPU goes into its report as the ``cpu_seconds`` user property (so into the JUnit
 file) and the session ends with the modules that used most.
 
-What is counted: the pytest process's own CPU and that of the processes it waited for
-(``os.times``), from the test's setup to the end of its teardown. A process that
-outlives the test is counted when it is reaped (a session's control plane, at the last
-test of the worker that started it); one reparented away (a pod on the real node, a
-daemon ``ray start`` left running) is not counted at all.
+What is counted, from the test's setup to the end of its teardown: the pytest process's
+own CPU and that of the processes it waited for (``os.times``), and what its live
+descendants used meanwhile (``/proc``). So a process that outlives the test, such as a
+session's control plane, is charged to each test for its share while that test runs,
+not all at once to the test whose teardown reaps it. One reparented away (a pod on the
+real node, a daemon ``ray start`` left running) is not counted at all; the session's
+summary says how much that leaves out.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 import pytest
 
@@ -26,24 +29,89 @@ PROPERTY = "cpu_seconds"
 SHOWN = 15
 """How many modules the session's summary names."""
 
-_STARTED = pytest.StashKey[float]()
+_TICK = os.sysconf("SC_CLK_TCK")
+
+Process = tuple[int, int]
+"""A process as ``/proc`` tells it apart from a later one of the same pid: (pid, start)."""
 
 
-def _cpu() -> float:
-    times = os.times()
-    return times.user + times.system + times.children_user + times.children_system
+@dataclass(frozen=True)
+class Reading:
+    """CPU seconds so far: this process's and its reaped children's, and each live
+    descendant's (its own and its reaped children's)."""
+
+    own: float
+    descendants: Mapping[Process, float]
+
+    @classmethod
+    def now(cls) -> Reading:
+        times = os.times()
+        own = times.user + times.system + times.children_user + times.children_system
+        return cls(own, _descendants(os.getpid()))
+
+    def since(self, earlier: Reading) -> float:
+        """CPU seconds used between ``earlier`` and this reading by this process and
+        its descendants. A descendant alive at both is charged its difference, a new
+        one all it has used; one gone since ``earlier`` was reaped by this process or
+        a descendant, whose figure now holds all of it, so its earlier part is taken
+        back out (unless it is still alive, only reparented out of view)."""
+        used = self.own - earlier.own
+        for process, seconds in self.descendants.items():
+            used += seconds - earlier.descendants.get(process, 0.0)
+        for process, seconds in earlier.descendants.items():
+            if process not in self.descendants and _cpu_of(process[0], process[1]) is None:
+                used -= seconds
+        return used
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            text = stat.read()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()  # fields from the 3rd, past the name
+
+
+def _cpu_of(pid: int, start: int | None = None) -> float | None:
+    """``pid``'s CPU seconds with its reaped children's; None if it is gone (or is
+    another process than the one started at ``start``)."""
+    fields = _stat(pid)
+    if fields is None or (start is not None and int(fields[19]) != start):
+        return None
+    return sum(int(f) for f in fields[11:15]) / _TICK
+
+
+def _descendants(root: int) -> dict[Process, float]:
+    """Each live descendant of ``root`` with its CPU seconds. Children are listed by
+    the thread that started them (``/proc/PID/task/TID/children``), so every thread's."""
+    found: dict[Process, float] = {}
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        with contextlib.suppress(OSError):
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
+                    todo.extend(int(child) for child in f.read().split())
+        if pid != root and (fields := _stat(pid)) is not None:
+            found[(pid, int(fields[19]))] = sum(int(f) for f in fields[11:15]) / _TICK
+    return found
+
+
+_STARTED = pytest.StashKey[Reading]()
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-    item.stash[_STARTED] = _cpu()
+    item.stash[_STARTED] = Reading.now()
     yield
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     if call.when == "teardown" and _STARTED in item.stash:
-        item.user_properties.append((PROPERTY, round(_cpu() - item.stash[_STARTED], 2)))
+        used = Reading.now().since(item.stash[_STARTED])
+        item.user_properties.append((PROPERTY, round(used, 2)))
     yield
 
 

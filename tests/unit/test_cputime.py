@@ -1,4 +1,5 @@
-"""tests/cputime.py: a test's CPU, its children's included, and not its sleep."""
+"""tests/cputime.py: a test's CPU, its children's included (charged to the test they
+ran in), and not its sleep."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
 
 TESTS = """
-import subprocess, sys, time
+import os, signal, subprocess, sys, time
 
 def test_spins():
     end = time.process_time() + 0.4
@@ -26,6 +27,22 @@ def test_child_spins():
 
 def test_sleeps():
     time.sleep(0.4)
+
+SPINNER = []
+
+def test_starts_a_spinner_it_leaves_running():
+    SPINNER.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+    tick = os.sysconf("SC_CLK_TCK")
+    while True:
+        fields = open(f"/proc/{SPINNER[0].pid}/stat").read().rsplit(")", 1)[1].split()
+        if (int(fields[11]) + int(fields[12])) / tick >= 0.4:
+            break
+        time.sleep(0.05)
+    SPINNER[0].send_signal(signal.SIGSTOP)
+
+def test_reaps_the_spinner():
+    SPINNER[0].kill()
+    SPINNER[0].wait()
 """
 
 
@@ -36,7 +53,7 @@ def test_cpu_of_the_test_and_its_children_is_reported_and_sleep_is_not(
     pytester.makepyfile(test_load=TESTS)
     result = pytester.runpytest_subprocess("-p", "tests.cputime", "-p", "no:randomly",
                                            "--junitxml=out.xml")  # fmt: skip
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=5)
     cases = ElementTree.parse(pytester.path / "out.xml").iter("testcase")
     seconds = {
         case.get("name"): float(prop.get("value", ""))
@@ -44,10 +61,17 @@ def test_cpu_of_the_test_and_its_children_is_reported_and_sleep_is_not(
         for prop in case.iter("property")
         if prop.get("name") == "cpu_seconds"
     }
-    assert seconds.keys() == {"test_spins", "test_child_spins", "test_sleeps"}, seconds
+    assert seconds.keys() == {
+        "test_spins", "test_child_spins", "test_sleeps",
+        "test_starts_a_spinner_it_leaves_running", "test_reaps_the_spinner",
+    }, seconds  # fmt: skip
     assert seconds["test_spins"] >= 0.35
     assert seconds["test_child_spins"] >= 0.35  # a child's, counted once it is reaped
     assert seconds["test_sleeps"] < 0.2
+    # A child that outlives its test is charged to the test it spun in, not to the one
+    # that reaps it.
+    assert seconds["test_starts_a_spinner_it_leaves_running"] >= 0.35
+    assert seconds["test_reaps_the_spinner"] < 0.2
     result.stdout.re_match_lines([
         r"=+ most CPU by module \(of \d+ CPU-s counted\) =+",
         r"the machine's CPUs: \d+% busy over the session, \d+ CPU-s; "
