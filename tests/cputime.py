@@ -38,10 +38,11 @@ Process = tuple[int, int]
 @dataclass(frozen=True)
 class Reading:
     """CPU seconds so far: this process's and its reaped children's, and each live
-    descendant's (its own and its reaped children's)."""
+    descendant's (its own and its reaped children's) with its parent (None: this
+    process)."""
 
     own: float
-    descendants: Mapping[Process, float]
+    descendants: Mapping[Process, tuple[Process | None, float]]
 
     @classmethod
     def now(cls) -> Reading:
@@ -52,49 +53,43 @@ class Reading:
     def since(self, earlier: Reading) -> float:
         """CPU seconds used between ``earlier`` and this reading by this process and
         its descendants. A descendant alive at both is charged its difference, a new
-        one all it has used; one gone since ``earlier`` was reaped by this process or
-        a descendant, whose figure now holds all of it, so its earlier part is taken
-        back out (unless it is still alive, only reparented out of view)."""
+        one all it has used. One gone since ``earlier`` whose parent is still here was
+        reaped by that parent, whose figure now holds all it used, so its earlier part
+        is taken back out; one whose parent is gone too was reaped out of view (an
+        orphan goes to the sandbox's init), so what it used since is lost, and what
+        was charged before stays."""
         used = self.own - earlier.own
-        for process, seconds in self.descendants.items():
-            used += seconds - earlier.descendants.get(process, 0.0)
-        for process, seconds in earlier.descendants.items():
-            if process not in self.descendants and _cpu_of(process[0], process[1]) is None:
+        for process, (_, seconds) in self.descendants.items():
+            used += seconds - earlier.descendants.get(process, (None, 0.0))[1]
+        for process, (parent, seconds) in earlier.descendants.items():
+            if process not in self.descendants and (parent is None or parent in self.descendants):
                 used -= seconds
         return used
 
 
-def _stat(pid: int) -> list[str] | None:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            text = stat.read()
-    except OSError:
-        return None
-    return text[text.rindex(")") + 2 :].split()  # fields from the 3rd, past the name
-
-
-def _cpu_of(pid: int, start: int | None = None) -> float | None:
-    """``pid``'s CPU seconds with its reaped children's; None if it is gone (or is
-    another process than the one started at ``start``)."""
-    fields = _stat(pid)
-    if fields is None or (start is not None and int(fields[19]) != start):
-        return None
-    return sum(int(f) for f in fields[11:15]) / _TICK
-
-
-def _descendants(root: int) -> dict[Process, float]:
-    """Each live descendant of ``root`` with its CPU seconds. Children are listed by
-    the thread that started them (``/proc/PID/task/TID/children``), so every thread's."""
-    found: dict[Process, float] = {}
-    todo = [root]
+def _descendants(root: int) -> dict[Process, tuple[Process | None, float]]:
+    """Each live descendant of ``root`` with its parent and CPU seconds. Children are
+    listed by the thread that started them (``/proc/PID/task/TID/children``), so every
+    thread's."""
+    found: dict[Process, tuple[Process | None, float]] = {}
+    todo: list[tuple[int, Process | None]] = [(root, None)]
     while todo:
-        pid = todo.pop()
+        pid, parent = todo.pop()
+        fields = None
+        if pid != root:
+            try:
+                with open(f"/proc/{pid}/stat") as stat:
+                    text = stat.read()
+            except OSError:
+                continue
+            fields = text[text.rindex(")") + 2 :].split()  # from the 3rd field, past the name
+            process = (pid, int(fields[19]))
+            found[process] = (parent, sum(int(f) for f in fields[11:15]) / _TICK)
+        me = None if fields is None else (pid, int(fields[19]))
         with contextlib.suppress(OSError):
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
-                    todo.extend(int(child) for child in f.read().split())
-        if pid != root and (fields := _stat(pid)) is not None:
-            found[(pid, int(fields[19]))] = sum(int(f) for f in fields[11:15]) / _TICK
+                    todo.extend((int(child), me) for child in f.read().split())
     return found
 
 

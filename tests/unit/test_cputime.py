@@ -43,6 +43,32 @@ def test_starts_a_spinner_it_leaves_running():
 def test_reaps_the_spinner():
     SPINNER[0].kill()
     SPINNER[0].wait()
+
+ORPHAN = []
+
+def test_leaves_a_grandchild_spinning():
+    ORPHAN.append(subprocess.Popen([sys.executable, "-c",
+        "import subprocess, sys, time\\n"
+        "spinner = subprocess.Popen([sys.executable, '-c', 'while True: pass'])\\n"
+        "print(spinner.pid, flush=True)\\n"
+        "time.sleep(600)"], stdout=subprocess.PIPE, text=True))
+    ORPHAN.append(int(ORPHAN[0].stdout.readline()))
+    tick = os.sysconf("SC_CLK_TCK")
+    while True:
+        fields = open(f"/proc/{ORPHAN[1]}/stat").read().rsplit(")", 1)[1].split()
+        if (int(fields[11]) + int(fields[12])) / tick >= 0.4:
+            break
+        time.sleep(0.05)
+    os.kill(ORPHAN[1], signal.SIGSTOP)
+
+def test_orphans_it_and_kills_it():
+    ORPHAN[0].kill()
+    ORPHAN[0].wait()
+    os.kill(ORPHAN[1], signal.SIGKILL)
+    deadline = time.monotonic() + 10  # until the init it went to has reaped it
+    while os.path.exists(f"/proc/{ORPHAN[1]}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{ORPHAN[1]}")
 """
 
 
@@ -53,7 +79,7 @@ def test_cpu_of_the_test_and_its_children_is_reported_and_sleep_is_not(
     pytester.makepyfile(test_load=TESTS)
     result = pytester.runpytest_subprocess("-p", "tests.cputime", "-p", "no:randomly",
                                            "--junitxml=out.xml")  # fmt: skip
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=7)
     cases = ElementTree.parse(pytester.path / "out.xml").iter("testcase")
     seconds = {
         case.get("name"): float(prop.get("value", ""))
@@ -64,6 +90,7 @@ def test_cpu_of_the_test_and_its_children_is_reported_and_sleep_is_not(
     assert seconds.keys() == {
         "test_spins", "test_child_spins", "test_sleeps",
         "test_starts_a_spinner_it_leaves_running", "test_reaps_the_spinner",
+        "test_leaves_a_grandchild_spinning", "test_orphans_it_and_kills_it",
     }, seconds  # fmt: skip
     assert seconds["test_spins"] >= 0.35
     assert seconds["test_child_spins"] >= 0.35  # a child's, counted once it is reaped
@@ -72,6 +99,9 @@ def test_cpu_of_the_test_and_its_children_is_reported_and_sleep_is_not(
     # that reaps it.
     assert seconds["test_starts_a_spinner_it_leaves_running"] >= 0.35
     assert seconds["test_reaps_the_spinner"] < 0.2
+    # An orphan reaped out of view takes nothing back of what was charged for it.
+    assert seconds["test_leaves_a_grandchild_spinning"] >= 0.35
+    assert -0.1 < seconds["test_orphans_it_and_kills_it"] < 0.2
     result.stdout.re_match_lines([
         r"=+ most CPU by module \(of \d+ CPU-s counted\) =+",
         r"the machine's CPUs: \d+% busy over the session, \d+ CPU-s; "
