@@ -18,14 +18,18 @@ summary says how much that leaves out.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import pytest
 
 PROPERTY = "cpu_seconds"
+BY_PROGRAM = "cpu_seconds_by_program"
+"""The same seconds by the program that used them (a JSON object)."""
 SHOWN = 15
 """How many modules the session's summary names."""
 
@@ -35,14 +39,28 @@ Process = tuple[int, int]
 """A process as ``/proc`` tells it apart from a later one of the same pid: (pid, start)."""
 
 
+OWN = "tests (and what they waited for)"
+"""The program this process's own CPU is charged to: the tests, and every child they
+started and waited for before a reading saw it (a `kubectl`, a Pulumi command)."""
+
+
+class Seen(NamedTuple):
+    """A live descendant as a reading saw it."""
+
+    parent: Process | None
+    """None: this process."""
+    seconds: float
+    """Its CPU and its reaped children's."""
+    program: str
+
+
 @dataclass(frozen=True)
 class Reading:
     """CPU seconds so far: this process's and its reaped children's, and each live
-    descendant's (its own and its reaped children's) with its parent (None: this
-    process)."""
+    descendant's."""
 
     own: float
-    descendants: Mapping[Process, tuple[Process | None, float]]
+    descendants: Mapping[Process, Seen]
 
     @classmethod
     def now(cls) -> Reading:
@@ -50,32 +68,58 @@ class Reading:
         own = times.user + times.system + times.children_user + times.children_system
         return cls(own, _descendants(os.getpid()))
 
-    def since(self, earlier: Reading) -> float:
+    def since(self, earlier: Reading) -> dict[str, float]:
         """CPU seconds used between ``earlier`` and this reading by this process and
-        its descendants. A descendant alive at both is charged its difference, a new
-        one all it has used. One gone since ``earlier`` whose parent is still here was
-        reaped by that parent, whose figure now holds all it used, so its earlier part
-        is taken back out; one whose parent is gone too was reaped out of view (an
-        orphan goes to the sandbox's init), so what it used since is lost, and what
-        was charged before stays."""
-        used = self.own - earlier.own
-        for process, (_, seconds) in self.descendants.items():
-            used += seconds - earlier.descendants.get(process, (None, 0.0))[1]
-        for process, (parent, seconds) in earlier.descendants.items():
-            if process not in self.descendants and (parent is None or parent in self.descendants):
-                used -= seconds
-        return used
+        its descendants, by program. A descendant alive at both is charged its
+        difference, a new one all it has used. One gone since ``earlier`` whose parent
+        is still here was reaped by that parent, whose figure now holds all it used, so
+        its earlier part is taken back out of the parent's; one whose parent is gone too
+        was reaped out of view (an orphan goes to the sandbox's init), so what it used
+        since is lost, and what was charged before stays."""
+        used: defaultdict[str, float] = defaultdict(float)
+        used[OWN] = self.own - earlier.own
+        for process, seen in self.descendants.items():
+            before = earlier.descendants.get(process)
+            used[seen.program] += seen.seconds - (before.seconds if before else 0.0)
+        for process, seen in earlier.descendants.items():
+            if process in self.descendants:
+                continue
+            if seen.parent is None:
+                used[OWN] -= seen.seconds
+            elif (reaper := self.descendants.get(seen.parent)) is not None:
+                used[reaper.program] -= seen.seconds
+        return dict(used)
 
 
-def _descendants(root: int) -> dict[Process, tuple[Process | None, float]]:
-    """Each live descendant of ``root`` with its parent and CPU seconds. Children are
-    listed by the thread that started them (``/proc/PID/task/TID/children``), so every
-    thread's."""
-    found: dict[Process, tuple[Process | None, float]] = {}
+def _program(pid: int, name: str) -> str:
+    """What a process runs, for the summary: its name, or for a Python interpreter the
+    module or script it runs (``operator_runtime``, ``dashboard.py``)."""
+    if not name.startswith("python"):
+        return name
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+        argv = cmdline.read(4096).decode(errors="replace").split("\0")
+        for i, arg in enumerate(argv[1:-1], 1):
+            if arg == "-m":
+                return f"python -m {argv[i + 1]}"
+            if arg == "-c":
+                break
+            if not arg.startswith("-"):
+                return f"python {os.path.basename(arg)}"
+    return name
+
+
+_PROGRAMS: dict[Process, str] = {}
+"""Each process's program, read once (its command line does not change)."""
+
+
+def _descendants(root: int) -> dict[Process, Seen]:
+    """Each live descendant of ``root``. Children are listed by the thread that started
+    them (``/proc/PID/task/TID/children``), so every thread's."""
+    found: dict[Process, Seen] = {}
     todo: list[tuple[int, Process | None]] = [(root, None)]
     while todo:
         pid, parent = todo.pop()
-        fields = None
+        me = None
         if pid != root:
             try:
                 with open(f"/proc/{pid}/stat") as stat:
@@ -83,13 +127,16 @@ def _descendants(root: int) -> dict[Process, tuple[Process | None, float]]:
             except OSError:
                 continue
             fields = text[text.rindex(")") + 2 :].split()  # from the 3rd field, past the name
-            process = (pid, int(fields[19]))
-            found[process] = (parent, sum(int(f) for f in fields[11:15]) / _TICK)
-        me = None if fields is None else (pid, int(fields[19]))
+            me = (pid, int(fields[19]))
+            if me not in _PROGRAMS:
+                _PROGRAMS[me] = _program(pid, text[text.index("(") + 1 : text.rindex(")")])
+            found[me] = Seen(parent, sum(int(f) for f in fields[11:15]) / _TICK, _PROGRAMS[me])
         with contextlib.suppress(OSError):
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
                     todo.extend((int(child), me) for child in f.read().split())
+    for gone in _PROGRAMS.keys() - found.keys():
+        del _PROGRAMS[gone]
     return found
 
 
@@ -106,7 +153,9 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     if call.when == "teardown" and _STARTED in item.stash:
         used = Reading.now().since(item.stash[_STARTED])
-        item.user_properties.append((PROPERTY, round(used, 2)))
+        item.user_properties.append((PROPERTY, round(sum(used.values()), 2)))
+        by_program = {name: round(seconds, 2) for name, seconds in used.items() if seconds}
+        item.user_properties.append((BY_PROGRAM, json.dumps(by_program, sort_keys=True)))
     yield
 
 
@@ -116,19 +165,27 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class ModuleTotals:
-    """Adds up the property where the reports arrive (the session, or xdist's
+    """Adds up the properties where the reports arrive (the session, or xdist's
     controller) and prints the modules that used most, after how busy the machine's CPUs
     were over the session: what no per-test figure shows (the pods on the real node, the
-    daemons) and whether more workers could have run at all."""
+    daemons) and whether more workers could have run at all; then the programs that
+    used most (a control plane's, a Ray head's, an operator's processes)."""
 
     def __init__(self) -> None:
         self.seconds: defaultdict[str, float] = defaultdict(float)
+        self.programs: defaultdict[str, float] = defaultdict(float)
         self.machine = _machine_cpu()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        seconds = dict(report.user_properties).get(PROPERTY)
-        if report.when == "teardown" and isinstance(seconds, (int, float)):
+        if report.when != "teardown":
+            return
+        properties = dict(report.user_properties)
+        seconds = properties.get(PROPERTY)
+        if isinstance(seconds, (int, float)):
             self.seconds[report.nodeid.split("::", 1)[0]] += float(seconds)
+        if isinstance(by_program := properties.get(BY_PROGRAM), str):
+            for program, used in json.loads(by_program).items():
+                self.programs[program] += used
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if not self.seconds:
@@ -140,10 +197,14 @@ class ModuleTotals:
         if busy + idle > 0:
             terminalreporter.write_line(
                 f"the machine's CPUs: {busy / (busy + idle):.0%} busy over the session, "
-                f"{busy:.0f} CPU-s; some task waiting for a CPU {waited:.0f} s"
+                f"{busy:.0f} CPU-s; some task waiting for a CPU {waited:.0f} s; "
+                f"out of the tests' view {max(busy - total, 0):.0f} CPU-s"
             )
         for module, seconds in sorted(self.seconds.items(), key=lambda i: -i[1])[:SHOWN]:
             terminalreporter.write_line(f"{seconds:8.1f} CPU-s  {module}")
+        terminalreporter.write_sep("=", "most CPU by program")
+        for program, seconds in sorted(self.programs.items(), key=lambda i: -i[1])[:SHOWN]:
+            terminalreporter.write_line(f"{seconds:8.1f} CPU-s  {program}")
 
 
 def _machine_cpu() -> tuple[float, float, float]:

@@ -3,10 +3,13 @@ ran in), and not its sleep."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+
+from tests.cputime import OWN
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,12 +83,18 @@ def test_cpu_of_the_test_and_its_children_is_reported_and_sleep_is_not(
     result = pytester.runpytest_subprocess("-p", "tests.cputime", "-p", "no:randomly",
                                            "--junitxml=out.xml")  # fmt: skip
     result.assert_outcomes(passed=7)
-    cases = ElementTree.parse(pytester.path / "out.xml").iter("testcase")
+    cases = list(ElementTree.parse(pytester.path / "out.xml").iter("testcase"))
     seconds = {
         case.get("name"): float(prop.get("value", ""))
         for case in cases
         for prop in case.iter("property")
         if prop.get("name") == "cpu_seconds"
+    }
+    by_program = {
+        case.get("name"): json.loads(prop.get("value", ""))
+        for case in cases
+        for prop in case.iter("property")
+        if prop.get("name") == "cpu_seconds_by_program"
     }
     assert seconds.keys() == {
         "test_spins", "test_child_spins", "test_sleeps",
@@ -99,12 +108,17 @@ def test_cpu_of_the_test_and_its_children_is_reported_and_sleep_is_not(
     # that reaps it.
     assert seconds["test_starts_a_spinner_it_leaves_running"] >= 0.35
     assert seconds["test_reaps_the_spinner"] < 0.2
+    # ... under its own program, not the tests'.
+    spun = by_program["test_starts_a_spinner_it_leaves_running"]
+    assert sum(v for k, v in spun.items() if k != OWN) >= 0.35, spun
     # An orphan reaped out of view takes nothing back of what was charged for it.
     assert seconds["test_leaves_a_grandchild_spinning"] >= 0.35
     assert -0.1 < seconds["test_orphans_it_and_kills_it"] < 0.2
     result.stdout.re_match_lines([
         r"=+ most CPU by module \(of \d+ CPU-s counted\) =+",
         r"the machine's CPUs: \d+% busy over the session, \d+ CPU-s; "
-        r"some task waiting for a CPU \d+ s",
+        r"some task waiting for a CPU \d+ s; out of the tests' view \d+ CPU-s",
         r"\s+\d+\.\d CPU-s  test_load\.py",
+        r"=+ most CPU by program =+",
+        r"\s+\d+\.\d CPU-s  python.*",
     ])  # fmt: skip
