@@ -31,17 +31,21 @@ def test_child_spins():
 def test_sleeps():
     time.sleep(0.4)
 
+def spin_then_stop(pid):
+    # let a spinning process use 0.4 CPU-s, then stop it (it stays, using nothing)
+    tick = os.sysconf("SC_CLK_TCK")
+    while True:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        if (int(fields[11]) + int(fields[12])) / tick >= 0.4:
+            break
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGSTOP)
+
 SPINNER = []
 
 def test_starts_a_spinner_it_leaves_running():
     SPINNER.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
-    tick = os.sysconf("SC_CLK_TCK")
-    while True:
-        fields = open(f"/proc/{SPINNER[0].pid}/stat").read().rsplit(")", 1)[1].split()
-        if (int(fields[11]) + int(fields[12])) / tick >= 0.4:
-            break
-        time.sleep(0.05)
-    SPINNER[0].send_signal(signal.SIGSTOP)
+    spin_then_stop(SPINNER[0].pid)
 
 def test_reaps_the_spinner():
     SPINNER[0].kill()
@@ -56,13 +60,7 @@ def test_leaves_a_grandchild_spinning():
         "print(spinner.pid, flush=True)\\n"
         "time.sleep(600)"], stdout=subprocess.PIPE, text=True))
     ORPHAN.append(int(ORPHAN[0].stdout.readline()))
-    tick = os.sysconf("SC_CLK_TCK")
-    while True:
-        fields = open(f"/proc/{ORPHAN[1]}/stat").read().rsplit(")", 1)[1].split()
-        if (int(fields[11]) + int(fields[12])) / tick >= 0.4:
-            break
-        time.sleep(0.05)
-    os.kill(ORPHAN[1], signal.SIGSTOP)
+    spin_then_stop(ORPHAN[1])
 
 def test_orphans_it_and_kills_it():
     ORPHAN[0].kill()
