@@ -163,14 +163,16 @@ def test_hold_keeps_renewing_until_told_to_stop() -> None:
         namespace="ns",
         name="lock",
         identity="a",
-        lease_duration=0.6,
-        renew_deadline=0.4,
-        retry_period=0.05,
+        # A lease of seconds, not tenths: on a loaded CI machine (four workers on two
+        # cores) a thread went unscheduled for longer than a 0.6 s lease.
+        lease_duration=2.0,
+        renew_deadline=1.2,
+        retry_period=0.1,
     )
     a = LeaseElector(store, config, clock=clock)  # type: ignore[arg-type]
     assert a.try_acquire_or_renew()
     until = threading.Event()
-    timer = threading.Timer(1.0, until.set)  # longer than the lease itself
+    timer = threading.Timer(2.5, until.set)  # longer than the lease itself
     timer.start()
     assert a.hold(until), "still the leader when told to stop"
     assert a.valid() and store.version >= 10
