@@ -10,9 +10,10 @@ What is counted, from the test's setup to the end of its teardown: the pytest pr
 own CPU and that of the processes it waited for (``os.times``), and what its live
 descendants used meanwhile (``/proc``). So a process that outlives the test, such as a
 session's control plane, is charged to each test for its share while that test runs,
-not all at once to the test whose teardown reaps it. One reparented away (a pod on the
-real node, a daemon ``ray start`` left running) is not counted at all; the session's
-summary says how much that leaves out.
+not all at once to the test whose teardown reaps it; the real node's pods are charged
+under its init (``python -m hack.node.init``), whose descendants they are. One
+reparented away (a daemonized process, an orphan the sandbox's init reaps) is not
+counted at all; the session's summary says how much that leaves out.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ PROPERTY = "cpu_seconds"
 BY_PROGRAM = "cpu_seconds_by_program"
 """The same seconds by the program that used them (a JSON object)."""
 SHOWN = 15
-"""How many modules the session's summary names."""
+"""How many modules, and how many programs, the session's summary names."""
 
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -200,21 +201,23 @@ class ModuleTotals:
                 f"{busy:.0f} CPU-s; some task waiting for a CPU {waited:.0f} s; "
                 f"out of the tests' view {max(busy - total, 0):.0f} CPU-s"
             )
-        for module, seconds in sorted(self.seconds.items(), key=lambda i: -i[1])[:SHOWN]:
-            terminalreporter.write_line(f"{seconds:8.1f} CPU-s  {module}")
+        _write_most(terminalreporter, self.seconds)
         terminalreporter.write_sep("=", "most CPU by program")
-        for program, seconds in sorted(self.programs.items(), key=lambda i: -i[1])[:SHOWN]:
-            terminalreporter.write_line(f"{seconds:8.1f} CPU-s  {program}")
+        _write_most(terminalreporter, self.programs)
+
+
+def _write_most(terminalreporter: pytest.TerminalReporter, totals: Mapping[str, float]) -> None:
+    for name, seconds in sorted(totals.items(), key=lambda i: -i[1])[:SHOWN]:
+        terminalreporter.write_line(f"{seconds:8.1f} CPU-s  {name}")
 
 
 def _machine_cpu() -> tuple[float, float, float]:
     """Seconds the machine's CPUs were busy and idle since boot (``/proc/stat``), and
     seconds some task waited for a CPU (``/proc/pressure/cpu``; 0 without PSI)."""
-    ticks = os.sysconf("SC_CLK_TCK")
     with open("/proc/stat") as stat:
         user, nice, system, idle, iowait, *rest = map(int, stat.readline().split()[1:9])
     waited = 0.0
     with contextlib.suppress(OSError), open("/proc/pressure/cpu") as pressure:
         waited = int(pressure.readline().rsplit("total=", 1)[1]) / 1e6
     busy = user + nice + system + sum(rest)
-    return busy / ticks, (idle + iowait) / ticks, waited
+    return busy / _TICK, (idle + iowait) / _TICK, waited
