@@ -135,8 +135,11 @@ func image(s spec) (v1.Image, error) {
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
 	for _, l := range s.Layers {
-		// Go's gzip at the default level: the same tar gives the same blob.
-		layer, err := tarball.LayerFromFile(l.Path, tarball.WithMediaType(types.OCILayer))
+		// go-containerregistry's gzip (its fastest level): the same tar gives the same
+		// blob. Kept once compressed: the digest and the layout's blob would otherwise
+		// each gzip the layer again (the Ray image's assembly, 32 -> 29.5 CPU-s).
+		layer, err := tarball.LayerFromFile(l.Path, tarball.WithMediaType(types.OCILayer),
+			tarball.WithCompressedCaching)
 		if err != nil {
 			return nil, fmt.Errorf("layer %s: %w", l.Path, err)
 		}
