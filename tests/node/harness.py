@@ -274,33 +274,19 @@ def ray_gone(cluster: LocalCluster, namespace: str) -> None:
     left, so that the next scenario's Ray starts on a node that no longer runs this one's.
 
     The pods go with a one-second grace rather than the default 30 s a Ray container
-    may take to stop, each running all the while; a pod made or deleted by someone else
-    meanwhile (an operator's last reconcile, the garbage collector's delete with the
-    pod's own grace) is deleted again with the short one (five teardowns of a run took
-    the full 30 s so). Bounded: pods still there after ``RAY_PODS_GONE_SECONDS`` are
-    named on stdout, and the next scenario runs beside them."""
+    may take to stop, each running all the while. Bounded: pods still there after
+    ``RAY_PODS_GONE_SECONDS`` are named on stdout, and the next scenario runs beside
+    them."""
     cluster.kubectl("-n", namespace, "delete", RAY_KINDS, "--all", "--wait=false", check=False)
-
-    def none_left() -> bool:
-        left = pods(cluster, namespace, "ray.io/cluster")
-        slow = [pod["metadata"]["name"] for pod in left if not _short_grace(pod)]
-        if slow:
-            cluster.kubectl("-n", namespace, "delete", "pods", *slow, "--grace-period=1",
-                            "--wait=false", "--ignore-not-found", check=False)  # fmt: skip
-        return not left
-
+    cluster.kubectl("-n", namespace, "delete", "pods", "-l", "ray.io/cluster",
+                    "--grace-period=1", "--wait=false", check=False)  # fmt: skip
     try:
-        wait_for("the scenario's Ray pods gone", none_left,
+        wait_for("the scenario's Ray pods gone",
+                 lambda: not pods(cluster, namespace, "ray.io/cluster"),
                  timeout=RAY_PODS_GONE_SECONDS, interval=1.0,
                  explain=lambda: pod_states(cluster, namespace))  # fmt: skip
     except AssertionError as error:  # wait_for's timeout
         print(f"\nleft running into the next scenario: {error}", flush=True)
-
-
-def _short_grace(pod: dict[str, Any]) -> bool:
-    """Whether ``pod`` is already being deleted with a grace of a second or less."""
-    metadata = pod["metadata"]
-    return "deletionTimestamp" in metadata and metadata.get("deletionGracePeriodSeconds", 30) <= 1
 
 
 def real_node(cluster: LocalCluster) -> RealNode:
