@@ -557,12 +557,12 @@ def test_a_gcs_ft_deletion_waits_for_the_redis_cleanup_job(
         started = time.monotonic()
         world.kube.delete(RAY_CLUSTER, name, world.namespace)
         wait_for(f"RayCluster {name} gone", lambda: gone(world, name), timeout=timeout + 30)
+        elapsed = time.monotonic() - started
         # A GET can find it gone before the watch delivers its DELETED (a CI run did).
         wait_for(f"RayCluster {name}'s DELETED watched", lambda: any(
             e.type == "DELETED" and e.object["metadata"]["name"] == name
             for e in list(clusters.events)
         ))  # fmt: skip
-        elapsed = time.monotonic() - started
         actual = counted(pods, before, belongs)
         cleanup = [
             e for e in list(jobs.events)
