@@ -75,6 +75,38 @@ def test_requeue_after_brings_the_key_back_at_that_time() -> None:
     assert count(metrics, "requeue_after") == 1
 
 
+class ClockMovedMidPass(Scripted):
+    """Reads the time, then a test moves the clock before the pass returns: the delay
+    it asks for was measured from before the move."""
+
+    def __init__(self, clock: FakeClock, moved: float, outcome: Result) -> None:
+        super().__init__(outcome)
+        self.clock, self.moved = clock, moved
+
+    def reconcile(self, key: ObjectKey) -> Result:
+        self.clock.advance(self.moved)
+        return super().reconcile(key)
+
+
+def test_requeue_after_counts_from_the_time_the_pass_read_when_the_clock_jumped() -> None:
+    """The RayCronJob's next tick 60 s after the time it read; the test's clock moved 50 s
+    meanwhile: the key is due 10 s later, not 60."""
+    clock = FakeClock()
+    manager = Manager(None, ManagerOptions(), clock=clock,
+                      metrics=RuntimeMetrics(CollectorRegistry()))  # type: ignore[arg-type]  # fmt: skip
+    queue: WorkQueue[ObjectKey] = WorkQueue(clock=clock)
+    runner = _Runner(ClockMovedMidPass(clock, 50, Result(requeue_after=60)), queue)
+    queue.add(KEY)
+    key = queue.get(block=False)
+    assert key == KEY
+    manager._reconcile(runner, key)
+    queue.done(key)
+    clock.advance(9.9)
+    assert queue.get(block=False) is None
+    clock.advance(0.2)
+    assert queue.get(block=False) == KEY
+
+
 @pytest.mark.parametrize("error", [RuntimeError("boom"), Conflict(409, "stale"),
                                    TemporaryError("not yet"),
                                    InternalError(500, "failed calling webhook")])  # fmt: skip
