@@ -13,20 +13,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from hack.localcluster import LocalCluster
 from hack.node.node import NODE_NAME
 from tests.integration.raycluster.conftest import raycluster
-from tests.node.harness import deploy_operator
+from tests.node.harness import deploy_operator, pods
 from tests.waiting import wait_for
 
 RECONCILE_SECONDS = 60.0
-
-
-def _pods(cluster: LocalCluster, namespace: str, selector: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = cluster.get_json("-n", namespace, "pods", "-l", selector)["items"]
-    return items
 
 
 def test_the_operator_runs_as_a_real_pod_and_reconciles(
@@ -60,7 +54,7 @@ def test_the_operator_runs_as_a_real_pod_and_reconciles(
         )
         head = wait_for(
             "the operator to create the RayCluster's head pod",
-            lambda: _pods(real_cluster, real_namespace,
+            lambda: pods(real_cluster, real_namespace,
                           "ray.io/cluster=reconciled,ray.io/node-type=head"),
             timeout=RECONCILE_SECONDS, interval=0.5,
         )  # fmt: skip
