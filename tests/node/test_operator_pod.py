@@ -55,7 +55,7 @@ def test_the_operator_runs_as_a_real_pod_and_reconciles(
         head = wait_for(
             "the operator to create the RayCluster's head pod",
             lambda: pods(real_cluster, real_namespace,
-                          "ray.io/cluster=reconciled,ray.io/node-type=head"),
+                         "ray.io/cluster=reconciled,ray.io/node-type=head"),
             timeout=RECONCILE_SECONDS, interval=0.5,
         )  # fmt: skip
         assert head[0]["metadata"]["ownerReferences"][0]["kind"] == "RayCluster"

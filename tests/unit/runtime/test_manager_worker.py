@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -26,24 +26,31 @@ KEY = ObjectKey("ns", "obj")
 class Scripted:
     name = "scripted"
 
-    def __init__(self, outcome: Result | Exception) -> None:
-        self.outcome = outcome
+    def __init__(
+        self, outcome: Result | Exception, during: Callable[[], None] = lambda: None
+    ) -> None:
+        self.outcome, self.during = outcome, during
 
     def watches(self) -> Sequence[Watch]:
         return ()
 
     def reconcile(self, key: ObjectKey) -> Result:
+        self.during()
         if isinstance(self.outcome, Exception):
             raise self.outcome
         return self.outcome
 
 
-def run_once(outcome: Result | Exception) -> tuple[WorkQueue[ObjectKey], FakeClock, RuntimeMetrics]:
+def run_once(
+    outcome: Result | Exception, *, clock_moved_mid_pass: float = 0.0
+) -> tuple[WorkQueue[ObjectKey], FakeClock, RuntimeMetrics]:
+    """One pass of a controller that returns (or raises) ``outcome``; a test's clock moved
+    by ``clock_moved_mid_pass`` seconds while the pass runs."""
     clock = FakeClock()
     metrics = RuntimeMetrics(CollectorRegistry())
     manager = Manager(None, ManagerOptions(), metrics=metrics, clock=clock)  # type: ignore[arg-type]
     queue: WorkQueue[ObjectKey] = WorkQueue(clock=clock)
-    runner = _Runner(Scripted(outcome), queue)
+    runner = _Runner(Scripted(outcome, lambda: clock.advance(clock_moved_mid_pass)), queue)
     queue.add(KEY)
     key = queue.get(block=False)
     assert key == KEY
@@ -75,32 +82,10 @@ def test_requeue_after_brings_the_key_back_at_that_time() -> None:
     assert count(metrics, "requeue_after") == 1
 
 
-class ClockMovedMidPass(Scripted):
-    """Reads the time, then a test moves the clock before the pass returns: the delay
-    it asks for was measured from before the move."""
-
-    def __init__(self, clock: FakeClock, moved: float, outcome: Result) -> None:
-        super().__init__(outcome)
-        self.clock, self.moved = clock, moved
-
-    def reconcile(self, key: ObjectKey) -> Result:
-        self.clock.advance(self.moved)
-        return super().reconcile(key)
-
-
 def test_requeue_after_counts_from_the_time_the_pass_read_when_the_clock_jumped() -> None:
     """The RayCronJob's next tick 60 s after the time it read; the test's clock moved 50 s
     meanwhile: the key is due 10 s later, not 60."""
-    clock = FakeClock()
-    manager = Manager(None, ManagerOptions(), clock=clock,
-                      metrics=RuntimeMetrics(CollectorRegistry()))  # type: ignore[arg-type]  # fmt: skip
-    queue: WorkQueue[ObjectKey] = WorkQueue(clock=clock)
-    runner = _Runner(ClockMovedMidPass(clock, 50, Result(requeue_after=60)), queue)
-    queue.add(KEY)
-    key = queue.get(block=False)
-    assert key == KEY
-    manager._reconcile(runner, key)
-    queue.done(key)
+    queue, clock, _ = run_once(Result(requeue_after=60), clock_moved_mid_pass=50)
     clock.advance(9.9)
     assert queue.get(block=False) is None
     clock.advance(0.2)
