@@ -6,7 +6,8 @@ lead to this machine, and nothing can leave it.
 routed to the loopback device, nothing else is routed at all, and ``/etc/hosts`` is a
 private writable copy. A dial to a kwok pod's IP then reaches a listener of this machine
 bound to all addresses (a real Ray head, a test's HTTP server), and a forgotten dial to
-anything else fails at once with "Network is unreachable" instead of leaving.
+anything else fails at once with "Network is unreachable" instead of leaving. When CMD
+ends, whatever it left running in the namespace is killed.
 
 This module is the part everything else imports (the pytest guard, the control plane,
 the Go builds), so it stands on the standard library alone.

@@ -2,7 +2,8 @@
 
 The outer process (``enter``) checks that namespaces can be made, creates a scratch
 directory and runs ``unshare`` on this same module with ``--inside``; it forwards
-signals, waits, and removes the scratch directory. The inner process (``set_up``), now
+signals, waits, kills whatever the command left running in the sandbox's network
+namespace, and removes the scratch directory. The inner process (``set_up``), now
 in the new namespaces and root there, brings loopback up, routes kwok's ranges to it,
 shadows ``/etc/hosts`` and ``/etc/resolv.conf`` with private files, and then becomes
 the command (``exec``), so the command's exit code is the sandbox's.
@@ -17,12 +18,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from hack.localcluster.cluster import NODE_IP, POD_CIDR, SERVICE_CLUSTER_IP_RANGE
 from hack.node import cgroups
-from hack.processes import killed_with_parent
+from hack.processes import KILLED_WAIT, killed_with_parent
 from hack.sandbox import DIR_ENV, HOSTS_FILE, NETNS_ENV
 
 ROUTED_TO_LOOPBACK = (POD_CIDR, f"{NODE_IP}/32", SERVICE_CLUSTER_IP_RANGE)
@@ -32,6 +34,8 @@ so that stays true if either moves) and the service range."""
 RESOLV_CONF = Path("/etc/resolv.conf")
 _MS_RDONLY, _MS_REMOUNT, _MS_BIND = 0x1, 0x20, 0x1000
 _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_NETNS_FILE = "netns"
+"""In the scratch directory: the sandbox's network namespace, written from inside."""
 
 
 class SandboxUnavailable(RuntimeError):
@@ -95,12 +99,60 @@ def enter(inner_arguments: Sequence[str]) -> int:
             for number, handler in previous.items():
                 signal.signal(number, handler)
     finally:
+        _kill_left_behind(scratch)
         # A real node's processes died with the sandbox's namespaces; its cgroups are
         # the machine's and stay unless removed (hack/node/cgroups.py).
         own = cgroups.recorded_holders(scratch)
         for failure in cgroups.sweep(awaited=own, holders_grace=10.0):
             print(f"sandbox: could not remove a real node's cgroup: {failure}", file=sys.stderr)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _kill_left_behind(scratch: Path) -> None:
+    """SIGKILL every process still in the sandbox's network namespace once its command
+    has exited, and say which.
+
+    The sandbox has no PID namespace of its own, so a process the command started and
+    did not stop outlives it: a pytest ended by SIGTERM runs no fixture teardown, and
+    the Ray heads and Pulumi plugins its tests started were found re-parented to PID 1.
+    Every process started inside shares the namespace (a real node's pods have their
+    own, and die with the node's init when its parent here is killed)."""
+    try:
+        netns = (scratch / _NETNS_FILE).read_text()
+    except OSError:
+        return  # the command never got inside: nothing can be in the namespace
+    killed: dict[int, str] = {}
+    deadline = time.monotonic() + KILLED_WAIT
+    while left := _in_network_namespace(netns):
+        if time.monotonic() > deadline:
+            print(f"sandbox: still running after SIGKILL: {sorted(left.values())}",
+                  file=sys.stderr)  # fmt: skip
+            break
+        for pid, name in left.items():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+            killed[pid] = name
+        time.sleep(0.1)
+    if killed:
+        print(f"sandbox: killed {len(killed)} process(es) its command left running: "
+              f"{', '.join(sorted(set(killed.values())))}", file=sys.stderr)  # fmt: skip
+
+
+def _in_network_namespace(netns: str) -> dict[int, str]:
+    """The live processes in ``netns`` (a zombie has no namespace links), by pid, each
+    with its command name."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if os.readlink(entry / "ns" / "net") == netns:
+                found[int(entry.name)] = (entry / "comm").read_text().strip()
+        except OSError:
+            continue  # gone, or not ours to read
+    return found
 
 
 def set_up(scratch: Path) -> None:
@@ -121,7 +173,9 @@ def set_up(scratch: Path) -> None:
     private_resolv.write_text("# the pulumi-ray sandbox has no DNS: names live in /etc/hosts\n")
     if RESOLV_CONF.exists():
         _bind(private_resolv, RESOLV_CONF)
-    os.environ[NETNS_ENV] = os.readlink("/proc/self/ns/net")
+    netns = os.readlink("/proc/self/ns/net")
+    (scratch / _NETNS_FILE).write_text(netns)
+    os.environ[NETNS_ENV] = netns
     os.environ[DIR_ENV] = str(scratch)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -179,3 +180,44 @@ def test_pytest_refuses_the_cluster_tiers_outside_the_sandbox() -> None:
     # Inheriting the marker is not enough: in another network namespace (here a fresh one
     # without our routes) the guard sees that the marker names a different namespace.
     _assert_refused(_child_pytest(dict(os.environ), *unshare_command(), "--"))
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie awaiting its reaper is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_a_process_the_command_left_running_is_killed_when_the_sandbox_ends(
+    tmp_path: Path,
+) -> None:
+    """A process the command started and left behind, in a session of its own as a Ray
+    head's agents are, does not outlive the sandbox: the sandbox has no PID namespace,
+    and a pytest ended by SIGTERM runs no teardown."""
+    pid_file = tmp_path / "pid"
+    leave_one = (
+        f"setsid sh -c 'echo $$ > {pid_file}.part && mv {pid_file}.part {pid_file} && "
+        f"exec sleep 600' > /dev/null 2>&1 & "
+        f"while [ ! -s {pid_file} ]; do sleep 0.05; done"
+    )
+    # Without the marker of this sandbox, hack.sandbox makes one of its own, nested.
+    env = {k: v for k, v in os.environ.items() if k != sandbox.NETNS_ENV}
+    result = subprocess.run(
+        [sys.executable, "-m", "hack.sandbox", "--", "sh", "-c", leave_one],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
+        env={**env, "PYTHONPATH": str(REPO_ROOT)},
+    )  # fmt: skip
+    pid = int(pid_file.read_text())
+    try:
+        assert result.returncode == 0, result.stderr
+        assert "killed 1 process(es) its command left running: sleep" in result.stderr
+        deadline = time.monotonic() + 30
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _running(pid), f"the left-behind sleep {pid} still runs"
+    finally:
+        if _running(pid):
+            os.kill(pid, signal.SIGKILL)
