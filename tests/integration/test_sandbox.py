@@ -28,6 +28,7 @@ from hack import sandbox
 from hack.localcluster import LocalCluster
 from hack.localcluster.cluster import NODE_IP, POD_CIDR, SERVICE_CLUSTER_IP_RANGE
 from hack.node import node as real_node
+from hack.processes import pid_alive
 from hack.sandbox.namespace import unshare_command
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -182,15 +183,6 @@ def test_pytest_refuses_the_cluster_tiers_outside_the_sandbox() -> None:
     _assert_refused(_child_pytest(dict(os.environ), *unshare_command(), "--"))
 
 
-def _running(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie awaiting its reaper is not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
 def test_a_process_the_command_left_running_is_killed_when_the_sandbox_ends(
     tmp_path: Path,
 ) -> None:
@@ -215,9 +207,9 @@ def test_a_process_the_command_left_running_is_killed_when_the_sandbox_ends(
         assert result.returncode == 0, result.stderr
         assert "killed 1 process(es) its command left running: sleep" in result.stderr
         deadline = time.monotonic() + 30
-        while _running(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _running(pid), f"the left-behind sleep {pid} still runs"
+        assert not pid_alive(pid), f"the left-behind sleep {pid} still runs"
     finally:
-        if _running(pid):
+        if pid_alive(pid):
             os.kill(pid, signal.SIGKILL)

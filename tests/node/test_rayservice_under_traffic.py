@@ -135,6 +135,11 @@ class Call:
     said: str
 
 
+def made_in(window: Window, made: list[Call]) -> list[Call]:
+    """The calls of ``made`` begun within ``window``."""
+    return [c for c in made if window.began <= c.at <= window.ended]
+
+
 def calls(cluster: LocalCluster, namespace: str) -> list[Call]:
     result = cluster.kubectl("-n", namespace, "logs", "client", check=False)
     if result.returncode != 0:  # not started yet
@@ -302,9 +307,7 @@ def test_a_rayservice_keeps_answering_through_upgrades_and_says_what_pod_loss_co
     made = calls(real_cluster, ns)
     for window_ in windows:
         lost = [
-            f"+{c.at - window_.began:.1f} s {c.said}"
-            for c in made
-            if window_.began <= c.at <= window_.ended and not c.ok
+            f"+{c.at - window_.began:.1f} s {c.said}" for c in made_in(window_, made) if not c.ok
         ]
         if lost:
             print(
@@ -329,14 +332,11 @@ def test_a_rayservice_keeps_answering_through_upgrades_and_says_what_pod_loss_co
            lambda since: replaced_and_running(head) and answering(since))  # fmt: skip
 
     made = calls(real_cluster, ns)
-    failed = {w.what: [c for c in made if w.began <= c.at <= w.ended and not c.ok]
-              for w in windows}  # fmt: skip
     report = {
         w.what: {"seconds": round(w.ended - w.began, 1),
-                 "calls": sum(w.began <= c.at <= w.ended for c in made),
-                 "failed": len(failed[w.what]),
-                 "slowest": max((c.seconds for c in made if w.began <= c.at <= w.ended),
-                                default=0.0)}
+                 "calls": len(made_in(w, made)),
+                 "failed": sum(not c.ok for c in made_in(w, made)),
+                 "slowest": max((c.seconds for c in made_in(w, made)), default=0.0)}
         for w in windows
     }  # fmt: skip
     print(f"\n{operator}: {json.dumps(report)}")
