@@ -168,18 +168,22 @@ def cleanup_on_completion(
     scheduler: str,
     job: RayJob,
     cluster_name: str,
+    *,
+    cluster_gone: bool = False,
 ) -> bool:
     """A RayJob that finished, or is suspended or retried: Volcano's group shrinks to what
     its cluster still holds (nothing once the cluster is gone), so the queue's share is
     released. Only Volcano keeps anything; True when the group was written. ``caches``:
-    the PodGroups and the RayClusters."""
+    the PodGroups and the RayClusters. ``cluster_gone``: the server said the cluster is
+    gone (a DELETE answered NotFound); the RayCluster cache may not have caught up, and
+    a cluster it still holds must not put the gang back."""
     if scheduler != VOLCANO or job.spec.cluster_selector or not cluster_name:
         return False
     namespace = job.metadata.namespace or "default"
     members = 0
     resources: dict[str, Amount] = {}
     pod_groups, clusters = caches
-    cluster = clusters.get(namespace, cluster_name)
+    cluster = None if cluster_gone else clusters.get(namespace, cluster_name)
     if cluster is None:
         log.info("RayCluster %s/%s not found; its RayJob's PodGroup goes to zero",
                  namespace, cluster_name)  # fmt: skip

@@ -351,7 +351,7 @@ def on_suspending_or_retrying(run: JobRun) -> Result | None:
     submitter_gone = children.delete_submitter(run)
     if not (cluster_gone and submitter_gone):
         return _again(run)
-    cleanup_batch_scheduler(run)
+    cleanup_batch_scheduler(run, cluster_gone=True)
     for field in (
         "rayClusterStatus",
         "rayClusterName",
@@ -369,9 +369,11 @@ def on_suspending_or_retrying(run: JobRun) -> Result | None:
     return None
 
 
-def cleanup_batch_scheduler(run: JobRun) -> None:
+def cleanup_batch_scheduler(run: JobRun, *, cluster_gone: bool = False) -> None:
     """Shrink the RayJob's gang to what its cluster still holds (KubeRay's
-    cleanupBatchSchedulerResources), with an Event either way; a failure raises."""
+    cleanupBatchSchedulerResources), with an Event either way; a failure raises.
+    ``cluster_gone``: the server said so (a delete answered NotFound), whatever the
+    cache still holds."""
     scheduler = run.tools.options.render.batch_scheduler
     if not scheduler:
         return
@@ -379,8 +381,9 @@ def cleanup_batch_scheduler(run: JobRun) -> None:
     try:
         caches = (run.tools.caches.pod_groups, run.tools.caches.clusters)
         cleaned = batchscheduler.cleanup_on_completion(
-            run.tools.client, caches, scheduler, run.job, str(run.get("rayClusterName") or "")
-        )
+            run.tools.client, caches, scheduler, run.job, str(run.get("rayClusterName") or ""),
+            cluster_gone=cluster_gone,
+        )  # fmt: skip
     except ApiError as exc:
         run.event("Warning", JobReason.FAILED_TO_CLEANUP_BATCH_SCHEDULER,
                   f"Failed to cleanup batch scheduler resources for RayJob {where}: {exc}",
