@@ -13,10 +13,14 @@ compiles a module under emulation and compares the bytes.
 
 from __future__ import annotations
 
+import base64
+import csv
+import hashlib
+import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from hack.image import debian
 from hack.image.oci import progress
@@ -124,10 +128,12 @@ def install_scripts(tree: Path, bin_dir: str) -> list[str]:
     pip writes console scripts into ``--target``'s ``bin/`` with this machine's
     interpreter in the shebang: those are written again from the entry points, for the
     image's interpreter. Other programs there (a wheel's compiled ``scripts``, such as
-    py-spy's) are moved as they are."""
+    py-spy's) are moved as they are. The distributions' RECORD rows for them are written
+    again too (``_record_programs``)."""
     pip_bin, target = tree / SITE_DIR / "bin", tree / bin_dir
     target.mkdir(parents=True, exist_ok=True)
     scripts = _console_scripts(tree / SITE_DIR)
+    programs = {p.name for p in pip_bin.iterdir()} if pip_bin.is_dir() else set()
     for program in sorted(pip_bin.iterdir()) if pip_bin.is_dir() else ():
         if program.name not in scripts:
             shutil.move(program, target / program.name)
@@ -139,4 +145,24 @@ def install_scripts(tree: Path, bin_dir: str) -> list[str]:
             f"#!/{PYTHON}\nimport sys\nfrom {module} import {head}\nsys.exit({attribute}())\n"
         )
         script.chmod(0o755)
+    _record_programs(tree / SITE_DIR, target, programs)
     return sorted(p.name for p in target.iterdir())
+
+
+def _record_programs(site: Path, target: Path, programs: set[str]) -> None:
+    """Each RECORD row of a program pip put in its ``bin/``: the path and hash of the
+    program as the image has it. pip recorded the scripts it wrote, whose shebang named
+    the build's scratch directory, so their hash (and the image's digest) changed with
+    where the checkout was; and the path, relative to a directory that was pip's."""
+    for record in sorted(site.glob("*.dist-info/RECORD")):
+        rows = list(csv.reader(record.read_text().splitlines()))
+        for row in rows:
+            path = PurePosixPath(row[0])
+            if row[0].startswith("../") and path.parent.name == "bin" and path.name in programs:
+                program = target / path.name
+                data = program.read_bytes()
+                hashed = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+                digest = f"sha256={hashed.decode()}"
+                row[:] = [os.path.relpath(program, site), digest, str(len(data))]
+        with record.open("w", newline="") as stream:
+            csv.writer(stream, lineterminator="\n").writerows(rows)
