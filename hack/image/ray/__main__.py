@@ -1,7 +1,9 @@
 """``python -m hack.image.ray build|lock``: the Ray image (hack/image/ray/__init__.py).
 
 build   download the locked inputs (cached) and write dist/ray-image/ (make ray-image);
-        with --newer, the newer Ray's image into dist/ray-image-newer/ (make ray-image-newer)
+        with --newer, the newer Ray's image into dist/ray-image-newer/ (make ray-image-newer);
+        a build of the same recipe and inputs kept in the build cache is copied instead
+        (hack/image/reuse.py)
 lock    re-resolve debian.lock from apt's indexes and python.lock from the index
 """
 
@@ -10,7 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hack.image import debian
+from hack.image import debian, reuse
+from hack.image.oci import recipe_date
 from hack.image.ray import NEWER, STAND_IN, wheels
 from hack.image.ray import build as ray_build
 
@@ -34,7 +37,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{wheels.LOCK_FILE}: {len(locked)} wheels; review and commit both")
     else:
         release = NEWER if arguments.newer else STAND_IN
-        image = ray_build.build(release.dist_dir, release)
+        key = reuse.recipe_key(repr(release), recipe_date(ray_build.RECIPE).isoformat())
+        image = reuse.built_or_reused(
+            f"ray-{release.version}", release.dist_dir, key,
+            lambda: ray_build.build(release.dist_dir, release), release.built,
+        )  # fmt: skip
         print(image.describe())
         print(f"loaded on the node as {release.image} (a stand-in built here, not Ray's image)")
     return 0
