@@ -25,12 +25,31 @@ TEST_WORKERS ?= 4
 
 venv: $(STAMP)
 
+# uv makes the three virtualenvs and installs their packages: on a fresh clone with the
+# wheel caches warm and the machine idle, `python -m venv` and pip took 61 s for the
+# three (ensurepip some 10 s of each), uv takes 20 s, and the same versions land (pip
+# freeze of each compared). Both compile every module's bytecode as they install: a
+# shell with PYTHONDONTWRITEBYTECODE set would otherwise compile Ray, Pulumi and the
+# Kubernetes client again in every process that imports them. `--seed` puts pip,
+# setuptools and wheel in each (ensurepip put pip and setuptools): Pulumi's Python
+# language host and people's habits expect pip there. uv itself comes from PyPI once,
+# into the build cache; a venv's bin/uv is a static binary, so the venv may move.
+UV_VERSION := 0.13.9
+CACHE := $(or $(PULUMI_RAY_CACHE),$(HOME)/.cache/pulumi-ray)
+UV_HOME := $(CACHE)/uv-$(UV_VERSION)
+UV := $(UV_HOME)/bin/uv
+
+$(UV):
+	@rm -rf $(UV_HOME).tmp
+	$(PYTHON) -m venv $(UV_HOME).tmp
+	$(UV_HOME).tmp/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	@rm -rf $(UV_HOME) && mv $(UV_HOME).tmp $(UV_HOME)
+
 # pyproject.toml says which versions work (ranges); constraints.txt which ones the tests
 # run with (exact), so every machine tests the same thing.
-$(STAMP): pyproject.toml constraints.txt
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
+$(STAMP): pyproject.toml constraints.txt | $(UV)
+	@test -x $(PY) || $(UV) venv --quiet --seed --no-python-downloads --python $(PYTHON) $(VENV)
+	$(UV) pip install --quiet --compile-bytecode --python $(PY) -c constraints.txt -e '.[test]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
@@ -40,10 +59,9 @@ POLICY_VENV := .venv-policy
 POLICY_STAMP := $(POLICY_VENV)/.installed
 policy-venv: $(POLICY_STAMP)
 
-$(POLICY_STAMP): policy/requirements.txt pyproject.toml
-	@test -x $(POLICY_VENV)/bin/python || $(PYTHON) -m venv $(POLICY_VENV)
-	$(POLICY_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(POLICY_VENV)/bin/python -m pip install --quiet -r policy/requirements.txt -e .
+$(POLICY_STAMP): policy/requirements.txt pyproject.toml | $(UV)
+	@test -x $(POLICY_VENV)/bin/python || $(UV) venv --quiet --seed --no-python-downloads --python $(PYTHON) $(POLICY_VENV)
+	$(UV) pip install --quiet --compile-bytecode --python $(POLICY_VENV)/bin/python -r policy/requirements.txt -e .
 	@touch $@
 
 # The base install alone (no `operator` extra) at the lowest versions pyproject.toml
@@ -55,10 +73,9 @@ FLOOR_VENV := .venv-floor
 FLOOR_STAMP := $(FLOOR_VENV)/.installed-$(shell cat pyproject.toml constraints-floor.txt | cksum | cut -d' ' -f1)
 floor-venv: $(FLOOR_STAMP)
 
-$(FLOOR_STAMP): pyproject.toml constraints-floor.txt
-	@test -x $(FLOOR_VENV)/bin/python || $(PYTHON) -m venv $(FLOOR_VENV)
-	$(FLOOR_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(FLOOR_VENV)/bin/python -m pip install --quiet -c constraints-floor.txt -e .
+$(FLOOR_STAMP): pyproject.toml constraints-floor.txt | $(UV)
+	@test -x $(FLOOR_VENV)/bin/python || $(UV) venv --quiet --seed --no-python-downloads --python $(PYTHON) $(FLOOR_VENV)
+	$(UV) pip install --quiet --compile-bytecode --python $(FLOOR_VENV)/bin/python -c constraints-floor.txt -e .
 	@rm -f $(FLOOR_VENV)/.installed-*
 	@touch $@
 
