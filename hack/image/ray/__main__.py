@@ -37,7 +37,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{wheels.LOCK_FILE}: {len(locked)} wheels; review and commit both")
     else:
         release = NEWER if arguments.newer else STAND_IN
-        key = reuse.recipe_key(repr(release), recipe_date(ray_build.RECIPE).isoformat())
+        key = reuse.recipe_key(  # no path: a clone elsewhere builds the same image
+            release.version, release.ray_lock.name, ",".join(release.extras),
+            recipe_date(ray_build.RECIPE).isoformat(),
+        )  # fmt: skip
         image = reuse.built_or_reused(
             f"ray-{release.version}", release.dist_dir, key,
             lambda: ray_build.build(release.dist_dir, release), release.built,
