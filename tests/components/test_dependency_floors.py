@@ -153,9 +153,12 @@ def test_floor_venv_renders_every_example_as_the_pins_do(tmp_path: Path) -> None
         pytest.fail(f"no {FLOOR_PYTHON}: run `make floor-venv` (outside the sandbox) first")
     programs = _programs(tmp_path)
     # Both at once: each is a few seconds of imports and mocked previews.
-    floor_run = _start(FLOOR_PYTHON, "pulumi_ray", programs)
-    pinned_run = _start(sys.executable, "components", programs)
-    floor, pinned = _result(floor_run, "floor venv"), _result(pinned_run, "pinned venv")
+    # Each waited for and its pipes closed even when the other fails.
+    with (
+        _start(FLOOR_PYTHON, "pulumi_ray", programs) as floor_run,
+        _start(sys.executable, "components", programs) as pinned_run,
+    ):
+        floor, pinned = _result(floor_run, "floor venv"), _result(pinned_run, "pinned venv")
 
     assert floor["absent"] == list(OPERATOR_ONLY), "the floor venv holds the operator extra"
     pins = _floor_pins()
