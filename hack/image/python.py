@@ -133,8 +133,8 @@ def install_scripts(tree: Path, bin_dir: str) -> list[str]:
     pip_bin, target = tree / SITE_DIR / "bin", tree / bin_dir
     target.mkdir(parents=True, exist_ok=True)
     scripts = _console_scripts(tree / SITE_DIR)
-    programs = {p.name for p in pip_bin.iterdir()} if pip_bin.is_dir() else set()
-    for program in sorted(pip_bin.iterdir()) if pip_bin.is_dir() else ():
+    programs = sorted(pip_bin.iterdir()) if pip_bin.is_dir() else []
+    for program in programs:
         if program.name not in scripts:
             shutil.move(program, target / program.name)
     shutil.rmtree(pip_bin, ignore_errors=True)
@@ -145,7 +145,7 @@ def install_scripts(tree: Path, bin_dir: str) -> list[str]:
             f"#!/{PYTHON}\nimport sys\nfrom {module} import {head}\nsys.exit({attribute}())\n"
         )
         script.chmod(0o755)
-    _record_programs(tree / SITE_DIR, target, programs)
+    _record_programs(tree / SITE_DIR, target, {p.name for p in programs})
     return sorted(p.name for p in target.iterdir())
 
 
@@ -156,6 +156,7 @@ def _record_programs(site: Path, target: Path, programs: set[str]) -> None:
     where the checkout was; and the path, relative to a directory that was pip's."""
     for record in sorted(site.glob("*.dist-info/RECORD")):
         rows = list(csv.reader(record.read_text().splitlines()))
+        rewritten = False
         for row in rows:
             path = PurePosixPath(row[0])
             if row[0].startswith("../") and path.parent.name == "bin" and path.name in programs:
@@ -164,5 +165,8 @@ def _record_programs(site: Path, target: Path, programs: set[str]) -> None:
                 hashed = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
                 digest = f"sha256={hashed.decode()}"
                 row[:] = [os.path.relpath(program, site), digest, str(len(data))]
+                rewritten = True
+        if not rewritten:  # most distributions install no program
+            continue
         with record.open("w", newline="") as stream:
             csv.writer(stream, lineterminator="\n").writerows(rows)

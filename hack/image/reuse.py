@@ -1,6 +1,7 @@
 """An image build kept in the build cache and copied out when nothing it is made of has
-changed: for an image that does not depend on this checkout's HEAD (the Ray and Redis
-images; the operator's holds ``operator_runtime``, so it is always built).
+changed: for an image that does not depend on this checkout's HEAD. The Ray images use
+it; the operator's holds ``operator_runtime`` and is always built, and the Redis image
+builds in a second, so it is not worth a copy.
 
 The key is every file of the image machinery (``hack/image``, its locks included), the
 date the image is stamped with and the release it is built for: conservative, so any
