@@ -8,6 +8,7 @@ fixture raises and every test using it errors with the reason.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import subprocess
 import uuid
@@ -43,6 +44,12 @@ class PulumiEngine:
 
     engine: Engine
     env: dict[str, str]
+
+    @functools.cached_property
+    def command(self) -> auto.PulumiCommand:
+        """The CLI as Automation API workspaces take it, made once: making one runs
+        ``pulumi version`` (a tenth of a CPU-second, once per stack before)."""
+        return auto.PulumiCommand(root=str(self.engine.root))
 
     def cli(self, cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         """Run the built CLI non-interactively; a failure raises with its whole output,
@@ -189,7 +196,7 @@ def _stacks(
             work_dir=str(work_dir),
             pulumi_home=pulumi_engine.env["PULUMI_HOME"],
             env_vars=program_env(work_dir, pulumi_engine.env),
-            pulumi_command=auto.PulumiCommand(root=str(pulumi_engine.engine.root)),
+            pulumi_command=pulumi_engine.command,
         )
         stack = auto.Stack.create(f"e2e-{suffix}", workspace)
         program = ProgramStack(

@@ -54,7 +54,7 @@ def test_example_previews_cleanly(
         work_dir=str(work_dir),
         pulumi_home=pulumi_engine.env["PULUMI_HOME"],
         env_vars={**pulumi_engine.env, "KUBECONFIG": str(local_cluster.kubeconfig)},
-        pulumi_command=auto.PulumiCommand(root=str(pulumi_engine.engine.root)),
+        pulumi_command=pulumi_engine.command,
     )
     stack = auto.Stack.create(f"example-{uuid.uuid4().hex[:8]}", workspace)
     for key, value in SECRETS.get(example.name, {}).items():
@@ -104,7 +104,7 @@ def test_the_quickstart_previews_as_the_readme_shows(
         work_dir=str(work_dir),
         pulumi_home=pulumi_engine.env["PULUMI_HOME"],
         env_vars={**pulumi_engine.env, "KUBECONFIG": str(local_cluster.kubeconfig)},
-        pulumi_command=auto.PulumiCommand(root=str(pulumi_engine.engine.root)),
+        pulumi_command=pulumi_engine.command,
     )
     name = f"readme-{uuid.uuid4().hex[:8]}"
     stack = auto.Stack.create(name, workspace)
