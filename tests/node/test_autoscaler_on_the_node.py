@@ -83,6 +83,10 @@ def autoscaled_spec(version: str) -> dict[str, Any]:
                       "limits": {"cpu": "500m", "memory": "512Mi"}},
     }  # fmt: skip
     spec["headGroupSpec"]["rayStartParams"] = {"num-cpus": "0"}
+    # The autoscaler v2 container does not stop on SIGTERM (KubeRay #503), so the head
+    # pod took the default 30 s grace to go in the namespace's clean-up after the
+    # scenario; the scenario never stops the head.
+    spec["headGroupSpec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1
     spec["workerGroupSpecs"] = [{
         "groupName": "cpu", "replicas": 0, "minReplicas": 0, "maxReplicas": 3,
         "rayStartParams": {},
