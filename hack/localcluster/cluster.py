@@ -591,8 +591,7 @@ class LocalCluster:
         return processes.http_ok(f"{self.server}/readyz", context=self._admin_ssl_context())
 
     def _write_kubeconfig(self) -> None:
-        token = self.pki.admin_token.read_text().strip()
-        self.write_kubeconfig(self.kubeconfig, "admin", {"token": token})
+        self.write_kubeconfig(self.kubeconfig, "admin", {"token": self.pki.admin_token()})
 
     def write_kubeconfig(
         self, path: Path, user_name: str, user: dict[str, str], *, server: str | None = None

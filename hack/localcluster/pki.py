@@ -57,8 +57,12 @@ class Pki:
         return self.directory / "admin.key"
 
     @property
-    def admin_token(self) -> Path:
-        """The admin's bearer token, one line.
+    def token_file(self) -> Path:
+        """The API server's ``--token-auth-file``: the admin's token, user and group."""
+        return self.directory / "tokens.csv"
+
+    def admin_token(self) -> str:
+        """The admin's bearer token (the token file's first field).
 
         What the control plane's kubeconfig authenticates with, rather than the admin
         certificate: the API server checks a client certificate's chain to the CA on
@@ -66,12 +70,7 @@ class Pki:
         operator and a test (a profile over 150 s of tests/integration/rayjob); a
         static token is looked up. The certificate stays valid for whoever dials with
         it."""
-        return self.directory / "admin.token"
-
-    @property
-    def token_file(self) -> Path:
-        """The API server's ``--token-auth-file``: the admin's token, user and group."""
-        return self.directory / "tokens.csv"
+        return self.token_file.read_text().split(",", 1)[0]
 
     @property
     def service_account_key(self) -> Path:
@@ -121,8 +120,7 @@ class Pki:
         cert, key = self.issue_pem(common_name, organization, server_addresses=server_addresses)
         cert_path, key_path = self.directory / f"{name}.crt", self.directory / f"{name}.key"
         cert_path.write_bytes(cert)
-        key_path.write_bytes(key)
-        key_path.chmod(0o600)
+        write_secret(key_path, key)
         return cert_path, key_path
 
 
@@ -226,8 +224,7 @@ def create(directory: Path, *, extra_server_addresses: tuple[str, ...] = ()) -> 
     )
     pki.admin_cert.write_bytes(admin.public_bytes(serialization.Encoding.PEM))
     _write_key(pki.admin_key, admin_key)
-    token = secrets.token_urlsafe(32)
-    write_secret(pki.admin_token, f"{token}\n")
+    token = secrets.token_urlsafe(32)  # no comma: the file is CSV
     write_secret(pki.token_file, f"{token},pulumi-ray-admin,pulumi-ray-admin,system:masters\n")
 
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
