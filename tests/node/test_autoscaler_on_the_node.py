@@ -12,6 +12,7 @@ v1's cluster comes from a Pulumi stack, which must preview no change once scaled
 from __future__ import annotations
 
 import contextlib
+import itertools
 import textwrap
 import time
 from pathlib import Path
@@ -162,12 +163,17 @@ def test_the_autoscaler_scales_up_for_demand_and_down_by_exactly_its_victims(
         for group in spec.get("workerGroupSpecs", [])
         for victim in (group.get("scaleStrategy") or {}).get("workersToDelete") or []
     }
-    asked = max(g.get("replicas", 0) for spec in specs for g in spec["workerGroupSpecs"])
+    # Every pod the autoscaler asked for is a rise of ``replicas``. Under load, v2 has
+    # asked for a third worker while the first two were still joining (CI run 50), so
+    # the pods to expect are the rises, not the two the program needs.
+    history = [spec["workerGroupSpecs"][0].get("replicas", 0) for spec in specs]
+    peak = max(history)
+    asked = sum(max(0, now - before) for before, now in itertools.pairwise([0, *history]))
     print(f"\n{operator}, autoscaler {version}: program ran {ran_for:.1f} s "
           f"(first worker Ready {first_ready} after demand); idle -> no workers in "
-          f"{settled_for:.1f} s; replicas asked up to {asked}; pods created {len(created)}, "
-          f"deleted {len(deleted)}; victims named {sorted(victims)}")  # fmt: skip
-    assert asked == 2, asked
+          f"{settled_for:.1f} s; replicas up to {peak}, pods asked {asked}; pods created "
+          f"{len(created)}, deleted {len(deleted)}; victims named {sorted(victims)}")  # fmt: skip
+    assert 2 <= peak <= 3, history  # what the program needs, at most maxReplicas
     assert len(created) == asked and len(set(created)) == len(created), created
     assert sorted(deleted) == sorted(created), (created, deleted)
     assert victims == set(deleted), (victims, deleted)
