@@ -21,7 +21,7 @@ import pytest
 from hack import sandbox
 from hack.localcluster import LESS_GC, LocalCluster, start_for_tests
 from hack.localcluster.versions import KUBERNETES, KUBERNETES_WRAPPERS
-from tests import tierscope
+from tests import scratch, tierscope
 from tests.kept import Keeper, keeping, stop_unwanted
 from tests.kubeclient import fresh_namespace
 
@@ -168,6 +168,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 _CURRENT_MODULE = pytest.StashKey[Path]()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _helpers_scratch(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The test helpers' files (operator logs, pod runners' work) under this run's base
+    temporary directory, which pytest prunes (``tests/scratch.py``)."""
+    scratch.use_root(tmp_path_factory.getbasetemp())
 
 
 @pytest.fixture(scope="session")

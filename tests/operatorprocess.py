@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
 
 from hack import processes
+from tests.scratch import scratch_file
 from tests.waiting import wait_for
 
 START_SECONDS = 120.0
@@ -43,11 +43,14 @@ class OperatorProcess:
             "--reconcile-concurrency=2", "--enable-metrics=true", *flags,
         ]  # fmt: skip
         self.env = {**os.environ, **(env or {})}
-        self.log_path = Path(tempfile.mkstemp(prefix="operator-", suffix=".log")[1])
+        self.log_path: Path | None = None
+        """Made when the process starts (under pytest's base directory): a test that only
+        reads ``arguments`` makes no file."""
         self.process: subprocess.Popen[bytes] | None = None
         self.exit_code: int | None = None
 
     def __enter__(self) -> OperatorProcess:
+        self.log_path = scratch_file("operator-", ".log")
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
                 self.arguments, stdout=log, stderr=subprocess.STDOUT, env=self.env
@@ -88,7 +91,7 @@ class OperatorProcess:
         return time.monotonic()
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        return self.log_path.read_text(errors="replace") if self.log_path else ""
 
     def tail(self, lines: int = 60) -> str:
         return "\n".join(self.log().splitlines()[-lines:])

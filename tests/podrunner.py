@@ -36,7 +36,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -52,6 +51,7 @@ from operator_runtime.runtime.errors import ApiError, NotFound, TransportError
 from operator_runtime.runtime.kinds import POD, Object
 from operator_runtime.runtime.ratelimit import TokenBucket
 from operator_runtime.runtime.transport import UrllibTransport, load_configuration
+from tests.scratch import scratch_dir
 
 __all__ = ["RUN_FOR_REAL_LABEL", "PodRunner", "expand"]
 
@@ -98,7 +98,7 @@ class PodRunner:
             client = KubeClient(transport, limiter=TokenBucket(1000, 2000))
         self.client = client
         self.namespace = namespace
-        self._scratch = Path(tempfile.mkdtemp(prefix=f"podrunner-{namespace}-"))
+        self._scratch = scratch_dir(f"podrunner-{namespace}-")
         self.log_dir = log_dir or self._scratch / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._runs: dict[str, _Run] = {}
