@@ -70,8 +70,9 @@ def engine_env(
         environment.pop(name, None)
     home = state_dir / "home"
     backend = state_dir / "backend"
-    home.mkdir(parents=True, exist_ok=True)
-    backend.mkdir(parents=True, exist_ok=True)
+    scratch = state_dir / "tmp"
+    for directory in (home, backend, scratch):
+        directory.mkdir(parents=True, exist_ok=True)
     _disable_automatic_logs(home)
     python = python_executable()
     path_entries = [str(engine.bin_dir), str(python.parent)]
@@ -89,6 +90,12 @@ def engine_env(
             "PULUMI_PYTHON_CMD": str(python),
             # The file backend would otherwise suggest migrating to project-scoped stacks.
             "PULUMI_DIY_BACKEND_NO_LEGACY_WARNING": "true",
+            # The engine's and its plugins' temporary files, gone with ``state_dir``. The
+            # Kubernetes provider writes its kubeconfig to a new temporary file at every
+            # start and never removes it (pkg/provider/util.go, writeKubeconfigToFile),
+            # and the Node.js host's pipes' directories outlive some runs: 1,109 and 27 of
+            # them had piled up in /tmp on one machine.
+            "TMPDIR": str(scratch),
         }
     )
     return environment
@@ -115,6 +122,9 @@ def _disable_automatic_logs(home: Path) -> None:
 def format_env(state_dir: Path, engine: Engine) -> str:
     """Shell ``export`` lines for the variables :func:`engine_env` sets or changes."""
     environment = engine_env(state_dir, engine, base={"PATH": os.environ.get("PATH", "")})
+    # A shell that sources these lines runs more than the engine: its own temporary files
+    # stay where the user keeps them.
+    environment.pop("TMPDIR")
     lines = [f"unset {name}" for name in UNSET_VARIABLES]
     lines += [f"export {name}={_shell_quote(value)}" for name, value in sorted(environment.items())]
     return "\n".join(lines)
