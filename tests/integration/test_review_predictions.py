@@ -61,6 +61,7 @@ from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     running_ready,
 )
 from tests.integration.raycronjob.conftest import (
+    CronOperator,
     created_at,
     cron_operator,
     fake_clock_at,
@@ -678,11 +679,18 @@ def test_a_raycronjob_template_change_reaches_only_later_runs(
     try:
         with (
             Recorder(world.kube, POD, world.namespace) as recorder,
-            cron_operator(ray_crds, world.namespace, clock),
+            cron_operator(ray_crds, world.namespace, clock) as operator,
         ):
             clock.advance((first - clock.now()).total_seconds())
             wait_for("the first tick's RayJob", ticked(world, clock, name, first), timeout=30)
             put_spec(world, new)
+            # The clock jumps a minute at once: the operator must have seen the edit first,
+            # as a real minute lets it (CI run 52 made the second tick's RayJob from the
+            # cached old template, the watch event still on its way).
+            wait_for("the operator's cache holding the new template",
+                     cached_entrypoint_is(operator, world.namespace, name,
+                                          new["spec"]["jobTemplate"]["entrypoint"]),
+                     timeout=30)  # fmt: skip
             clock.advance((second - clock.now()).total_seconds())
             wait_for("the second tick's RayJob", ticked(world, clock, name, second), timeout=30)
             time.sleep(QUIET_SECONDS)
@@ -713,6 +721,19 @@ def ticked(
     def check() -> bool:
         clock.advance(0.01)
         return f"{name}-{unix_minutes(tick)}" in jobs_of(world.kube, world.namespace, name)
+
+    return check
+
+
+def cached_entrypoint_is(
+    operator: CronOperator, namespace: str, name: str, entrypoint: str
+) -> Callable[[], bool]:
+    """The RayCronJob in the operator's own cache has ``entrypoint`` in its template."""
+    cache = operator.manager.informers.get(RAY_CRON_JOB).cache
+
+    def check() -> bool:
+        found = cache.get(namespace, name) or {}
+        return bool(found.get("spec", {}).get("jobTemplate", {}).get("entrypoint") == entrypoint)
 
     return check
 
