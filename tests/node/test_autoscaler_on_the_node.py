@@ -141,7 +141,8 @@ def test_the_autoscaler_scales_up_for_demand_and_down_by_exactly_its_victims(
             ran_for = time.monotonic() - demand
             idle = time.monotonic()  # the preview below runs while the workers idle
             if stack is not None:
-                assert replicas(kube, ns, name) == 2
+                # Scaled from the stack's 0: two, or three if it asked for one more.
+                assert replicas(kube, ns, name) in (2, 3), replicas(kube, ns, name)
                 stack.run("preview", "--expect-no-changes")
             wait_for(
                 "the worker group back at 0 with no worker pod",
