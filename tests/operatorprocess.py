@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 from hack import processes
-from tests.scratch import scratch_file
+from tests.scratch import scratch_dir
 from tests.waiting import wait_for
 
 START_SECONDS = 120.0
@@ -50,7 +50,7 @@ class OperatorProcess:
         self.exit_code: int | None = None
 
     def __enter__(self) -> OperatorProcess:
-        self.log_path = scratch_file("operator-", ".log")
+        self.log_path = scratch_dir("operator-") / "operator.log"
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
                 self.arguments, stdout=log, stderr=subprocess.STDOUT, env=self.env

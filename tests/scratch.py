@@ -8,7 +8,6 @@ operator logs and 182 pod runner directories had piled up on one machine).
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
@@ -26,13 +25,6 @@ def _require_root() -> Path:
         raise RuntimeError("the test helpers' scratch is pytest's base temporary directory: "
                            "run them under pytest (tests/conftest.py sets it)")  # fmt: skip
     return _root
-
-
-def scratch_file(prefix: str, suffix: str = "") -> Path:
-    """A new empty file of this process's run; pytest's retention removes it."""
-    handle, path = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=_require_root())
-    os.close(handle)
-    return Path(path)
 
 
 def scratch_dir(prefix: str) -> Path:

@@ -142,7 +142,8 @@ def test_the_autoscaler_scales_up_for_demand_and_down_by_exactly_its_victims(
             idle = time.monotonic()  # the preview below runs while the workers idle
             if stack is not None:
                 # Scaled from the stack's 0: two, or three if it asked for one more.
-                assert replicas(kube, ns, name) in (2, 3), replicas(kube, ns, name)
+                scaled_to = replicas(kube, ns, name)
+                assert scaled_to in (2, 3), scaled_to
                 stack.run("preview", "--expect-no-changes")
             wait_for(
                 "the worker group back at 0 with no worker pod",
