@@ -172,25 +172,30 @@ def revive(head: RayHead) -> bool:
     return True
 
 
+def gcs_healthy(dashboard_url: str, timeout: float = 10.0) -> bool:
+    """The dashboard answers that its GCS is healthy (what KubeRay's submitter waits for);
+    it answers 503 while its own check of the GCS runs out of time."""
+    try:
+        health = httpx.get(f"{dashboard_url}/api/gcs_healthz", timeout=timeout)
+    except httpx.TransportError:
+        return False
+    return health.status_code == 200 and "success" in health.text
+
+
 def _wait_until_ready(head: RayHead, started: float) -> None:
-    """The dashboard answers and reports the GCS healthy (what KubeRay's submitter waits for)."""
-    with httpx.Client(base_url=head.dashboard_url, timeout=2.0) as client:
-        while True:
-            if head.process.poll() is not None:
-                lines = (head.temp_dir / "ray-start.log").read_text(errors="replace").splitlines()
-                # Ray ends its own complaint with the dashboard log's tail: keep both.
-                said = [line for line in lines if "ERROR" in line or "Failed" in line]
-                text = "\n".join([*said[:10], "...", *lines[-30:]])
-                raise RuntimeError(f"ray start exited {head.process.returncode}:\n{text}")
-            try:
-                health = client.get("/api/gcs_healthz")
-                if health.status_code == 200 and "success" in health.text:
-                    return
-            except httpx.TransportError:
-                pass
-            if time.monotonic() - started > START_TIMEOUT:
-                raise TimeoutError(f"the Ray dashboard did not answer in {START_TIMEOUT:.0f} s")
-            time.sleep(0.25)
+    """The dashboard answers and reports the GCS healthy."""
+    while True:
+        if head.process.poll() is not None:
+            lines = (head.temp_dir / "ray-start.log").read_text(errors="replace").splitlines()
+            # Ray ends its own complaint with the dashboard log's tail: keep both.
+            said = [line for line in lines if "ERROR" in line or "Failed" in line]
+            text = "\n".join([*said[:10], "...", *lines[-30:]])
+            raise RuntimeError(f"ray start exited {head.process.returncode}:\n{text}")
+        if gcs_healthy(head.dashboard_url, timeout=2.0):
+            return
+        if time.monotonic() - started > START_TIMEOUT:
+            raise TimeoutError(f"the Ray dashboard did not answer in {START_TIMEOUT:.0f} s")
+        time.sleep(0.25)
 
 
 def _kill_session(session_id: int) -> None:

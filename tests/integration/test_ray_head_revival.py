@@ -9,9 +9,7 @@ from __future__ import annotations
 import os
 import signal
 
-import httpx
-
-from hack.rayhead import revive
+from hack.rayhead import gcs_healthy, revive
 from tests.rayhead import RayHead, module_ray_head  # noqa: F401 (fixture)
 from tests.waiting import wait_for
 
@@ -19,14 +17,6 @@ HEALTHY_SECONDS = 60.0
 """How long the revived head may take to say its GCS is healthy again. It said so once
 before ``revive`` returned, but the dashboard answers 503 whenever its own check of the
 GCS runs out of time, which a CI run saw right after the restart on two loaded cores."""
-
-
-def _healthy(url: str) -> bool:
-    try:
-        answer = httpx.get(f"{url}/api/gcs_healthz", timeout=10)
-    except httpx.TransportError:
-        return False
-    return answer.status_code == 200 and "success" in answer.text
 
 
 def test_a_dead_head_is_started_again_on_its_port_and_a_live_one_is_left_alone(
@@ -43,7 +33,7 @@ def test_a_dead_head_is_started_again_on_its_port_and_a_live_one_is_left_alone(
     assert head.dashboard_port == port
     wait_for(
         "the revived head's GCS healthy on its port",
-        lambda: _healthy(head.dashboard_url),
+        lambda: gcs_healthy(head.dashboard_url),
         timeout=HEALTHY_SECONDS,
         interval=1.0,
     )
