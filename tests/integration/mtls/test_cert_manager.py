@@ -18,6 +18,8 @@ from tests.kubeclient import make_client
 from tests.waiting import wait_for
 
 CERT_MANAGER = "cert-manager.io/v1"
+CERTIFICATE_NAME = "cert-manager.io/certificate-name"
+CERTIFICATE_REVISION = "cert-manager.io/certificate-revision"
 READY_WITHIN = 60.0
 """cert-manager issues a certificate in well under a second on an idle machine; the bound
 is for a loaded one (key generation is RSA 4096 for the CA, as KubeRay asks)."""
@@ -47,6 +49,17 @@ def _ready(cluster: LocalCluster, kind: str, name: str, namespace: str) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
+def _issued_for(cluster: LocalCluster, namespace: str, certificate: str) -> list[bytes]:
+    """The PEM certificates cert-manager issued for ``certificate``, oldest first: one per
+    CertificateRequest it made for it (each carries the Certificate's revision)."""
+    requests = cluster.get_json("-n", namespace, "certificaterequests.cert-manager.io")
+    mine = [r for r in requests["items"]
+            if r["metadata"].get("annotations", {}).get(CERTIFICATE_NAME) == certificate
+            and (r.get("status") or {}).get("certificate")]  # fmt: skip
+    mine.sort(key=lambda r: int(r["metadata"]["annotations"][CERTIFICATE_REVISION]))
+    return [base64.b64decode(r["status"]["certificate"]) for r in mine]
+
+
 def test_ca_and_leaf_certificates_become_ready(
     local_cluster: LocalCluster, cert_manager: certmanager_run.CertManager, namespace: str
 ) -> None:
@@ -62,6 +75,9 @@ def test_ca_and_leaf_certificates_become_ready(
                 "duration": "87600h",
                 "privateKey": {"algorithm": "RSA", "size": 4096},
                 "issuerRef": {"name": "selfsigned", "kind": "Issuer", "group": "cert-manager.io"},
+                # Every issue's CertificateRequest kept (cert-manager keeps 1 by default)
+                # for _issued_for.
+                "revisionHistoryLimit": 10,
             },
         ),
         _issuer("ca-issuer", namespace, {"ca": {"secretName": "ca-secret"}}),
@@ -96,9 +112,18 @@ def test_ca_and_leaf_certificates_become_ready(
     ca_data = client.get(SECRET, "ca-secret", namespace)["data"]
     leaf_data = client.get(SECRET, "leaf-secret", namespace)["data"]
     assert {"tls.crt", "tls.key", "ca.crt"} <= set(leaf_data)
-    ca = x509.load_pem_x509_certificate(base64.b64decode(ca_data["tls.crt"]))
+    issued = _issued_for(local_cluster, namespace, "ca")
+    if len(issued) > 1:
+        print(f"cert-manager issued the CA {len(issued)} times")
+    # The Secret holds the CA's latest issue; the leaf was signed by the issue the CA
+    # Issuer read at the time, which is that one unless cert-manager issued the CA again
+    # after it (its controllers act on informer caches: under load it has issued a new
+    # CA a second after the first, and a leaf signed in that second keeps the first).
+    assert base64.b64decode(ca_data["tls.crt"]) == issued[-1]
+    signer = base64.b64decode(leaf_data["ca.crt"])
+    assert signer in issued, "the leaf's ca.crt is no certificate issued for the CA"
+    ca = x509.load_pem_x509_certificate(signer)
     leaf = x509.load_pem_x509_certificate(base64.b64decode(leaf_data["tls.crt"]))
-    assert base64.b64decode(leaf_data["ca.crt"]) == base64.b64decode(ca_data["tls.crt"])
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     assert ca.public_key().key_size == 4096  # type: ignore[union-attr]
     leaf.verify_directly_issued_by(ca)
