@@ -9,6 +9,7 @@ with the flags and environment a test chooses, nothing patched or hooked in.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from types import TracebackType
 
 from hack import processes
 from tests.scratch import scratch_dir
-from tests.waiting import wait_for
+from tests.waiting import also_seen, wait_for
 
 START_SECONDS = 120.0
 """From the process start to its controllers started, on a loaded machine."""
@@ -48,6 +49,7 @@ class OperatorProcess:
         reads ``arguments`` makes no file."""
         self.process: subprocess.Popen[bytes] | None = None
         self.exit_code: int | None = None
+        self._seen = contextlib.ExitStack()
 
     def __enter__(self) -> OperatorProcess:
         self.log_path = scratch_dir("operator-") / "operator.log"
@@ -55,6 +57,7 @@ class OperatorProcess:
             self.process = subprocess.Popen(
                 self.arguments, stdout=log, stderr=subprocess.STDOUT, env=self.env
             )
+        self._seen.enter_context(also_seen(self.last_lines))  # in a timed-out wait's line
         return self
 
     def __exit__(
@@ -63,6 +66,7 @@ class OperatorProcess:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        self._seen.close()
         self.stop()
         if kind is None:
             assert self.exit_code == 0, f"the operator exited {self.exit_code}:\n{self.tail()}"
@@ -95,3 +99,8 @@ class OperatorProcess:
 
     def tail(self, lines: int = 60) -> str:
         return "\n".join(self.log().splitlines()[-lines:])
+
+    def last_lines(self, lines: int = 6, width: int = 300) -> str:
+        """The log's last lines on one line, each cut to ``width``."""
+        cut = [line[:width] for line in self.tail(lines).splitlines()]
+        return f"the operator's last lines: {cut}"

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 REPORTED_SECONDS = 2.0
 """A wait this long or longer is printed with its length: a slow test's captured output
 (shown when it fails, or in the JUnit file with ``-o junit_logging=system-out``) says
 where its time went."""
+
+
+_ALSO_SEEN: list[Callable[[], str]] = []
+"""What every timeout also reports, while a block of ``also_seen`` runs."""
+
+
+@contextlib.contextmanager
+def also_seen(source: Callable[[], str]) -> Iterator[None]:
+    """While in the block, a wait that times out also says what ``source`` returns (one
+    line: CI shows of a failure little more than the line naming it)."""
+    _ALSO_SEEN.append(source)
+    try:
+        yield
+    finally:
+        _ALSO_SEEN.remove(source)
 
 
 def wait_for(
@@ -34,5 +50,6 @@ def wait_for(
             return value
         if time.monotonic() > deadline:
             seen = f"; last seen: {explain()}" if explain is not None else ""
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}{seen}")
+            also = "".join(f"; {source()}" for source in _ALSO_SEEN)
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}{seen}{also}")
         time.sleep(interval)

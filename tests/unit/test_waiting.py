@@ -1,4 +1,5 @@
-"""tests/waiting.py: a wait that took a while says how long; a quick one says nothing."""
+"""tests/waiting.py: a wait that took a while says how long; a quick one says nothing; a
+timeout says on one line what it waited for and what was seen."""
 
 from __future__ import annotations
 
@@ -26,3 +27,17 @@ def test_a_timeout_names_what_was_awaited_and_what_was_seen() -> None:
                        r"last seen: stuck"):  # fmt: skip
         waiting.wait_for("never", lambda: False, timeout=0.1, interval=0.02,
                          explain=lambda: "stuck")  # fmt: skip
+
+
+def test_a_timeout_inside_also_seen_reports_its_source_on_the_same_line() -> None:
+    with (
+        waiting.also_seen(lambda: "the operator's last lines: ['x']"),
+        pytest.raises(AssertionError) as inside,
+    ):
+        waiting.wait_for("never", lambda: False, timeout=0.05, interval=0.02,
+                         explain=lambda: "stuck")  # fmt: skip
+    with pytest.raises(AssertionError) as after:
+        waiting.wait_for("never", lambda: False, timeout=0.05, interval=0.02)
+    assert str(inside.value) == ("timed out after 0.05s waiting for never; last seen: stuck; "
+                                 "the operator's last lines: ['x']")  # fmt: skip
+    assert str(after.value) == "timed out after 0.05s waiting for never"
