@@ -32,6 +32,7 @@ import httpx
 
 from hack import processes, sandbox
 from hack.localcluster.cluster import free_port_block, free_ports
+from hack.localhttp import LOCAL_HTTP
 
 RAY = Path(sys.executable).with_name("ray")
 WORKER_PORTS = 64
@@ -154,7 +155,7 @@ def revive(head: RayHead) -> bool:
     exited = head.process.poll() is not None
     if not exited:
         try:
-            httpx.get(f"{head.dashboard_url}/api/gcs_healthz", timeout=10.0)
+            LOCAL_HTTP.get(f"{head.dashboard_url}/api/gcs_healthz", timeout=10.0)
             return False
         except httpx.ConnectError:
             pass  # nothing listens: the dashboard is gone
@@ -176,7 +177,7 @@ def gcs_healthy(dashboard_url: str, timeout: float = 10.0) -> bool:
     """The dashboard answers that its GCS is healthy (what KubeRay's submitter waits for);
     it answers 503 while its own check of the GCS runs out of time."""
     try:
-        health = httpx.get(f"{dashboard_url}/api/gcs_healthz", timeout=timeout)
+        health = LOCAL_HTTP.get(f"{dashboard_url}/api/gcs_healthz", timeout=timeout)
     except httpx.TransportError:
         return False
     return health.status_code == 200 and "success" in health.text

@@ -36,6 +36,7 @@ from hack.image import ImageBuild, built, root_filesystem
 from hack.image.run import ContainerRun, ImageConfig, image_config, launch, service_account_files
 from hack.localcluster import LocalCluster
 from hack.localcluster.deployed_operator import literal_env
+from hack.localhttp import LOCAL_HTTP
 from operator_runtime.runtime.kinds import LEASE, RAY_CLUSTER
 from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
     gc_probe,
@@ -125,7 +126,7 @@ class Container:
 
 def get(url: str) -> httpx.Response | None:
     try:
-        return httpx.get(url, timeout=2)
+        return LOCAL_HTTP.get(url, timeout=2)
     except httpx.HTTPError:
         return None
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import time
 
-import httpx
-
 from hack.localcluster import LocalCluster
+from hack.localhttp import LOCAL_HTTP
 from operator_runtime.clients import JobSubmission
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import POD, Object
@@ -98,7 +97,7 @@ def test_sidecar_restart_gate_an_exit_0_after_restarts_completes_the_job(
         # The restarted submitter's script: `ray job status` does not know the id, so
         # `ray job submit --no-wait` under it, then it follows the logs.
         submission = JobSubmission(entrypoint=f"echo '{marker}'", submission_id=job_id)
-        answer = httpx.post(
+        answer = LOCAL_HTTP.post(
             f"{ray_head.dashboard_url}/api/jobs/", json=submission.body(), timeout=60
         )
         assert answer.status_code == 200, answer.text

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
@@ -49,6 +48,7 @@ from hack.clusterhosts import ClusterHosts
 from hack.localcluster import LocalCluster
 from hack.localcluster.cluster import free_port
 from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE
+from hack.localhttp import LOCAL_HTTP
 from operator_runtime.clients import DashboardError, DashboardPool, direct_endpoint
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import Conflict, NotFound
@@ -145,7 +145,7 @@ class Server:
     def range(self, expr: str) -> list[dict[str, Any]]:
         """``expr`` over the test's window, one point a second (a Grafana panel)."""
         now = time.time()
-        answer = httpx.get(
+        answer = LOCAL_HTTP.get(
             f"{self.url}/api/v1/query_range",
             params={"query": expr, "start": self.since, "end": now, "step": 1},
             timeout=30,
@@ -156,11 +156,11 @@ class Server:
         return result
 
     def metric_names(self) -> set[str]:
-        answer = httpx.get(f"{self.url}/api/v1/label/__name__/values", timeout=30).json()
+        answer = LOCAL_HTTP.get(f"{self.url}/api/v1/label/__name__/values", timeout=30).json()
         return set(answer["data"])
 
     def rules(self) -> list[dict[str, Any]]:
-        answer = httpx.get(f"{self.url}/api/v1/rules", timeout=30).json()
+        answer = LOCAL_HTTP.get(f"{self.url}/api/v1/rules", timeout=30).json()
         return [rule for group in answer["data"]["groups"] for rule in group["rules"]]
 
 

@@ -24,9 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from hack.localcluster import LocalCluster
+from hack.localhttp import LOCAL_HTTP
 from operator_runtime.api import RayJob
 from operator_runtime.clients import DashboardPool, JobSubmission, direct_endpoint
 from operator_runtime.render import SubmitterParams, submit_command
@@ -73,7 +72,7 @@ def test_interactive_waits_for_the_users_job_id(
         # The user submits as `ray job submit` would, with its own patience: the
         # operator's 2 s deadline is the operator's, and a loaded head can take longer.
         submission = JobSubmission(entrypoint=f"echo '{marker}'", submission_id=job_id)
-        answer = httpx.post(
+        answer = LOCAL_HTTP.post(
             f"{ray_head.dashboard_url}/api/jobs/", json=submission.body(), timeout=60
         )
         assert answer.status_code == 200, answer.text

@@ -16,11 +16,11 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from hack.localcluster import LocalCluster
 from hack.localcluster.cluster import free_port
+from hack.localhttp import LOCAL_HTTP
 from operator_runtime.clients import DashboardError, DashboardPool, direct_endpoint
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import NotFound
@@ -169,7 +169,7 @@ class DeploymentStates(Recorder):
 
 
 def scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    text = LOCAL_HTTP.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
     found: dict[str, list[tuple[dict[str, str], float]]] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:

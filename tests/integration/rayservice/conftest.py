@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 
 from hack.localcluster.cluster import free_port
+from hack.localhttp import LOCAL_HTTP
 from hack.rayhead import RayHead
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import RAY_SERVICE, Object
@@ -72,7 +72,7 @@ class ServeHead:
         return self.head.dashboard_port
 
     def answer(self, host: str = "127.0.0.1") -> str:
-        return httpx.get(f"http://{host}:{self.serve_port}/", timeout=5).text
+        return LOCAL_HTTP.get(f"http://{host}:{self.serve_port}/", timeout=5).text
 
 
 @pytest.fixture

@@ -9,10 +9,9 @@ import re
 import time
 from typing import Any
 
-import httpx
-
 from hack.localcluster import LocalCluster
 from hack.localcluster.cluster import free_port
+from hack.localhttp import LOCAL_HTTP
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import RAY_CLUSTER, RAY_SERVICE, SERVICE
 from tests.integration.raycluster.conftest import events
@@ -43,7 +42,7 @@ def cluster_names(kube: KubeClient, namespace: str) -> list[str]:
 
 
 def samples(port: int, metric: str) -> list[str]:
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+    text = LOCAL_HTTP.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
     return [line for line in text.splitlines() if re.match(rf"{metric}\{{", line)]
 
 

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from hack.localcluster import LocalCluster
+from hack.localhttp import LOCAL_HTTP
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import SERVICE
 from tests.integration.rayservice.conftest import (
@@ -67,7 +68,9 @@ def test_a_head_serving_an_older_config_is_not_ready_until_it_runs_the_new_one(
     stale = yaml.safe_load(serve_config(serve_head, message="stale"))
     stale["applications"][0]["runtime_env"] = {"env_vars": {"GREETER_GENERATION": "stale"}}
     dashboard = f"http://127.0.0.1:{serve_head.dashboard_port}"
-    httpx.put(f"{dashboard}/api/serve/applications/", json=stale, timeout=30).raise_for_status()
+    LOCAL_HTTP.put(
+        f"{dashboard}/api/serve/applications/", json=stale, timeout=30
+    ).raise_for_status()
     wait_for("the stale config to answer", lambda: _answers(serve_head, "stale"), timeout=120)
 
     with ClusterHosts(kube, namespace), operator(ray_crds, namespace):

@@ -29,6 +29,7 @@ import pytest
 
 from hack import sandbox
 from hack.localcluster import LocalCluster
+from hack.localhttp import LOCAL_HTTP
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.kinds import RAY_CLUSTER, SERVICE
 from tests.integration.raycluster.conftest import (  # noqa: F401 (fixtures)
@@ -127,7 +128,7 @@ def _cluster_info(metrics: str, namespace: str) -> bool:
 
 def _get(url: str) -> str | None:
     try:
-        response = httpx.get(url, timeout=2)
+        response = LOCAL_HTTP.get(url, timeout=2)
     except httpx.HTTPError:
         time.sleep(0.2)
         return None
