@@ -189,7 +189,12 @@ class Informer:
         )  # fmt: skip
         with self._lock:
             self._streams[namespace] = stream
+            # stop() sets the flag before it reads the streams to close: either it sees
+            # this one, or this sees the flag (else a quiet watch would outlive stop()).
+            stopped = self._stop.is_set()
         try:
+            if stopped:
+                return
             for event in stream:
                 if self._stop.is_set():
                     break

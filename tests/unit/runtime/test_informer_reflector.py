@@ -137,3 +137,45 @@ def test_repeated_410s_back_off_instead_of_relisting_in_a_loop() -> None:
     assert reasons == ["gone", "gone"]
     gaps = [b - a for a, b in itertools.pairwise(listed_at)]
     assert gaps[0] >= 0.5 * 0.8 and gaps[1] >= 1.0 * 0.8, gaps
+
+
+class QuietStream:
+    """A watch with no event until it is closed (the socket's shutdown wakes the read)."""
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        self.closed.wait(30)
+        return iter(())
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def test_a_stop_while_the_watch_is_being_opened_ends_the_reflector_at_once() -> None:
+    """stop() closes the streams it sees; one still being opened then is not among them,
+    and its quiet watch would hold the reflector until its inactivity timeout."""
+    opening, stopped = threading.Event(), threading.Event()
+    stream = QuietStream()
+
+    class SlowWatch(ScriptedClient):
+        def watch(self, kind: Any, namespace: Any, **kwargs: Any) -> Any:
+            opening.set()
+            stopped.wait(10)  # the stop comes while the request is in flight
+            return stream
+
+    informer = Informer(SlowWatch(lists=[([], "1")], watches=[]), CONFIG_MAP,  # type: ignore[arg-type]
+                        namespaces=("ns",))  # fmt: skip
+    informer.start()
+    assert opening.wait(10)
+    stopper = threading.Thread(target=informer.stop, kwargs={"timeout": 30})
+    stopper.start()
+    while not informer._stop.is_set():  # stop() began: it reads the streams right after
+        time.sleep(0.01)
+    time.sleep(0.1)
+    stopped.set()
+    started = time.monotonic()
+    stopper.join(30)
+    assert time.monotonic() - started < 5, "the reflector waited on its quiet watch"
+    assert stream.closed.is_set()
