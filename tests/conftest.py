@@ -21,7 +21,7 @@ import pytest
 from hack import sandbox
 from hack.localcluster import LESS_GC, LocalCluster, start_for_tests
 from hack.localcluster.versions import KUBERNETES, KUBERNETES_WRAPPERS
-from tests import scratch, tierscope
+from tests import scratch, tierscope, waiting
 from tests.kept import Keeper, keeping, stop_unwanted
 from tests.kubeclient import fresh_namespace
 
@@ -175,6 +175,13 @@ def _helpers_scratch(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The test helpers' files (operator logs, pod runners' work) under this run's base
     temporary directory, which pytest prunes (``tests/scratch.py``)."""
     scratch.use_root(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(autouse=True)
+def _timeouts_see_only_this_test() -> Iterator[None]:
+    """What a test left registered for timeouts to report goes with it (``tests/waiting.py``)."""
+    with waiting.one_tests_sources():
+        yield
 
 
 @pytest.fixture(scope="session")

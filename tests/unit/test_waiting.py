@@ -41,3 +41,16 @@ def test_a_timeout_inside_also_seen_reports_its_source_on_the_same_line() -> Non
     assert str(inside.value) == ("timed out after 0.05s waiting for never; last seen: stuck; "
                                  "the operator's last lines: ['x']")  # fmt: skip
     assert str(after.value) == "timed out after 0.05s waiting for never"
+
+
+def test_what_a_test_left_registered_is_dropped_after_it_and_an_earlier_source_stays() -> None:
+    earlier = waiting.also_seen(lambda: "the module's operator")
+    earlier.__enter__()
+    try:
+        with waiting.one_tests_sources():
+            waiting.also_seen(lambda: "an operator the test killed").__enter__()  # never left
+        with pytest.raises(AssertionError) as caught:
+            waiting.wait_for("never", lambda: False, timeout=0.05, interval=0.02)
+    finally:
+        earlier.__exit__(None, None, None)
+    assert str(caught.value) == "timed out after 0.05s waiting for never; the module's operator"
