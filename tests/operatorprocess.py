@@ -9,7 +9,6 @@ with the flags and environment a test chooses, nothing patched or hooked in.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from types import TracebackType
 
 from hack import processes
 from tests.scratch import scratch_dir
-from tests.waiting import also_seen, wait_for
+from tests.waiting import report_also, stop_reporting, wait_for
 
 START_SECONDS = 120.0
 """From the process start to its controllers started, on a loaded machine."""
@@ -49,7 +48,6 @@ class OperatorProcess:
         reads ``arguments`` makes no file."""
         self.process: subprocess.Popen[bytes] | None = None
         self.exit_code: int | None = None
-        self._seen = contextlib.ExitStack()
 
     def __enter__(self) -> OperatorProcess:
         self.log_path = scratch_dir("operator-") / "operator.log"
@@ -57,7 +55,7 @@ class OperatorProcess:
             self.process = subprocess.Popen(
                 self.arguments, stdout=log, stderr=subprocess.STDOUT, env=self.env
             )
-        self._seen.enter_context(also_seen(self.last_lines))  # in a timed-out wait's line
+        report_also(self.last_lines)  # in a timed-out wait's line, until __exit__
         return self
 
     def __exit__(
@@ -66,7 +64,7 @@ class OperatorProcess:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self._seen.close()
+        stop_reporting(self.last_lines)
         self.stop()
         if kind is None:
             assert self.exit_code == 0, f"the operator exited {self.exit_code}:\n{self.tail()}"

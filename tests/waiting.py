@@ -17,15 +17,26 @@ _ALSO_SEEN: list[Callable[[], str]] = []
 """What every timeout also reports, while a block of ``also_seen`` runs."""
 
 
+def report_also(source: Callable[[], str]) -> None:
+    """From now on, a wait that times out also says what ``source`` returns (one line:
+    CI shows of a failure little more than the line naming it)."""
+    _ALSO_SEEN.append(source)
+
+
+def stop_reporting(source: Callable[[], str]) -> None:
+    """Undo ``report_also``; nothing if the test's end dropped ``source`` already."""
+    with contextlib.suppress(ValueError):
+        _ALSO_SEEN.remove(source)
+
+
 @contextlib.contextmanager
 def also_seen(source: Callable[[], str]) -> Iterator[None]:
-    """While in the block, a wait that times out also says what ``source`` returns (one
-    line: CI shows of a failure little more than the line naming it)."""
-    _ALSO_SEEN.append(source)
+    """``report_also`` for the block."""
+    report_also(source)
     try:
         yield
     finally:
-        _ALSO_SEEN.remove(source)
+        stop_reporting(source)
 
 
 @contextlib.contextmanager

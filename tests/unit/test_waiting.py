@@ -54,3 +54,15 @@ def test_what_a_test_left_registered_is_dropped_after_it_and_an_earlier_source_s
     finally:
         earlier.__exit__(None, None, None)
     assert str(caught.value) == "timed out after 0.05s waiting for never; the module's operator"
+
+
+def test_stopping_a_source_the_test_end_dropped_already_is_nothing() -> None:
+    def source() -> str:
+        return "an operator killed in an earlier test"
+
+    with waiting.one_tests_sources():
+        waiting.report_also(source)
+    waiting.stop_reporting(source)  # its OperatorProcess exits late: no error
+    with pytest.raises(AssertionError) as caught:
+        waiting.wait_for("never", lambda: False, timeout=0.05, interval=0.02)
+    assert str(caught.value) == "timed out after 0.05s waiting for never"
