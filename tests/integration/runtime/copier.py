@@ -20,7 +20,7 @@ import json
 import os
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from operator_runtime.runtime.client import KubeClient
@@ -53,6 +53,8 @@ class Copier:
         self.reconciles: Counter[ObjectKey] = Counter()
         self.finished: dict[ObjectKey, float] = {}
         self.failures: Counter[ObjectKey] = Counter()
+        self.failed_at: defaultdict[ObjectKey, list[float]] = defaultdict(list)
+        """When each failing attempt failed (``time.monotonic``), before any logging."""
         self.conflicted: set[ObjectKey] = set()
         self.released = threading.Event()
 
@@ -99,6 +101,7 @@ class Copier:
             fail = self.failures[key] < int(annotations.get("runtime-test/fail-times", "0"))
             if fail:
                 self.failures[key] += 1
+                self.failed_at[key].append(time.monotonic())
         if fail:
             raise RuntimeError(f"failing on purpose ({self.failures[key]})")
         if annotations.get("runtime-test/conflict-once") and key not in self.conflicted:
