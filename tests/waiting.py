@@ -14,7 +14,7 @@ where its time went."""
 
 
 _ALSO_SEEN: list[Callable[[], str]] = []
-"""What every timeout also reports, while a block of ``also_seen`` runs."""
+"""What every timeout also reports (``report_also``), until ``stop_reporting``."""
 
 
 def report_also(source: Callable[[], str]) -> None:
@@ -27,16 +27,6 @@ def stop_reporting(source: Callable[[], str]) -> None:
     """Undo ``report_also``; nothing if the test's end dropped ``source`` already."""
     with contextlib.suppress(ValueError):
         _ALSO_SEEN.remove(source)
-
-
-@contextlib.contextmanager
-def also_seen(source: Callable[[], str]) -> Iterator[None]:
-    """``report_also`` for the block."""
-    report_also(source)
-    try:
-        yield
-    finally:
-        stop_reporting(source)
 
 
 @contextlib.contextmanager

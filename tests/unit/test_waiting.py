@@ -29,13 +29,17 @@ def test_a_timeout_names_what_was_awaited_and_what_was_seen() -> None:
                          explain=lambda: "stuck")  # fmt: skip
 
 
-def test_a_timeout_inside_also_seen_reports_its_source_on_the_same_line() -> None:
-    with (
-        waiting.also_seen(lambda: "the operator's last lines: ['x']"),
-        pytest.raises(AssertionError) as inside,
-    ):
-        waiting.wait_for("never", lambda: False, timeout=0.05, interval=0.02,
-                         explain=lambda: "stuck")  # fmt: skip
+def test_a_timeout_while_a_source_reports_names_it_on_the_same_line() -> None:
+    def source() -> str:
+        return "the operator's last lines: ['x']"
+
+    waiting.report_also(source)
+    try:
+        with pytest.raises(AssertionError) as inside:
+            waiting.wait_for("never", lambda: False, timeout=0.05, interval=0.02,
+                             explain=lambda: "stuck")  # fmt: skip
+    finally:
+        waiting.stop_reporting(source)
     with pytest.raises(AssertionError) as after:
         waiting.wait_for("never", lambda: False, timeout=0.05, interval=0.02)
     assert str(inside.value) == ("timed out after 0.05s waiting for never; last seen: stuck; "
@@ -44,15 +48,17 @@ def test_a_timeout_inside_also_seen_reports_its_source_on_the_same_line() -> Non
 
 
 def test_what_a_test_left_registered_is_dropped_after_it_and_an_earlier_source_stays() -> None:
-    earlier = waiting.also_seen(lambda: "the module's operator")
-    earlier.__enter__()
+    def earlier() -> str:
+        return "the module's operator"
+
+    waiting.report_also(earlier)
     try:
         with waiting.one_tests_sources():
-            waiting.also_seen(lambda: "an operator the test killed").__enter__()  # never left
+            waiting.report_also(lambda: "an operator the test killed")  # never stopped
         with pytest.raises(AssertionError) as caught:
             waiting.wait_for("never", lambda: False, timeout=0.05, interval=0.02)
     finally:
-        earlier.__exit__(None, None, None)
+        waiting.stop_reporting(earlier)
     assert str(caught.value) == "timed out after 0.05s waiting for never; the module's operator"
 
 
