@@ -52,9 +52,9 @@ class Copier:
         self.lock = threading.Lock()
         self.reconciles: Counter[ObjectKey] = Counter()
         self.finished: dict[ObjectKey, float] = {}
-        self.failures: Counter[ObjectKey] = Counter()
         self.failed_at: defaultdict[ObjectKey, list[float]] = defaultdict(list)
-        """When each failing attempt failed (``time.monotonic``), before any logging."""
+        """When each failing attempt failed (``time.monotonic``), before any logging: how
+        many times a key failed is the length of its list."""
         self.conflicted: set[ObjectKey] = set()
         self.released = threading.Event()
 
@@ -98,12 +98,13 @@ class Copier:
         if "runtime-test/hold" in annotations:
             self.released.wait(float(annotations["runtime-test/hold"]))
         with self.lock:
-            fail = self.failures[key] < int(annotations.get("runtime-test/fail-times", "0"))
+            failed = self.failed_at[key]
+            fail = len(failed) < int(annotations.get("runtime-test/fail-times", "0"))
             if fail:
-                self.failures[key] += 1
-                self.failed_at[key].append(time.monotonic())
+                failed.append(time.monotonic())
+                times = len(failed)
         if fail:
-            raise RuntimeError(f"failing on purpose ({self.failures[key]})")
+            raise RuntimeError(f"failing on purpose ({times})")
         if annotations.get("runtime-test/conflict-once") and key not in self.conflicted:
             self.conflicted.add(key)
             # Someone else writes the source after we read it: our write must conflict.
