@@ -17,10 +17,14 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+Process = tuple[int, int]
+"""A process as ``/proc`` tells it apart from a later one of the same pid: (pid, start
+time in clock ticks since boot)."""
 
 KILLED_WAIT = 30.0
 """Seconds a SIGKILLed process may take to be reaped (it cannot refuse; a bound all the
@@ -215,3 +219,44 @@ def stop_pid(pid: int, grace: float) -> None:
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
+
+
+def descendants(root: int) -> Iterator[tuple[Process, Process | None, str]]:
+    """Each live descendant of ``root``, each after its parent: the process, its parent
+    (None for ``root``'s own children) and its ``/proc/PID/stat`` line. Children are
+    listed by the thread that started them (``/proc/PID/task/TID/children``), so every
+    thread's. A process reparented away from the tree (a daemon, an orphan another
+    reaper took) is not in it."""
+    todo: list[tuple[int, Process | None]] = [(root, None)]
+    while todo:
+        pid, parent = todo.pop()
+        me = None
+        if pid != root:
+            try:
+                with open(f"/proc/{pid}/stat") as stat:
+                    text = stat.read()
+            except OSError:
+                continue  # gone meanwhile
+            me = (pid, int(stat_fields(text)[19]))
+            yield me, parent, text
+        with contextlib.suppress(OSError):
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
+                    todo.extend((int(child), me) for child in f.read().split())
+
+
+def stat_fields(text: str) -> list[str]:
+    """A ``/proc/PID/stat`` line's fields from the third (the state) on: past the name,
+    which may hold spaces and parentheses."""
+    return text[text.rindex(")") + 2 :].split()
+
+
+def alive(process: Process) -> bool:
+    """Whether ``process`` still runs, and not a later one given its pid (a zombie does
+    not count)."""
+    try:
+        with open(f"/proc/{process[0]}/stat") as stat:
+            fields = stat_fields(stat.read())
+    except OSError:
+        return False
+    return fields[0] != "Z" and int(fields[19]) == process[1]

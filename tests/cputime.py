@@ -28,6 +28,9 @@ from typing import NamedTuple
 
 import pytest
 
+from hack import processes
+from hack.processes import Process
+
 PROPERTY = "cpu_seconds"
 BY_PROGRAM = "cpu_seconds_by_program"
 """The same seconds by the program that used them (a JSON object)."""
@@ -35,10 +38,6 @@ SHOWN = 15
 """How many modules, and how many programs, the session's summary names."""
 
 _TICK = os.sysconf("SC_CLK_TCK")
-
-Process = tuple[int, int]
-"""A process as ``/proc`` tells it apart from a later one of the same pid: (pid, start)."""
-
 
 OWN = "tests (and what they waited for)"
 """The program this process's own CPU is charged to: the tests, and every child they
@@ -114,28 +113,13 @@ _PROGRAMS: dict[Process, str] = {}
 
 
 def _descendants(root: int) -> dict[Process, Seen]:
-    """Each live descendant of ``root``. Children are listed by the thread that started
-    them (``/proc/PID/task/TID/children``), so every thread's."""
+    """Each live descendant of ``root`` with what it has used."""
     found: dict[Process, Seen] = {}
-    todo: list[tuple[int, Process | None]] = [(root, None)]
-    while todo:
-        pid, parent = todo.pop()
-        me = None
-        if pid != root:
-            try:
-                with open(f"/proc/{pid}/stat") as stat:
-                    text = stat.read()
-            except OSError:
-                continue
-            fields = text[text.rindex(")") + 2 :].split()  # from the 3rd field, past the name
-            me = (pid, int(fields[19]))
-            if me not in _PROGRAMS:
-                _PROGRAMS[me] = _program(pid, text[text.index("(") + 1 : text.rindex(")")])
-            found[me] = Seen(parent, sum(int(f) for f in fields[11:15]) / _TICK, _PROGRAMS[me])
-        with contextlib.suppress(OSError):
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{tid}/children") as f:
-                    todo.extend((int(child), me) for child in f.read().split())
+    for me, parent, text in processes.descendants(root):
+        if me not in _PROGRAMS:
+            _PROGRAMS[me] = _program(me[0], text[text.index("(") + 1 : text.rindex(")")])
+        fields = processes.stat_fields(text)
+        found[me] = Seen(parent, sum(int(f) for f in fields[11:15]) / _TICK, _PROGRAMS[me])
     for gone in _PROGRAMS.keys() - found.keys():
         del _PROGRAMS[gone]
     return found

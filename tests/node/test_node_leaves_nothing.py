@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hack import sandbox
+from hack import processes, sandbox
 from hack.node import cgroups
 from hack.node.init import KUBELET_TUNABLES
 from tests.waiting import wait_for
@@ -59,39 +59,38 @@ def machine_files() -> set[str]:
     }
 
 
-def pid_namespaces() -> set[str]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                found.add(os.readlink(entry / "ns" / "pid"))
-            except OSError:
-                continue
-    return found
+def command_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read(4096).replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""  # gone meanwhile
 
 
-def nested_processes(marker: str, known: set[str]) -> list[str]:
-    """The processes of the nested run: those that name its state directory (the control
-    plane's and the node's components, the nested sandbox itself) and those in another
-    PID namespace than the ``known`` ones (the node's: containerd's shims, the pods'
-    processes). Other test workers start processes meanwhile; they are neither."""
-    found = []
+def nested_processes(root: int) -> dict[processes.Process, str]:
+    """The nested run's processes, by what they run: the descendants of its sandbox
+    (``root``). The control plane, the node's init, containerd, its shims and the pods'
+    processes are all in that tree, since the node's init reaps what its PID namespace
+    orphans. (Their PID namespaces do not tell them apart from other workers' processes:
+    the kernel gives a new namespace the number of one that ended meanwhile, so a set
+    of them read before the run can hold the node's own.)"""
+    return {me: command_line(me[0]) for me, _, _ in processes.descendants(root)}
+
+
+def left_behind(seen: dict[processes.Process, str], marker: str) -> list[str]:
+    """Those of ``seen`` still running, and any process naming the nested run's
+    directory (one reparented away from the tree before it was seen)."""
+    left = [f"{pid}: {command[:200]}" for (pid, start), command in seen.items()
+            if processes.alive((pid, start))]  # fmt: skip
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            elsewhere = os.readlink(entry / "ns" / "pid") not in known
-        except OSError:
-            continue  # gone meanwhile
-        if marker in command or elsewhere:
-            found.append(f"{entry.name}: {command[:200]}")
-    return found
+        if entry.name.isdigit() and marker in (command := command_line(int(entry.name))):
+            left.append(f"{entry.name}: {command[:200]}")
+    return left
 
 
 def test_a_killed_run_leaves_no_process_cgroup_mount_link_or_sysctl(tmp_path: Path) -> None:
     assert set(KUBELET_TUNABLES) <= set(sysctls())
-    sysctls_before, known = sysctls(), pid_namespaces()
+    sysctls_before = sysctls()
     mounts_before = Path("/proc/self/mountinfo").read_text()
     links_before = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     cgroups_before = cgroups.leftovers()
@@ -116,7 +115,8 @@ def test_a_killed_run_leaves_no_process_cgroup_mount_link_or_sysctl(tmp_path: Pa
         assert ready_file.exists(), (tmp_path / "nested.log").read_text()[-3000:]
         inner = int(ready_file.read_text())
         assert len(cgroups.leftovers()) > len(cgroups_before)  # the node's own cgroups
-        assert any("containerd-shim" in p for p in nested_processes(str(tmp_path), known))
+        seen = nested_processes(nested.pid)
+        assert any("containerd-shim" in command for command in seen.values()), seen
         os.kill(inner, signal.SIGKILL)  # the run dies as a killed pytest would
         nested.wait(timeout=60)
     finally:
@@ -130,9 +130,9 @@ def test_a_killed_run_leaves_no_process_cgroup_mount_link_or_sysctl(tmp_path: Pa
     # The kernel takes a moment to finish off SIGKILLed processes.
     wait_for(
         "the nested run's processes to be gone",
-        lambda: not nested_processes(str(tmp_path), known),
-        timeout=30, interval=0.2,
-        explain=lambda: nested_processes(str(tmp_path), known),
+        lambda: not left_behind(seen, str(tmp_path)),
+        timeout=processes.KILLED_WAIT, interval=0.2,
+        explain=lambda: left_behind(seen, str(tmp_path)),
     )  # fmt: skip
     assert cgroups.leftovers() == cgroups_before
     assert Path("/proc/self/mountinfo").read_text() == mounts_before
