@@ -3,6 +3,7 @@ and the ``Supervisor`` every harness starts its processes with."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from hack import processes
+from tests.waiting import wait_for
 
 IGNORES_SIGTERM = (
     "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
@@ -84,3 +86,26 @@ def test_an_adopted_process_is_stopped_by_its_pid(tmp_path: Path) -> None:
     assert adopted.alive()
     supervisor.stop("elsewhere")
     assert process.wait(timeout=30) == -signal.SIGTERM
+
+
+def test_descendants_are_the_tree_below_a_process_each_after_its_parent() -> None:
+    shell = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60 & wait"], start_new_session=True)
+
+    def names() -> list[str]:
+        return [text[text.index("(") + 1 : text.rindex(")")]
+                for _, _, text in processes.descendants(shell.pid)]  # fmt: skip
+
+    try:
+        wait_for("the shell's two sleeps", lambda: names() == ["sleep", "sleep"], timeout=30)
+        tree = list(processes.descendants(shell.pid))
+        assert {parent for _, parent, _ in tree} == {None}  # the root itself is not listed
+        sleepers = [me for me, _, _ in tree]
+        assert all(processes.alive(me) for me in sleepers)
+        assert not processes.alive((sleepers[0][0], sleepers[0][1] + 1))  # a later pid's
+        mine = list(processes.descendants(os.getpid()))
+        shell_entry = next(me for me, _, _ in mine if me[0] == shell.pid)
+        assert [me for me, parent, _ in mine if parent == shell_entry] == sleepers
+    finally:
+        os.killpg(shell.pid, signal.SIGKILL)
+        shell.wait(timeout=processes.KILLED_WAIT)
+    wait_for("the sleeps to die", lambda: not any(map(processes.alive, sleepers)), timeout=30)
