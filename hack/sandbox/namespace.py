@@ -24,7 +24,7 @@ from pathlib import Path
 
 from hack.localcluster.cluster import NODE_IP, POD_CIDR, SERVICE_CLUSTER_IP_RANGE
 from hack.node import cgroups
-from hack.processes import KILLED_WAIT, killed_with_parent
+from hack.processes import KILLED_WAIT, killed_with_parent, pid_alive
 from hack.sandbox import DIR_ENV, HOSTS_FILE, NETNS_ENV
 
 ROUTED_TO_LOOPBACK = (POD_CIDR, f"{NODE_IP}/32", SERVICE_CLUSTER_IP_RANGE)
@@ -129,11 +129,16 @@ def _kill_left_behind(scratch: Path) -> None:
                   file=sys.stderr)  # fmt: skip
             break
         for pid, name in left.items():
+            # One whose first thread has exited but not its others still reads as in
+            # the namespace (Ray's dashboard modules, their parent just killed): it is
+            # killed to be sure, but not named, since it was on its way out already.
+            running = pid_alive(pid)
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 continue
-            killed[pid] = name
+            if running:
+                killed[pid] = name
         time.sleep(0.1)
     if killed:
         print(f"sandbox: killed {len(killed)} process(es) its command left running: "
