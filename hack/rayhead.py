@@ -200,8 +200,28 @@ def _wait_until_ready(head: RayHead, started: float) -> None:
 
 
 def _kill_session(session_id: int) -> None:
+    """SIGKILL the head's process group, and wait (``processes.KILLED_WAIT`` at most)
+    until none of it runs: a process goes on running for a moment after SIGKILL, and
+    one seen then looks left behind (the sandbox named Ray's dashboard modules so)."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(session_id, signal.SIGKILL)
+    deadline = time.monotonic() + processes.KILLED_WAIT
+    while _group_runs(session_id) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _group_runs(group: int) -> bool:
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(entry / "stat") as stat:
+                fields = processes.stat_fields(stat.read())
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[2]) == group and fields[0] != "Z":
+            return True
+    return False
 
 
 def _kill_stragglers(mark: str) -> None:
