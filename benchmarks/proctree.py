@@ -16,6 +16,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from hack import processes
+
 TICKS = os.sysconf("SC_CLK_TCK")
 PROC = Path("/proc")
 
@@ -32,18 +34,18 @@ class Stat:
     peak_rss: int = 0
 
 
-def read_stat(pid: int) -> Stat | None:
+def read_stat(pid: int, stat: str | None = None) -> Stat | None:
     """The process's parent, program name (``argv[0]``'s base name, which ``comm`` cuts to
-    15 characters) and user + system CPU seconds; None once it has gone."""
+    15 characters) and user + system CPU seconds; None once it has gone. ``stat``: its
+    ``/proc/<pid>/stat`` line, when read already."""
     try:
-        stat = (PROC / str(pid) / "stat").read_text()
+        stat = stat or (PROC / str(pid) / "stat").read_text()
         argv0 = (PROC / str(pid) / "cmdline").read_bytes().split(b"\0", 1)[0].decode()
         status = (PROC / str(pid) / "status").read_text()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
-    # The name in parentheses may itself hold spaces or parentheses: split after the last.
-    fields = stat[stat.rindex(")") + 2 :].split()
-    name = os.path.basename(argv0) or stat[stat.index("(") + 1 : stat.rindex(")")]
+    fields = processes.stat_fields(stat)
+    name = os.path.basename(argv0) or processes.stat_name(stat)
     peak = next((line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")), "0")
     cpu = (int(fields[11]) + int(fields[12])) / TICKS
     return Stat(pid, int(fields[1]), name, cpu, int(peak) * 1024)
@@ -51,20 +53,11 @@ def read_stat(pid: int) -> Stat | None:
 
 def descendants(root: int) -> dict[int, Stat]:
     """Every live process below ``root`` (not ``root`` itself), by pid."""
-    stats = {}
-    for entry in PROC.iterdir():
-        if entry.name.isdigit() and (stat := read_stat(int(entry.name))) is not None:
-            stats[stat.pid] = stat
-    children: dict[int, list[int]] = {}
-    for stat in stats.values():
-        children.setdefault(stat.ppid, []).append(stat.pid)
-    found: dict[int, Stat] = {}
-    pending = list(children.get(root, ()))
-    while pending:
-        pid = pending.pop()
-        found[pid] = stats[pid]
-        pending.extend(children.get(pid, ()))
-    return found
+    return {
+        me[0]: stat
+        for me, _, text in processes.descendants(root)
+        if (stat := read_stat(me[0], text)) is not None
+    }
 
 
 ROLES = {

@@ -192,19 +192,8 @@ class Supervisor:
 
 def pid_alive(pid: int | None) -> bool:
     """Whether ``pid`` runs (a zombie does not count)."""
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
+    fields = None if pid is None else read_stat(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def stop_pid(pid: int, grace: float) -> None:
@@ -251,12 +240,41 @@ def stat_fields(text: str) -> list[str]:
     return text[text.rindex(")") + 2 :].split()
 
 
+def stat_name(text: str) -> str:
+    """A ``/proc/PID/stat`` line's second field: the name (``comm``), in parentheses."""
+    return text[text.index("(") + 1 : text.rindex(")")]
+
+
+def read_stat(pid: int) -> list[str] | None:
+    """``stat_fields`` of ``pid``; None once it has gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat_fields(stat.read())
+    except OSError:
+        return None
+
+
 def alive(process: Process) -> bool:
     """Whether ``process`` still runs, and not a later one given its pid (a zombie does
     not count)."""
+    fields = read_stat(process[0])
+    return fields is not None and fields[0] != "Z" and int(fields[19]) == process[1]
+
+
+def command_line(pid: int) -> str:
+    """``pid``'s arguments joined by spaces; empty once it has gone."""
     try:
-        with open(f"/proc/{process[0]}/stat") as stat:
-            fields = stat_fields(stat.read())
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
-        return False
-    return fields[0] != "Z" and int(fields[19]) == process[1]
+        return ""
+
+
+def naming(mark: str) -> dict[int, str]:
+    """The processes whose command line holds ``mark`` (a directory that is theirs
+    alone), by pid, each with its command line."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and mark in (command := command_line(int(entry.name))):
+            found[int(entry.name)] = command
+    return found

@@ -212,26 +212,13 @@ def _kill_session(session_id: int) -> None:
 
 def _group_runs(group: int) -> bool:
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(entry / "stat") as stat:
-                fields = processes.stat_fields(stat.read())
-        except OSError:
-            continue  # gone meanwhile
-        if int(fields[2]) == group and fields[0] != "Z":
+        fields = processes.read_stat(int(entry.name)) if entry.name.isdigit() else None
+        if fields is not None and int(fields[2]) == group and fields[0] != "Z":
             return True
     return False
 
 
 def _kill_stragglers(mark: str) -> None:
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if mark in cmdline:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(proc.name), signal.SIGKILL)
+    for pid in processes.naming(mark):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

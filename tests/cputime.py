@@ -117,7 +117,7 @@ def _descendants(root: int) -> dict[Process, Seen]:
     found: dict[Process, Seen] = {}
     for me, parent, text in processes.descendants(root):
         if me not in _PROGRAMS:
-            _PROGRAMS[me] = _program(me[0], text[text.index("(") + 1 : text.rindex(")")])
+            _PROGRAMS[me] = _program(me[0], processes.stat_name(text))
         fields = processes.stat_fields(text)
         found[me] = Seen(parent, sum(int(f) for f in fields[11:15]) / _TICK, _PROGRAMS[me])
     for gone in _PROGRAMS.keys() - found.keys():

@@ -59,14 +59,6 @@ def machine_files() -> set[str]:
     }
 
 
-def command_line(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            return cmdline.read(4096).replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""  # gone meanwhile
-
-
 def nested_processes(root: int) -> dict[processes.Process, str]:
     """The nested run's processes, by what they run: the descendants of its sandbox
     (``root``). The control plane, the node's init, containerd, its shims and the pods'
@@ -74,7 +66,7 @@ def nested_processes(root: int) -> dict[processes.Process, str]:
     orphans. (Their PID namespaces do not tell them apart from other workers' processes:
     the kernel gives a new namespace the number of one that ended meanwhile, so a set
     of them read before the run can hold the node's own.)"""
-    return {me: command_line(me[0]) for me, _, _ in processes.descendants(root)}
+    return {me: processes.command_line(me[0]) for me, _, _ in processes.descendants(root)}
 
 
 def left_behind(seen: dict[processes.Process, str], marker: str) -> list[str]:
@@ -82,9 +74,7 @@ def left_behind(seen: dict[processes.Process, str], marker: str) -> list[str]:
     directory (one reparented away from the tree before it was seen)."""
     left = [f"{pid}: {command[:200]}" for (pid, start), command in seen.items()
             if processes.alive((pid, start))]  # fmt: skip
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and marker in (command := command_line(int(entry.name))):
-            left.append(f"{entry.name}: {command[:200]}")
+    left += [f"{pid}: {command[:200]}" for pid, command in processes.naming(marker).items()]
     return left
 
 

@@ -92,8 +92,7 @@ def test_descendants_are_the_tree_below_a_process_each_after_its_parent() -> Non
     shell = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60 & wait"], start_new_session=True)
 
     def names() -> list[str]:
-        return [text[text.index("(") + 1 : text.rindex(")")]
-                for _, _, text in processes.descendants(shell.pid)]  # fmt: skip
+        return [processes.stat_name(text) for _, _, text in processes.descendants(shell.pid)]
 
     try:
         wait_for("the shell's two sleeps", lambda: names() == ["sleep", "sleep"], timeout=30)
