@@ -30,7 +30,7 @@ from operator_runtime.runtime.kinds import CONFIG_MAP, EVENT, POD, RAY_CLUSTER, 
 from operator_runtime.runtime.manager import Manager, ManagerOptions
 from operator_runtime.runtime.metrics import RuntimeMetrics
 from tests.integration.managers import manager_running
-from tests.kubeclient import make_client
+from tests.kubeclient import edit, make_client
 from tests.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -274,9 +274,10 @@ def recorded(
 
 
 def set_replicas(client: KubeClient, namespace: str, name: str, replicas: int) -> None:
-    cluster = get_cluster(client, namespace, name)
-    cluster["spec"]["workerGroupSpecs"][0]["replicas"] = replicas
-    client.update(cluster)
+    def scale(cluster: Object) -> None:
+        cluster["spec"]["workerGroupSpecs"][0]["replicas"] = replicas
+
+    edit(client, RAY_CLUSTER, name, namespace, scale)
 
 
 def poke(client: KubeClient, namespace: str, name: str, value: str) -> None:

@@ -100,11 +100,12 @@ def test_a_head_template_the_api_server_rejects_is_reported_and_no_worker_is_mad
     settle(2)
     assert pods(client, namespace, "ray.io/cluster=headless") == [], "no worker without its head"
 
-    cluster = get_cluster(client, namespace, "headless")
-    cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["resources"]["requests"][
-        "cpu"
-    ] = "1"
-    client.update(cluster)
+    def fix(cluster: Object) -> None:
+        head = cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+        head["resources"]["requests"]["cpu"] = "1"
+
+    # The operator writes the status meanwhile: a plain read and update met a 409.
+    edit(client, RAY_CLUSTER, "headless", namespace, fix)
     wait_for(
         "the head and 3 workers once the template is fixed",
         lambda: (

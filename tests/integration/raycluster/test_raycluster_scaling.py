@@ -27,6 +27,7 @@ from tests.integration.raycluster.conftest import (
     settle,
 )
 from tests.integration.raycluster.watches import pod_ledger
+from tests.kubeclient import edit
 from tests.waiting import wait_for
 
 DELAY = 1.0
@@ -91,13 +92,15 @@ def test_workers_to_delete_removes_exactly_the_named_pods(
     _ready_cluster(client, namespace, "named", 5)
     workers = sorted(p["metadata"]["name"] for p in live_pods(client, namespace, "named", "worker"))
     victims = [workers[1], workers[3]]
-    with pod_ledger(client, namespace, "named") as ledger:
-        cluster = get_cluster(client, namespace, "named")
-        group = cluster["spec"]["workerGroupSpecs"][0]
+
+    def name_victims(cluster: Object) -> None:
         # What the autoscaler does: name the pods and lower replicas in one update.
+        group = cluster["spec"]["workerGroupSpecs"][0]
         group["replicas"] = 3
         group["scaleStrategy"] = {"workersToDelete": victims}
-        client.update(cluster)
+
+    with pod_ledger(client, namespace, "named") as ledger:
+        edit(client, RAY_CLUSTER, "named", namespace, name_victims)
         wait_for("3 workers", lambda: _worker_count(client, namespace, "named") == 3)
         settle(3.0)
         deleted = {ledger.seen[uid] for uid in ledger.deleted_of_initial()}

@@ -7,7 +7,7 @@ from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.controllers.raycluster import RayClusterOptions
 from operator_runtime.render import RenderOptions
 from operator_runtime.runtime.client import KubeClient
-from operator_runtime.runtime.kinds import POD, RAY_CLUSTER
+from operator_runtime.runtime.kinds import POD, RAY_CLUSTER, Object
 from tests.integration.raycluster.conftest import (
     RunningOperator,
     condition,
@@ -19,6 +19,7 @@ from tests.integration.raycluster.conftest import (
     settle,
 )
 from tests.integration.raycluster.watches import pod_ledger
+from tests.kubeclient import edit
 from tests.waiting import wait_for
 
 IMAGE_2 = "rayproject/ray:2.53.0"
@@ -70,9 +71,10 @@ def test_suspend_deletes_every_pod_and_resume_recreates_them(
 
 
 def _set_worker_image(client: KubeClient, namespace: str, name: str, image: str) -> None:
-    obj = get_cluster(client, namespace, name)
-    obj["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] = image
-    client.update(obj)
+    def change(obj: Object) -> None:
+        obj["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] = image
+
+    edit(client, RAY_CLUSTER, name, namespace, change)
 
 
 def test_recreate_strategy_replaces_all_pods_on_an_image_change(
