@@ -32,7 +32,7 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from hack import kuberay, sandbox
+from hack import kuberay, processes, sandbox
 from hack.localcluster import LocalCluster
 from hack.node.node import NODE_NAME
 from hack.raystatus import ray_status
@@ -68,8 +68,8 @@ class Run:
     node_processes_mib: float
 
 
-def _rss_kib(pid: str) -> int:
-    for line in Path("/proc", pid, "status").read_text().splitlines():
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
@@ -82,13 +82,13 @@ def node_processes_mib(cluster: LocalCluster) -> float:
     assert node is not None
     namespace = os.readlink(f"/proc/{node.init_pid}/ns/pid")
     total = 0
-    for entry in Path("/proc").iterdir():
+    for pid in processes.pids():
         try:
-            if not entry.name.isdigit() or os.readlink(entry / "ns" / "pid") != namespace:
+            if os.readlink(f"/proc/{pid}/ns/pid") != namespace:
                 continue
-            command = (entry / "comm").read_text().strip()
+            command = Path(f"/proc/{pid}/comm").read_text().strip()
             if command.startswith(NODE_PROCESSES):
-                total += _rss_kib(entry.name)
+                total += _rss_kib(pid)
         except OSError:
             continue  # gone meanwhile
     return total / 1024

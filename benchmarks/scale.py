@@ -184,19 +184,8 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def process_tree(root: int) -> list[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(fields[1])
-    tree, frontier = [root], [root]
-    while frontier:
-        frontier = [pid for pid, parent in parents.items() if parent in frontier]
-        tree += frontier
-    return tree
+    """``root`` and every live process below it."""
+    return [root, *(pid for (pid, _), _, _ in processes.descendants(root))]
 
 
 def cpu_seconds(pids: Sequence[int]) -> float:

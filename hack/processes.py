@@ -270,11 +270,14 @@ def command_line(pid: int) -> str:
         return ""
 
 
+def pids() -> list[int]:
+    """The pid of every process on the machine (of this PID namespace), as ``/proc``
+    lists them; one may be gone by the time it is read. The listing is read whole first,
+    so a caller that stops early leaves no directory open."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
 def naming(mark: str) -> dict[int, str]:
     """The processes whose command line holds ``mark`` (a directory that is theirs
     alone), by pid, each with its command line."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and mark in (command := command_line(int(entry.name))):
-            found[int(entry.name)] = command
-    return found
+    return {pid: command for pid in pids() if mark in (command := command_line(pid))}

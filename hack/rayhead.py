@@ -211,11 +211,10 @@ def _kill_session(session_id: int) -> None:
 
 
 def _group_runs(group: int) -> bool:
-    for entry in Path("/proc").iterdir():
-        fields = processes.read_stat(int(entry.name)) if entry.name.isdigit() else None
-        if fields is not None and int(fields[2]) == group and fields[0] != "Z":
-            return True
-    return False
+    return any(
+        fields is not None and int(fields[2]) == group and fields[0] != "Z"
+        for fields in map(processes.read_stat, processes.pids())
+    )
 
 
 def _kill_stragglers(mark: str) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from hack.localcluster.cluster import NODE_IP, POD_CIDR, SERVICE_CLUSTER_IP_RANGE
 from hack.node import cgroups
-from hack.processes import KILLED_WAIT, killed_with_parent, pid_alive
+from hack.processes import KILLED_WAIT, killed_with_parent, pid_alive, pids
 from hack.sandbox import DIR_ENV, HOSTS_FILE, NETNS_ENV
 
 ROUTED_TO_LOOPBACK = (POD_CIDR, f"{NODE_IP}/32", SERVICE_CLUSTER_IP_RANGE)
@@ -149,12 +149,12 @@ def _in_network_namespace(netns: str) -> dict[int, str]:
     """The live processes in ``netns`` (a zombie has no namespace links), by pid, each
     with its command name."""
     found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+    for pid in pids():
+        if pid == os.getpid():
             continue
         try:
-            if os.readlink(entry / "ns" / "net") == netns:
-                found[int(entry.name)] = (entry / "comm").read_text().strip()
+            if os.readlink(f"/proc/{pid}/ns/net") == netns:
+                found[pid] = Path(f"/proc/{pid}/comm").read_text().strip()
         except OSError:
             continue  # gone, or not ours to read
     return found

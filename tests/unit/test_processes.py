@@ -108,3 +108,14 @@ def test_descendants_are_the_tree_below_a_process_each_after_its_parent() -> Non
         os.killpg(shell.pid, signal.SIGKILL)
         shell.wait(timeout=processes.KILLED_WAIT)
     wait_for("the sleeps to die", lambda: not any(map(processes.alive, sleepers)), timeout=30)
+
+
+def test_pids_are_the_live_processes() -> None:
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        listed = set(processes.pids())
+        assert {os.getpid(), child.pid} <= listed
+    finally:
+        child.kill()
+        child.wait()
+    assert child.pid not in set(processes.pids())
