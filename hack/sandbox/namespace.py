@@ -24,7 +24,14 @@ from pathlib import Path
 
 from hack.localcluster.cluster import NODE_IP, POD_CIDR, SERVICE_CLUSTER_IP_RANGE
 from hack.node import cgroups
-from hack.processes import KILLED_WAIT, killed_with_parent, pid_alive, pids
+from hack.processes import (
+    KILLED_WAIT,
+    command_line,
+    killed_with_parent,
+    pid_alive,
+    pids,
+    read_stat,
+)
 from hack.sandbox import DIR_ENV, HOSTS_FILE, NETNS_ENV
 
 ROUTED_TO_LOOPBACK = (POD_CIDR, f"{NODE_IP}/32", SERVICE_CLUSTER_IP_RANGE)
@@ -132,17 +139,38 @@ def _kill_left_behind(scratch: Path) -> None:
             # One whose first thread has exited but not its others still reads as in
             # the namespace (Ray's dashboard modules, their parent just killed): it is
             # killed to be sure, but not named, since it was on its way out already.
-            running = pid_alive(pid)
+            described = _described(pid, name) if pid_alive(pid) else None
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 continue
-            if running:
-                killed[pid] = name
+            if described:
+                killed[pid] = described
         time.sleep(0.1)
     if killed:
         print(f"sandbox: killed {len(killed)} process(es) its command left running: "
-              f"{', '.join(sorted(set(killed.values())))}", file=sys.stderr)  # fmt: skip
+              f"{'; '.join(killed[pid] for pid in sorted(killed))}", file=sys.stderr)  # fmt: skip
+
+
+DESCRIBED_COMMAND = 300
+"""How much of a left-behind process's command line the sandbox prints."""
+
+
+def _described(pid: int, name: str) -> str:
+    """``name (pid N, up S s: its command line)``: what it ran (``python`` alone says
+    little) and its age, to match against the tests' times to find which left it."""
+    command = command_line(pid).strip() or "?"
+    if len(command) > DESCRIBED_COMMAND:
+        command = command[:DESCRIBED_COMMAND] + "..."
+    fields = read_stat(pid)
+    try:
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        fields = None
+    if fields is None:
+        return f"{name} (pid {pid}: {command})"
+    age = uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    return f"{name} (pid {pid}, up {age:.0f} s: {command})"
 
 
 def _in_network_namespace(netns: str) -> dict[int, str]:

@@ -205,7 +205,10 @@ def test_a_process_the_command_left_running_is_killed_when_the_sandbox_ends(
     pid = int(pid_file.read_text())
     try:
         assert result.returncode == 0, result.stderr
-        assert "killed 1 process(es) its command left running: sleep" in result.stderr
+        assert (
+            f"killed 1 process(es) its command left running: sleep (pid {pid}, up " in result.stderr
+        ), result.stderr
+        assert "s: sleep 600)" in result.stderr, result.stderr
         deadline = time.monotonic() + 30
         while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
