@@ -6,14 +6,21 @@ sleeps for a minute and one that builds an image for a minute look alike there. 
 test's CPU goes into its report as the ``cpu_seconds`` user property (so into the JUnit
 file) and the session ends with the modules that used most.
 
-What is counted, from the test's setup to the end of its teardown: the pytest process's
-own CPU and that of the processes it waited for (``os.times``), and what its live
-descendants used meanwhile (``/proc``). So a process that outlives the test, such as a
-session's control plane, is charged to each test for its share while that test runs,
-not all at once to the test whose teardown reaps it; the real node's pods are charged
-under its init (``python -m hack.node.init``), whose descendants they are. One
-reparented away (a daemonized process, an orphan the sandbox's init reaps) is not
-counted at all; the session's summary says how much that leaves out.
+What is counted, from the test's setup to the end of its teardown, in the sandbox: what
+the worker's CPU account counts (``hack/node/cgroups.py``: a cgroup the worker moves
+into before its first test, so every process it starts is counted there, reparented or
+not), and what each real node's cgroup root counts whose node the worker started (its
+pods). So a process that outlives the test, such as a session's control plane, is
+charged to each test for its share while that test runs. Outside the sandbox, which
+makes no cgroup, it is the pytest process's own CPU and that of the processes it waited
+for (``os.times``), and what its live descendants used meanwhile.
+
+Either way the test's CPU is split by program (``/proc``, the same reading of live
+descendants): an API server, a Ray head, an operator. That split misses a process
+reparented away (a daemonized one), and counts twice one whose parent reaped it and was
+then reaped in turn before the next reading (a Ray head's ``ray start`` stopping its
+components); in the sandbox, what it got wrong is its own entry, ``UNSEEN``, so the
+programs add up to the account's figure.
 """
 
 from __future__ import annotations
@@ -24,11 +31,13 @@ import os
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple
 
 import pytest
 
-from hack import processes
+from hack import processes, sandbox
+from hack.node import cgroups
 from hack.processes import Process
 
 PROPERTY = "cpu_seconds"
@@ -42,6 +51,9 @@ _TICK = os.sysconf("SC_CLK_TCK")
 OWN = "tests (and what they waited for)"
 """The program this process's own CPU is charged to: the tests, and every child they
 started and waited for before a reading saw it (a `kubectl`, a Pulumi command)."""
+UNSEEN = "(reaped or reparented out of view)"
+"""What the split by program missed (or, negative, counted twice) of the CPU the
+account counted."""
 
 
 class Seen(NamedTuple):
@@ -61,12 +73,16 @@ class Reading:
 
     own: float
     descendants: Mapping[Process, Seen]
+    accounts: Mapping[str, float]
+    """By cgroup: the CPU seconds of the worker's account and of each real node's root
+    whose node it started; empty outside the sandbox."""
 
     @classmethod
     def now(cls) -> Reading:
         times = os.times()
         own = times.user + times.system + times.children_user + times.children_system
-        return cls(own, _descendants(os.getpid()))
+        descendants = _descendants(os.getpid())
+        return cls(own, descendants, _accounts({pid for pid, _start in descendants}))
 
     def since(self, earlier: Reading) -> dict[str, float]:
         """CPU seconds used between ``earlier`` and this reading by this process and
@@ -88,6 +104,13 @@ class Reading:
                 used[OWN] -= seen.seconds
             elif (reaper := self.descendants.get(seen.parent)) is not None:
                 used[reaper.program] -= seen.seconds
+        if self.accounts:
+            # A cgroup gone since (a node stopped) takes what it used since with it.
+            counted = sum(
+                seconds - earlier.accounts.get(name, 0.0) for name, seconds in self.accounts.items()
+            )
+            if abs(unseen := counted - sum(used.values())) >= 0.01:
+                used[UNSEEN] = unseen
         return dict(used)
 
 
@@ -125,11 +148,42 @@ def _descendants(root: int) -> dict[Process, Seen]:
     return found
 
 
+_ACCOUNT: list[Path] = []
+"""This worker's CPU account once it has moved into it (``_open_account``)."""
+_OPENED = pytest.StashKey[bool]()
+
+
+def _open_account(config: pytest.Config) -> None:
+    """Before this process's first test, in the sandbox: move it into a CPU account of
+    its own (nothing of it runs yet but pytest)."""
+    if config.stash.get(_OPENED, False):
+        return
+    config.stash[_OPENED] = True
+    if sandbox.inside() and (account := cgroups.open_account(os.getpid())) is not None:
+        _ACCOUNT.append(account)
+
+
+def _accounts(descendants: set[int]) -> dict[str, float]:
+    """The CPU seconds of this worker's account and of each real node's cgroup root
+    whose holder (``hack/node/node.py``) is one of ``descendants``, by name."""
+    if not _ACCOUNT or (hierarchy := cgroups.cpu_hierarchy()) is None:
+        return {}
+    nodes = [
+        root
+        for root in hierarchy.glob(f"{cgroups.ROOT_PREFIX}*")
+        if (holder := root.name.removeprefix(cgroups.ROOT_PREFIX)).isdigit()
+        and int(holder) in descendants
+    ]
+    seconds = {group.name: cgroups.cpu_seconds(group) for group in [_ACCOUNT[0], *nodes]}
+    return {name: used for name, used in seconds.items() if used is not None}
+
+
 _STARTED = pytest.StashKey[Reading]()
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    _open_account(item.config)
     item.stash[_STARTED] = Reading.now()
     yield
 
@@ -147,6 +201,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # an xdist worker's reports go to the controller
         config.pluginmanager.register(ModuleTotals(), "cputime-totals")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    del config
+    while _ACCOUNT:
+        cgroups.close_account(_ACCOUNT.pop(), os.getpid())
 
 
 class ModuleTotals:

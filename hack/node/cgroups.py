@@ -1,12 +1,16 @@
-"""The real node's cgroup root, made before its kubelet starts and removed after it stops.
+"""The cgroups this project makes, each removed when its holder ends: a real node's root,
+made before its kubelet starts and removed after it stops, and a test worker's CPU
+account (``tests/cputime.py``).
 
 Cgroups are the one thing of a node that no namespace of ours contains: a directory made
 under ``/sys/fs/cgroup/<hierarchy>/`` is the machine's. So every node gets a root of its
 own in every hierarchy (the kubelet's ``cgroupRoot``, as kind's ``/kubelet``), named after
 the process that holds the node's namespaces (``ROOT_PREFIX`` + its pid), and that root
-is removed, deepest first, when the node stops. A root whose holder is dead is removed by
-the next ``sweep()``: the node's start, its stop, and the sandbox's exit call it, so even a
-run killed outright leaves nothing behind once the sandbox exits or the next node starts.
+is removed, deepest first, when the node stops. A test worker's account is one cgroup in
+the hierarchy that counts CPU, named after the worker (``ACCOUNT_PREFIX`` + its pid). A
+cgroup whose holder is dead is removed by the next ``sweep()``: a node's start, its stop,
+and the sandbox's exit call it, so even a run killed outright leaves nothing behind once
+the sandbox exits or the next node starts.
 
 Standard library only: the sandbox's outer process imports it.
 """
@@ -23,6 +27,8 @@ from typing import Final
 
 CGROUP_FS: Final = Path("/sys/fs/cgroup")
 ROOT_PREFIX: Final = "pulumi-ray-node-"
+ACCOUNT_PREFIX: Final = "pulumi-ray-tests-"
+PREFIXES: Final = (ROOT_PREFIX, ACCOUNT_PREFIX)
 EMPTY_WAIT_SECONDS: Final = 30.0
 """How long a removal waits for the kernel to finish killed processes off (a SIGKILLed
 process leaves its cgroup only once it has exited; under load that takes a moment)."""
@@ -72,31 +78,101 @@ def _members(group: Path) -> list[int]:
 def remove_root(name: str) -> list[str]:
     """Kill what is left in ``/<name>`` of every hierarchy and remove it, deepest first;
     what could not be removed (empty when all went well)."""
+    return [failure for h in hierarchies() for failure in _remove(h / name)]
+
+
+def _remove(top: Path) -> list[str]:
+    """Kill what is left in ``top`` and the cgroups under it and remove them, deepest
+    first; what could not be removed."""
     failures = []
-    for hierarchy in hierarchies():
-        root = hierarchy / name
-        if not root.is_dir():
-            continue
-        for group in _deepest_first(root):
-            deadline = time.monotonic() + EMPTY_WAIT_SECONDS
-            while members := _members(group):
-                for pid in members:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
-                if time.monotonic() > deadline:
-                    break
-                time.sleep(0.05)
-            try:
-                group.rmdir()
-            except FileNotFoundError:
-                pass
-            except OSError as error:
-                failures.append(f"{group}: {error.strerror}")
+    for group in _deepest_first(top):
+        deadline = time.monotonic() + EMPTY_WAIT_SECONDS
+        while members := _members(group):
+            for pid in members:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        try:
+            group.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError as error:
+            failures.append(f"{group}: {error.strerror}")
     return failures
 
 
+def cpu_hierarchy() -> Path | None:
+    """The hierarchy that counts each cgroup's CPU: cgroup v1's ``cpuacct``, else v2's
+    (the hybrid layout's ``unified``, or the whole tree); None without one."""
+    for hierarchy in (CGROUP_FS / "cpuacct", CGROUP_FS / "unified", CGROUP_FS):
+        if cpu_seconds(hierarchy) is not None:
+            return hierarchy
+    return None
+
+
+def cpu_seconds(group: Path) -> float | None:
+    """The CPU seconds ``group``'s processes have used, its child groups' included, since
+    it was made; None once it is gone."""
+    with contextlib.suppress(OSError, ValueError):
+        return int((group / "cpuacct.usage").read_text()) / 1e9
+    with contextlib.suppress(OSError, ValueError):
+        for line in (group / "cpu.stat").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "usage_usec":
+                return int(value) / 1e6
+    return None
+
+
+def group_of(pid: int, hierarchy: Path) -> Path | None:
+    """The cgroup ``pid`` is in, in ``hierarchy`` (``/proc/PID/cgroup``: cgroup v1's line
+    names the hierarchy's controllers, v2's has none); None once it is gone."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    # v2's hierarchy has cgroup.controllers and its line is "0::PATH".
+    v2 = (hierarchy / "cgroup.controllers").is_file()
+    wanted = set() if v2 else set(hierarchy.name.split(","))
+    for line in lines:
+        _number, controllers, path = line.split(":", 2)
+        if set(filter(None, controllers.split(","))) == wanted:
+            return hierarchy / path.lstrip("/")
+    return None
+
+
+def open_account(pid: int) -> Path | None:
+    """Make ``pid``'s CPU account in ``cpu_hierarchy()`` and move ``pid`` into it, so that
+    every process it starts from now on is counted there, wherever it is reparented; None
+    where no hierarchy counts CPU or no cgroup may be made here. The account is made in
+    the cgroup ``pid`` is in, so that a test run started by another (a pytest a test
+    starts) is still counted in that one's account too."""
+    hierarchy = cpu_hierarchy()
+    if hierarchy is None or (current := group_of(pid, hierarchy)) is None:
+        return None
+    account = current / f"{ACCOUNT_PREFIX}{pid}"
+    try:
+        account.mkdir(exist_ok=True)
+        (account / "cgroup.procs").write_text(str(pid))
+    except OSError:
+        with contextlib.suppress(OSError):
+            account.rmdir()
+        return None
+    return account
+
+
+def close_account(account: Path, pid: int) -> None:
+    """Move ``pid``, which is about to exit, back to the cgroup its account was made in
+    and remove the account; one that still holds a process ``pid`` left running stays, for
+    the sandbox's exit to sweep (or, nested in another, for that one's removal)."""
+    with contextlib.suppress(OSError):
+        (account.parent / "cgroup.procs").write_text(str(pid))
+        account.rmdir()
+
+
 def _holder_alive(name: str) -> bool:
-    pid_text = name.removeprefix(ROOT_PREFIX)
+    pid_text = next((name.removeprefix(p) for p in PREFIXES if name.startswith(p)), name)
     if not pid_text.isdigit():
         return True  # not ours to judge
     try:
@@ -126,27 +202,34 @@ def recorded_holders(sandbox_dir: Path) -> set[int]:
 
 
 def sweep(*, awaited: Collection[int] = (), holders_grace: float = 0.0) -> list[str]:
-    """Remove the roots of nodes whose holder is dead, after waiting up to
-    ``holders_grace`` seconds for the ``awaited`` holders to die (a sandbox's exit: its
-    own nodes' holders were SIGKILLed with their parent a moment ago; another sandbox's
-    live node is not waited for); what could not be removed."""
-    names = {
-        path.name
-        for hierarchy in hierarchies()
-        for path in hierarchy.glob(f"{ROOT_PREFIX}*")
-        if path.is_dir()
-    }
+    """Remove the nodes' roots and the tests' accounts whose holder is dead, after
+    waiting up to ``holders_grace`` seconds for the ``awaited`` node holders to die (a
+    sandbox's exit: its own nodes' holders were SIGKILLed with their parent a moment
+    ago; another sandbox's live node is not waited for); what could not be removed."""
     waited = {root_name(pid) for pid in awaited}
     deadline = time.monotonic() + holders_grace
     while any(map(_holder_alive, waited)) and time.monotonic() < deadline:
         time.sleep(0.05)
     failures = []
-    for name in sorted(names):
-        if not _holder_alive(name):
-            failures += remove_root(name)
+    for group in _ours():
+        if not _holder_alive(group.name):
+            failures += _remove(group)
     return failures
 
 
 def leftovers() -> list[Path]:
-    """Every node root still present in any hierarchy (for tests: none after a stop)."""
-    return sorted(path for h in hierarchies() for path in h.glob(f"{ROOT_PREFIX}*"))
+    """The node roots and test accounts on the machine: those directly under a hierarchy
+    (what is nested in one goes with it)."""
+    return sorted(path for h in hierarchies() for p in PREFIXES for path in h.glob(f"{p}*"))
+
+
+def _ours() -> list[Path]:
+    """``leftovers()`` and the test accounts nested in others (a pytest run a test
+    started makes its account in the test's), each after what it is nested in."""
+    nested = []
+    if (hierarchy := cpu_hierarchy()) is not None:
+        for top in hierarchy.glob(f"{ACCOUNT_PREFIX}*"):
+            for directory, subdirectories, _files in os.walk(top):
+                nested += [Path(directory, name) for name in subdirectories
+                           if name.startswith(ACCOUNT_PREFIX)]  # fmt: skip
+    return sorted(leftovers() + nested)

@@ -27,6 +27,7 @@ import pytest
 from hack import sandbox
 from hack.localcluster import LocalCluster
 from hack.localcluster.cluster import NODE_IP, POD_CIDR, SERVICE_CLUSTER_IP_RANGE
+from hack.node import cgroups
 from hack.node import node as real_node
 from hack.processes import pid_alive
 from hack.sandbox.namespace import unshare_command
@@ -216,3 +217,26 @@ def test_a_process_the_command_left_running_is_killed_when_the_sandbox_ends(
     finally:
         if pid_alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_cpu_account_its_command_left_is_removed_when_the_sandbox_ends() -> None:
+    """A test run killed before its teardown leaves its CPU account (``tests/cputime.py``),
+    a cgroup and so the machine's: the sandbox's exit removes it, though it is nested in
+    this test's own account (the sandbox's command is born in its parent's cgroup)."""
+    hierarchy = cgroups.cpu_hierarchy()
+    assert hierarchy is not None, "no cgroup hierarchy counts CPU on this machine"
+    leave_one = (
+        "import os; from hack.node import cgroups; "
+        "print(cgroups.open_account(os.getpid()), flush=True); os._exit(0)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != sandbox.NETNS_ENV}
+    result = subprocess.run(
+        [sys.executable, "-m", "hack.sandbox", "--", sys.executable, "-c", leave_one],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
+        env={**env, "PYTHONPATH": str(REPO_ROOT)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    left = Path(result.stdout.strip())
+    assert left.name.startswith(cgroups.ACCOUNT_PREFIX), result.stdout
+    assert left.is_relative_to(hierarchy), left
+    assert not left.exists()
