@@ -18,7 +18,6 @@ from pathlib import Path
 
 from hack import processes
 
-TICKS = os.sysconf("SC_CLK_TCK")
 PROC = Path("/proc")
 
 
@@ -47,7 +46,7 @@ def read_stat(pid: int, stat: str | None = None) -> Stat | None:
     fields = processes.stat_fields(stat)
     name = os.path.basename(argv0) or processes.stat_name(stat)
     peak = next((line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")), "0")
-    cpu = (int(fields[11]) + int(fields[12])) / TICKS
+    cpu = processes.cpu_seconds(fields)
     return Stat(pid, int(fields[1]), name, cpu, int(peak) * 1024)
 
 

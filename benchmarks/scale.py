@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import re
 import signal
 import ssl
@@ -180,23 +179,18 @@ def worker_pod(node: str) -> dict[str, Any]:
 # -- measuring processes and the API server ------------------------------------------------
 
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
 def process_tree(root: int) -> list[int]:
     """``root`` and every live process below it."""
     return [root, *(pid for (pid, _), _, _ in processes.descendants(root))]
 
 
 def cpu_seconds(pids: Sequence[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / CLOCK_TICKS
+    """The user and system CPU seconds of those of ``pids`` still running."""
+    return sum(
+        processes.cpu_seconds(fields)
+        for fields in map(processes.read_stat, pids)
+        if fields is not None
+    )
 
 
 def status_kib(pid: int, field_name: str) -> int:

@@ -26,6 +26,9 @@ Process = tuple[int, int]
 """A process as ``/proc`` tells it apart from a later one of the same pid: (pid, start
 time in clock ticks since boot)."""
 
+TICK = os.sysconf("SC_CLK_TCK")
+"""Clock ticks a second: the unit of the times in ``/proc/PID/stat``."""
+
 KILLED_WAIT = 30.0
 """Seconds a SIGKILLed process may take to be reaped (it cannot refuse; a bound all the
 same)."""
@@ -252,6 +255,22 @@ def read_stat(pid: int) -> list[str] | None:
             return stat_fields(stat.read())
     except OSError:
         return None
+
+
+def cpu_seconds(fields: Sequence[str], *, reaped_children: bool = False) -> float:
+    """The user and system CPU seconds of a process's ``stat_fields``; with
+    ``reaped_children``, those of the children it has reaped too."""
+    return sum(int(f) for f in fields[11 : 15 if reaped_children else 13]) / TICK
+
+
+def age(pid: int) -> float | None:
+    """Seconds since ``pid`` started; None once it has gone."""
+    fields = read_stat(pid)
+    try:
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None if fields is None else uptime - int(fields[19]) / TICK
 
 
 def alive(process: Process) -> bool:

@@ -31,7 +31,6 @@ import os
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import NamedTuple
 
 import pytest
@@ -45,8 +44,6 @@ BY_PROGRAM = "cpu_seconds_by_program"
 """The same seconds by the program that used them (a JSON object)."""
 SHOWN = 15
 """How many modules, and how many programs, the session's summary names."""
-
-_TICK = os.sysconf("SC_CLK_TCK")
 
 OWN = "tests (and what they waited for)"
 """The program this process's own CPU is charged to: the tests, and every child they
@@ -142,13 +139,14 @@ def _descendants(root: int) -> dict[Process, Seen]:
         if me not in _PROGRAMS:
             _PROGRAMS[me] = _program(me[0], processes.stat_name(text))
         fields = processes.stat_fields(text)
-        found[me] = Seen(parent, sum(int(f) for f in fields[11:15]) / _TICK, _PROGRAMS[me])
+        seconds = processes.cpu_seconds(fields, reaped_children=True)
+        found[me] = Seen(parent, seconds, _PROGRAMS[me])
     for gone in _PROGRAMS.keys() - found.keys():
         del _PROGRAMS[gone]
     return found
 
 
-_ACCOUNT: list[Path] = []
+_ACCOUNT: list[cgroups.Account] = []
 """This worker's CPU account once it has moved into it (``_open_account``)."""
 _OPENED = pytest.StashKey[bool]()
 
@@ -166,15 +164,16 @@ def _open_account(config: pytest.Config) -> None:
 def _accounts(descendants: set[int]) -> dict[str, float]:
     """The CPU seconds of this worker's account and of each real node's cgroup root
     whose holder (``hack/node/node.py``) is one of ``descendants``, by name."""
-    if not _ACCOUNT or (hierarchy := cgroups.cpu_hierarchy()) is None:
+    if not _ACCOUNT:
         return {}
+    account = _ACCOUNT[0]
     nodes = [
         root
-        for root in hierarchy.glob(f"{cgroups.ROOT_PREFIX}*")
+        for root in account.hierarchy.glob(f"{cgroups.ROOT_PREFIX}*")
         if (holder := root.name.removeprefix(cgroups.ROOT_PREFIX)).isdigit()
         and int(holder) in descendants
     ]
-    seconds = {group.name: cgroups.cpu_seconds(group) for group in [_ACCOUNT[0], *nodes]}
+    seconds = {group.name: cgroups.cpu_seconds(group) for group in [account.group, *nodes]}
     return {name: used for name, used in seconds.items() if used is not None}
 
 
@@ -264,4 +263,4 @@ def _machine_cpu() -> tuple[float, float, float]:
     with contextlib.suppress(OSError), open("/proc/pressure/cpu") as pressure:
         waited = int(pressure.readline().rsplit("total=", 1)[1]) / 1e6
     busy = user + nice + system + sum(rest)
-    return busy / _TICK, (idle + iowait) / _TICK, waited
+    return busy / processes.TICK, (idle + iowait) / processes.TICK, waited

@@ -23,7 +23,7 @@ import signal
 import time
 from collections.abc import Collection, Iterator
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 CGROUP_FS: Final = Path("/sys/fs/cgroup")
 ROOT_PREFIX: Final = "pulumi-ray-node-"
@@ -142,7 +142,14 @@ def group_of(pid: int, hierarchy: Path) -> Path | None:
     return None
 
 
-def open_account(pid: int) -> Path | None:
+class Account(NamedTuple):
+    """A test worker's CPU account: its cgroup, in ``hierarchy`` (``cpu_hierarchy()``)."""
+
+    group: Path
+    hierarchy: Path
+
+
+def open_account(pid: int) -> Account | None:
     """Make ``pid``'s CPU account in ``cpu_hierarchy()`` and move ``pid`` into it, so that
     every process it starts from now on is counted there, wherever it is reparented; None
     where no hierarchy counts CPU or no cgroup may be made here. The account is made in
@@ -151,24 +158,24 @@ def open_account(pid: int) -> Path | None:
     hierarchy = cpu_hierarchy()
     if hierarchy is None or (current := group_of(pid, hierarchy)) is None:
         return None
-    account = current / f"{ACCOUNT_PREFIX}{pid}"
+    group = current / f"{ACCOUNT_PREFIX}{pid}"
     try:
-        account.mkdir(exist_ok=True)
-        (account / "cgroup.procs").write_text(str(pid))
+        group.mkdir(exist_ok=True)
+        (group / "cgroup.procs").write_text(str(pid))
     except OSError:
         with contextlib.suppress(OSError):
-            account.rmdir()
+            group.rmdir()
         return None
-    return account
+    return Account(group, hierarchy)
 
 
-def close_account(account: Path, pid: int) -> None:
+def close_account(account: Account, pid: int) -> None:
     """Move ``pid``, which is about to exit, back to the cgroup its account was made in
     and remove the account; one that still holds a process ``pid`` left running stays, for
     the sandbox's exit to sweep (or, nested in another, for that one's removal)."""
     with contextlib.suppress(OSError):
-        (account.parent / "cgroup.procs").write_text(str(pid))
-        account.rmdir()
+        (account.group.parent / "cgroup.procs").write_text(str(pid))
+        account.group.rmdir()
 
 
 def _holder_alive(name: str) -> bool:
@@ -224,12 +231,15 @@ def leftovers() -> list[Path]:
 
 
 def _ours() -> list[Path]:
-    """``leftovers()`` and the test accounts nested in others (a pytest run a test
-    started makes its account in the test's), each after what it is nested in."""
-    nested = []
-    if (hierarchy := cpu_hierarchy()) is not None:
-        for top in hierarchy.glob(f"{ACCOUNT_PREFIX}*"):
-            for directory, subdirectories, _files in os.walk(top):
-                nested += [Path(directory, name) for name in subdirectories
-                           if name.startswith(ACCOUNT_PREFIX)]  # fmt: skip
-    return sorted(leftovers() + nested)
+    """``leftovers()`` and the test accounts nested in them (a pytest run a test started
+    makes its account in the test's), each after what it is nested in."""
+    tops = leftovers()
+    nested = [
+        Path(directory, name)
+        for top in tops
+        if top.name.startswith(ACCOUNT_PREFIX)
+        for directory, subdirectories, _files in os.walk(top)
+        for name in subdirectories
+        if name.startswith(ACCOUNT_PREFIX)
+    ]
+    return sorted(tops + nested)

@@ -24,14 +24,7 @@ from pathlib import Path
 
 from hack.localcluster.cluster import NODE_IP, POD_CIDR, SERVICE_CLUSTER_IP_RANGE
 from hack.node import cgroups
-from hack.processes import (
-    KILLED_WAIT,
-    command_line,
-    killed_with_parent,
-    pid_alive,
-    pids,
-    read_stat,
-)
+from hack.processes import KILLED_WAIT, age, command_line, killed_with_parent, pid_alive, pids
 from hack.sandbox import DIR_ENV, HOSTS_FILE, NETNS_ENV
 
 ROUTED_TO_LOOPBACK = (POD_CIDR, f"{NODE_IP}/32", SERVICE_CLUSTER_IP_RANGE)
@@ -162,15 +155,8 @@ def _described(pid: int, name: str) -> str:
     command = command_line(pid).strip() or "?"
     if len(command) > DESCRIBED_COMMAND:
         command = command[:DESCRIBED_COMMAND] + "..."
-    fields = read_stat(pid)
-    try:
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        fields = None
-    if fields is None:
-        return f"{name} (pid {pid}: {command})"
-    age = uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
-    return f"{name} (pid {pid}, up {age:.0f} s: {command})"
+    up = "" if (seconds := age(pid)) is None else f", up {seconds:.0f} s"
+    return f"{name} (pid {pid}{up}: {command})"
 
 
 def _in_network_namespace(netns: str) -> dict[int, str]:

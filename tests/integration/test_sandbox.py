@@ -227,7 +227,7 @@ def test_a_cpu_account_its_command_left_is_removed_when_the_sandbox_ends() -> No
     assert hierarchy is not None, "no cgroup hierarchy counts CPU on this machine"
     leave_one = (
         "import os; from hack.node import cgroups; "
-        "print(cgroups.open_account(os.getpid()), flush=True); os._exit(0)"
+        "print(cgroups.open_account(os.getpid()).group, flush=True); os._exit(0)"
     )
     env = {k: v for k, v in os.environ.items() if k != sandbox.NETNS_ENV}
     result = subprocess.run(
