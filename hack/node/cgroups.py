@@ -230,6 +230,13 @@ def leftovers() -> list[Path]:
     return sorted(path for h in hierarchies() for p in PREFIXES for path in h.glob(f"{p}*"))
 
 
+def orphans() -> list[Path]:
+    """Those of ``leftovers()`` whose holder is dead: what the next ``sweep()`` removes,
+    and what a run that left something behind would leave. (Another run's live worker or
+    node, in a sandbox of its own on the same machine, is in ``leftovers()`` too.)"""
+    return [group for group in leftovers() if not _holder_alive(group.name)]
+
+
 def _ours() -> list[Path]:
     """``leftovers()`` and the test accounts nested in them (a pytest run a test started
     makes its account in the test's), each after what it is nested in."""

@@ -240,3 +240,22 @@ def test_a_cpu_account_its_command_left_is_removed_when_the_sandbox_ends() -> No
     assert left.name.startswith(cgroups.ACCOUNT_PREFIX), result.stdout
     assert left.is_relative_to(hierarchy), left
     assert not left.exists()
+
+
+def test_orphans_are_the_top_level_cgroups_whose_holder_is_dead() -> None:
+    """``cgroups.orphans()``, what a leak check compares: a live holder's cgroup (another
+    run's worker, beside this one) is not an orphan, a dead one's is."""
+    hierarchy = cgroups.cpu_hierarchy()
+    assert hierarchy is not None, "no cgroup hierarchy counts CPU on this machine"
+    with subprocess.Popen(["sleep", "60"]) as live, subprocess.Popen(["true"]) as dead:
+        dead.wait()
+        made = [hierarchy / f"{cgroups.ACCOUNT_PREFIX}{p.pid}" for p in (live, dead)]
+        try:
+            for group in made:
+                group.mkdir()
+            assert made[1] in cgroups.orphans() and made[0] not in cgroups.orphans()
+            assert set(made) <= set(cgroups.leftovers())
+        finally:
+            live.kill()
+            for group in filter(Path.is_dir, made):
+                group.rmdir()
