@@ -88,7 +88,7 @@ def local_cluster(
 
 SHORTCUTS = {
     # The CLI writes the stack's state once, at the operation's end, instead of after
-    # every step: with our CRDs in the state that rewrite took most of an up's CPU (the
+    # every step: with our CRDs in the state, that rewrite was most of the CLI's CPU (the
     # YAML quickstart's up and destroy, 4.6 and 6.1 CPU-s for the CLI, 1.7 and 1.9 with
     # this; the tier, 432 CPU-s and 395). What is lost is a killed CLI's progress, which
     # no test here kills.
