@@ -265,12 +265,13 @@ def cpu_seconds(fields: Sequence[str], *, reaped_children: bool = False) -> floa
 
 def age(pid: int) -> float | None:
     """Seconds since ``pid`` started; None once it has gone."""
-    fields = read_stat(pid)
+    if (fields := read_stat(pid)) is None:
+        return None
     try:
         uptime = float(Path("/proc/uptime").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
-    return None if fields is None else uptime - int(fields[19]) / TICK
+    return uptime - int(fields[19]) / TICK
 
 
 def alive(process: Process) -> bool:

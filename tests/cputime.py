@@ -170,8 +170,7 @@ def _accounts(descendants: set[int]) -> dict[str, float]:
     nodes = [
         root
         for root in account.hierarchy.glob(f"{cgroups.ROOT_PREFIX}*")
-        if (holder := root.name.removeprefix(cgroups.ROOT_PREFIX)).isdigit()
-        and int(holder) in descendants
+        if cgroups.holder(root.name) in descendants
     ]
     seconds = {group.name: cgroups.cpu_seconds(group) for group in [account.group, *nodes]}
     return {name: used for name, used in seconds.items() if used is not None}

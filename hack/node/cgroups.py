@@ -178,12 +178,18 @@ def close_account(account: Account, pid: int) -> None:
         account.group.rmdir()
 
 
+def holder(name: str) -> int | None:
+    """The pid a node root's or a test account's name carries (``root_name``,
+    ``open_account``); None for any other name."""
+    pid_text = next((name.removeprefix(p) for p in PREFIXES if name.startswith(p)), "")
+    return int(pid_text) if pid_text.isdigit() else None
+
+
 def _holder_alive(name: str) -> bool:
-    pid_text = next((name.removeprefix(p) for p in PREFIXES if name.startswith(p)), name)
-    if not pid_text.isdigit():
+    if (pid := holder(name)) is None:
         return True  # not ours to judge
     try:
-        os.kill(int(pid_text), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:

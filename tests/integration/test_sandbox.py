@@ -253,7 +253,8 @@ def test_orphans_are_the_top_level_cgroups_whose_holder_is_dead() -> None:
         try:
             for group in made:
                 group.mkdir()
-            assert made[1] in cgroups.orphans() and made[0] not in cgroups.orphans()
+            orphans = cgroups.orphans()
+            assert made[1] in orphans and made[0] not in orphans
             assert set(made) <= set(cgroups.leftovers())
         finally:
             live.kill()
