@@ -301,3 +301,19 @@ def naming(mark: str) -> dict[int, str]:
     """The processes whose command line holds ``mark`` (a directory that is theirs
     alone), by pid, each with its command line."""
     return {pid: command for pid in pids() if mark in (command := command_line(pid))}
+
+
+def inheriting(variable: str, value: str) -> list[int]:
+    """The processes that started with ``variable=value`` in their environment: a
+    launcher's mark that its descendants carry, whatever session they made or whoever
+    adopted them since."""
+    entry = f"{variable}={value}".encode()
+    return [pid for pid in pids() if entry in _environment(pid)]
+
+
+def _environment(pid: int) -> list[bytes]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            return environ.read().split(b"\0")
+    except OSError:
+        return []

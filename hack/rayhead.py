@@ -11,8 +11,11 @@ processes by name across the whole machine and would kill another session's head
 Instead the head runs with ``--block`` in a session of its own (``hack.processes.launch``,
 so ``ray start`` also dies with the thread that started it); SIGTERM lets ``ray start``
 stop what it started, then SIGKILL goes to that session, then to any straggler whose
-command line names this head's temp dir (workers started by the raylet). That stop is
-this harness's own, not ``hack.processes.stop``, which ends one process only.
+command line names this head's temp dir (workers started by the raylet) or whose
+environment carries the head's mark (``HEAD_MARK``: a job's driver, which Ray starts in
+a session of its own and ends only through a watcher in the head's session, so a SIGKILL
+of that session before the watcher notices left the driver running). That stop is this
+harness's own, not ``hack.processes.stop``, which ends one process only.
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ START_TIMEOUT = 300.0
 """Ray's start takes 10-60 s on a quiet 2-core machine; the same bound the Ray image gives
 its dashboard (``hack/image/ray/build.py`` ENV): 180 s ran out in a full ``make test``
 at load average 30-44. Past this it is broken."""
+HEAD_MARK = "PULUMI_RAY_TESTS_HEAD"
+"""Set to the head's temp dir in its environment, which every process Ray starts for it
+inherits, job drivers included."""
 
 
 @dataclass
@@ -74,7 +80,7 @@ class RayHead:
         # unwaited is a zombie, and its Popen warns when collected, failing a later test.
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=30)
-        _kill_stragglers(str(self.temp_dir))
+        _kill_stragglers(self.temp_dir)
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
@@ -123,6 +129,7 @@ def start_ray_head(
         "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT": str(START_TIMEOUT),
         **(env or {}),
         "RAY_USAGE_STATS_ENABLED": "0",
+        HEAD_MARK: str(temp_dir),
     }
     started = time.monotonic()
     # Readiness is waited for below (its failure quotes Ray's own complaint) and stopping
@@ -217,7 +224,11 @@ def _group_runs(group: int) -> bool:
     )
 
 
-def _kill_stragglers(mark: str) -> None:
-    for pid in processes.naming(mark):
+def _kill_stragglers(temp_dir: Path) -> None:
+    marked = processes.naming(str(temp_dir)).keys() | processes.inheriting(HEAD_MARK, str(temp_dir))
+    for pid in marked:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + processes.KILLED_WAIT
+    while any(map(processes.pid_alive, marked)) and time.monotonic() < deadline:
+        time.sleep(0.05)

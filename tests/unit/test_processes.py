@@ -119,3 +119,29 @@ def test_pids_are_the_live_processes() -> None:
         child.kill()
         child.wait()
     assert child.pid not in set(processes.pids())
+
+
+def test_inheriting_lists_the_processes_started_with_the_mark_and_their_descendants() -> None:
+    value = f"mark-{os.getpid()}"
+    # The marked shell's sleep starts a session of its own, as a Ray job's driver does.
+    marked = subprocess.Popen(
+        ["sh", "-c", "setsid sleep 60 & wait"],
+        env={**os.environ, "TEST_MARK": value},
+        start_new_session=True,
+    )
+    unmarked = subprocess.Popen(["sleep", "60"], start_new_session=True)
+
+    def listed() -> list[int]:
+        return processes.inheriting("TEST_MARK", value)
+
+    try:
+        wait_for("the marked shell and its sleep", lambda: len(listed()) == 2, timeout=30)
+        assert marked.pid in listed()
+        assert unmarked.pid not in listed()
+        assert processes.inheriting("TEST_MARK", value + "-other") == []
+    finally:
+        for pid in listed():
+            os.kill(pid, signal.SIGKILL)
+        unmarked.kill()
+        marked.wait(timeout=processes.KILLED_WAIT)
+        unmarked.wait(timeout=processes.KILLED_WAIT)
