@@ -35,6 +35,14 @@ where they spend much of their CPU collecting (the API server, the Pulumi engine
 Go plugins): collect when the heap has grown fivefold instead of twofold, but before
 1000 MiB. On a test machine's two cores CPU is what is short. The benchmarks keep Go's
 defaults: their figures are about the programs as users run them."""
+ONE_PROC_ENV: Final[Mapping[str, str]] = {"GOMAXPROCS": "1"}
+"""One thread running Go code at a time, for the daemons a test session runs beside each
+other on two cores (each control plane's components): with Go's default of one per core,
+a mostly idle server's scheduler spins threads looking for work that another process
+needed the core for. Two copies of ``tests/integration/raycluster`` (47 tests) run side
+by side, twice: the control plane's components used 37.5 and 40.5 CPU-s with this against
+43.4 and 46.6 without, and each copy took 284-285 s either way. The benchmarks and
+``make demo`` keep Go's defaults."""
 HEARTBEAT_SECONDS = 60.0
 """How often a long `go` command reports that it is still running."""
 

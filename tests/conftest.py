@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from hack import sandbox
-from hack.localcluster import LESS_GC, LocalCluster, start_for_tests
+from hack.localcluster import TEST_GO_RUNTIME, LocalCluster, start_for_tests
 from hack.localcluster.versions import KUBERNETES, KUBERNETES_WRAPPERS
 from tests import scratch, tierscope, waiting
 from tests.kept import Keeper, keeping, stop_unwanted
@@ -208,7 +208,7 @@ def local_cluster(
     """The session's control plane, of ``--kubernetes`` (the default version unless the
     run asks for another: docs/testing.md)."""
     with start_for_tests(
-        tmp_path_factory.mktemp("localcluster"), go_runtime=LESS_GC,
+        tmp_path_factory.mktemp("localcluster"), go_runtime=TEST_GO_RUNTIME,
         kubernetes=request.config.getoption("kubernetes"),
     ) as cluster:  # fmt: skip
         yield cluster

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from hack.gobuild import cache_root
 from hack.localcluster.build import Toolset, ensure_built, toolset
-from hack.localcluster.cluster import LESS_GC, LocalCluster
+from hack.localcluster.cluster import TEST_GO_RUNTIME, LocalCluster
 from hack.localcluster.versions import KUBERNETES
 
 __all__ = [
-    "LESS_GC", "LocalCluster", "Toolset", "cache_root", "ensure_built", "start_for_tests",
+    "TEST_GO_RUNTIME", "LocalCluster", "Toolset", "cache_root", "ensure_built", "start_for_tests",
     "toolset",
 ]  # fmt: skip
 
@@ -30,7 +30,7 @@ def start_for_tests(
 ) -> LocalCluster:
     """Build (or reuse) the binaries of Kubernetes ``kubernetes`` and start a cluster that
     dies with this process; ``go_runtime``, ``feature_gates`` and ``runtime_config`` as
-    ``LocalCluster``'s (the test sessions pass ``LESS_GC``)."""
+    ``LocalCluster``'s (the test sessions pass ``TEST_GO_RUNTIME``)."""
     cluster = LocalCluster(
         state_dir=state_dir, tools=ensure_built(kubernetes=kubernetes), die_with_parent=True,
         go_runtime=go_runtime or {}, kubernetes=kubernetes,

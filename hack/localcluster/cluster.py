@@ -39,8 +39,15 @@ SERVICE_CLUSTER_IP_RANGE = "10.96.0.0/16"
 POD_CIDR = "10.244.0.0/16"
 NODE_IP = "10.244.255.254"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-LESS_GC: Final[Mapping[str, Mapping[str, str]]] = {"kube-apiserver": gobuild.LESS_GC_ENV}
-"""``gobuild.LESS_GC_ENV`` for a test session's control plane (``LocalCluster.go_runtime``),
+TEST_GO_RUNTIME: Final[Mapping[str, Mapping[str, str]]] = {
+    component: {
+        **gobuild.ONE_PROC_ENV,
+        **(gobuild.LESS_GC_ENV if component == "kube-apiserver" else {}),
+    }
+    for component in COMPONENTS
+}
+"""Go's runtime for a test session's control plane (``LocalCluster.go_runtime``): every
+component on one thread of Go code (``gobuild.ONE_PROC_ENV``), and ``gobuild.LESS_GC_ENV``
 for the one component where it pays: under the test tiers the API server spent 15% of its
 CPU in the collector's own workers alone (a three-minute profile); over the same five
 modules its CPU went from 17.5 to 13.3 s and its peak RSS from 0.66 to 1.05 GB."""
@@ -167,7 +174,7 @@ class LocalCluster:
     etcd_peer_port: int = 0
     apiserver_port: int = 0
     go_runtime: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    """Environment for Go's runtime, by component (``LESS_GC``); Go's defaults if none."""
+    """Environment for Go's runtime, by component (``TEST_GO_RUNTIME``); Go's defaults if none."""
     real_node: RealNode | None = None
     """A real node (``hack/node``) to run beside the kwok nodes: its namespaces are made
     before the API server starts (which then advertises the node's way to it and answers

@@ -20,7 +20,7 @@ from typing import Any
 import pulumi.automation as auto
 import pytest
 
-from hack.localcluster import LESS_GC, LocalCluster, start_for_tests
+from hack.localcluster import TEST_GO_RUNTIME, LocalCluster, start_for_tests
 from hack.localcluster.deployed_operator import NEVER_PULLED_IMAGE
 from hack.pulumi import Engine
 from hack.pulumi import start_for_tests as start_engine_for_tests
@@ -78,7 +78,9 @@ def local_cluster(
     here). A stack's destroy deletes our CRDs, which is cluster-wide: on a control plane
     shared with the integration tier, that deletion would wait forever for the objects
     with finalizers those tests leave behind once their operators are gone."""
-    cluster = start_for_tests(tmp_path_factory.mktemp("e2e-localcluster"), go_runtime=LESS_GC)
+    cluster = start_for_tests(
+        tmp_path_factory.mktemp("e2e-localcluster"), go_runtime=TEST_GO_RUNTIME
+    )
     tierscope.end_with_tier(request, Path(__file__).parent)
     try:
         yield cluster

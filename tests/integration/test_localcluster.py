@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hack.gobuild import LESS_GC_ENV
-from hack.localcluster import LESS_GC, LocalCluster
+from hack.gobuild import LESS_GC_ENV, ONE_PROC_ENV
+from hack.localcluster import TEST_GO_RUNTIME, LocalCluster
 from tests.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -164,18 +164,21 @@ def test_cli_up_status_down_leaves_no_process_behind(tmp_path: Path) -> None:
     assert run("status").returncode == 1
 
 
-def test_the_sessions_api_server_runs_with_less_gc_and_the_rest_with_gos_defaults(
+def test_the_sessions_components_run_with_the_go_runtime_named_for_them(
     local_cluster: LocalCluster,
 ) -> None:
-    """``LESS_GC`` reaches the component it names, and only that one (the others see
-    what this process sees)."""
+    """``TEST_GO_RUNTIME`` reaches each component as it names it: one thread of Go code for
+    every one, less GC for the API server alone (the others see what this process sees)."""
+    keys = {key for settings in TEST_GO_RUNTIME.values() for key in settings}
+    assert keys == {*LESS_GC_ENV, *ONE_PROC_ENV}
     for component, pid in local_cluster.pids.items():
         environ = dict(
             entry.split("=", 1)
             for entry in Path(f"/proc/{pid}/environ").read_text().split("\0")
             if "=" in entry
         )
-        wanted = LESS_GC.get(component, {})
-        assert {key: environ.get(key) for key in LESS_GC_ENV} == {
-            key: wanted.get(key, os.environ.get(key)) for key in LESS_GC_ENV
+        wanted = TEST_GO_RUNTIME.get(component, {})
+        assert {key: environ.get(key) for key in keys} == {
+            key: wanted.get(key, os.environ.get(key)) for key in keys
         }, component
+        assert environ.get("GOMAXPROCS") == "1", component

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hack.localcluster import LESS_GC, LocalCluster, start_for_tests
+from hack.localcluster import TEST_GO_RUNTIME, LocalCluster, start_for_tests
 from hack.localcluster.versions import (
     KUBERNETES_1_36,
     WORKLOAD_API_GATES,
@@ -44,7 +44,7 @@ def local_cluster(
     workload API and gang scheduling (``test_kubernetes_was.py``): one control plane for
     the directory, the other tests' objects never name a PodGroup."""
     cluster = start_for_tests(
-        tmp_path_factory.mktemp("localcluster-1.36"), go_runtime=LESS_GC,
+        tmp_path_factory.mktemp("localcluster-1.36"), go_runtime=TEST_GO_RUNTIME,
         kubernetes=KUBERNETES_1_36, feature_gates=WORKLOAD_API_GATES,
         runtime_config=WORKLOAD_API_RUNTIME_CONFIG,
     )  # fmt: skip
