@@ -307,13 +307,14 @@ def inheriting(variable: str, value: str) -> list[int]:
     """The processes that started with ``variable=value`` in their environment: a
     launcher's mark that its descendants carry, whatever session they made or whoever
     adopted them since."""
-    entry = f"{variable}={value}".encode()
-    return [pid for pid in pids() if entry in _environment(pid)]
+    return [pid for pid in pids() if carries(pid, variable, value)]
 
 
-def _environment(pid: int) -> list[bytes]:
+def carries(pid: int, variable: str, value: str) -> bool:
+    """Whether ``pid`` started with ``variable=value`` in its environment; False once it
+    has gone."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as environ:
-            return environ.read().split(b"\0")
+            return f"{variable}={value}".encode() in environ.read().split(b"\0")
     except OSError:
-        return []
+        return False

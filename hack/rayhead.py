@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -207,14 +208,11 @@ def _wait_until_ready(head: RayHead, started: float) -> None:
 
 
 def _kill_session(session_id: int) -> None:
-    """SIGKILL the head's process group, and wait (``processes.KILLED_WAIT`` at most)
-    until none of it runs: a process goes on running for a moment after SIGKILL, and
-    one seen then looks left behind (the sandbox named Ray's dashboard modules so)."""
+    """SIGKILL the head's process group, and wait until none of it runs
+    (``_until_gone``)."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(session_id, signal.SIGKILL)
-    deadline = time.monotonic() + processes.KILLED_WAIT
-    while _group_runs(session_id) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _until_gone(lambda: _group_runs(session_id))
 
 
 def _group_runs(group: int) -> bool:
@@ -225,10 +223,24 @@ def _group_runs(group: int) -> bool:
 
 
 def _kill_stragglers(temp_dir: Path) -> None:
-    marked = processes.naming(str(temp_dir)).keys() | processes.inheriting(HEAD_MARK, str(temp_dir))
+    """SIGKILL every process whose command line names ``temp_dir`` or whose environment
+    carries the head's mark (one reading of ``/proc``), and wait until none runs."""
+    mark = str(temp_dir)
+    marked = [
+        pid
+        for pid in processes.pids()
+        if mark in processes.command_line(pid) or processes.carries(pid, HEAD_MARK, mark)
+    ]
     for pid in marked:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    _until_gone(lambda: any(map(processes.pid_alive, marked)))
+
+
+def _until_gone(running: Callable[[], bool]) -> None:
+    """Wait (``processes.KILLED_WAIT`` at most) while ``running``: a process goes on
+    running for a moment after SIGKILL, and one seen then looks left behind (the sandbox
+    named Ray's dashboard modules so)."""
     deadline = time.monotonic() + processes.KILLED_WAIT
-    while any(map(processes.pid_alive, marked)) and time.monotonic() < deadline:
+    while running() and time.monotonic() < deadline:
         time.sleep(0.05)
