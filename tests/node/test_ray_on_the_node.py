@@ -1,10 +1,10 @@
 """Ray as users run it, on the real node, reconciled by the operator as a real pod:
 a head and two workers Ready by their real probes with three alive nodes in ``ray
 status`` and tasks on all three; a RayJob in K8sJobMode and in HTTPMode to Complete with
-its output and its cluster deleted; a RayService whose Serve app answers through
-``<name>-serve-svc`` from another pod; a RayCluster with the history-server collector
+its output and its cluster deleted; a RayCluster with the history-server collector
 (gate ``RayClusterHistoryServer``, on for our operator in this module) whose sidecars
-run beside Ray, read its logs and receive its events.
+run beside Ray, read its logs and receive its events. A RayService answering through
+``<name>-serve-svc`` from another pod is where test_rayservice_under_traffic.py begins.
 
 The Ray image is the stand-in ``make ray-image`` builds (``hack/image/ray``). Each Ray
 container asks for 200m of the node's two cores, with a limit of one core (the operator
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +24,6 @@ from hack.image.collector import COLLECTOR_IMAGE
 from hack.localcluster import LocalCluster
 from hack.raystatus import ray_status
 from tests.node.harness import (
-    OPERATOR_IMAGE,
     all_ready,
     cluster_spec,
     operators,
@@ -33,7 +31,6 @@ from tests.node.harness import (
     pods,
     server_side_apply,
 )
-from tests.node.routed import GET_ONCE_ROUTED, ROUTED_SECONDS
 from tests.waiting import wait_for
 
 OPERATORS = operators(compared_in_make_test=False)
@@ -46,18 +43,6 @@ RAY_READY_SECONDS = 420.0
 nodes start (GCS, raylet, dashboard and its agent each) and the workers wait for the
 head's GCS first. Measured: see benchmarks/README.md."""
 JOB_SECONDS = 600.0
-SERVE_SECONDS = 600.0
-
-SERVE_APP = textwrap.dedent("""
-    from ray import serve
-
-    @serve.deployment(num_replicas=1, ray_actor_options={"num_cpus": 0})
-    class Echo:
-        async def __call__(self, request):
-            return "echo from serve"
-
-    app = Echo.bind()
-""")
 
 
 def test_a_head_and_two_workers_run_tasks_on_three_nodes(
@@ -141,54 +126,6 @@ def test_a_rayjob_runs_to_complete_and_its_cluster_goes(
                                      check=False).returncode != 0,
         timeout=120, interval=1.0,
     )  # fmt: skip
-
-
-def test_a_rayservice_answers_through_its_serve_service(
-    real_cluster: LocalCluster, ray_namespace: str, tmp_path: Path
-) -> None:
-    ns = ray_namespace
-    app = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "echo-app"},
-           "data": {"echo.py": SERVE_APP}}  # fmt: skip
-    server_side_apply(real_cluster, ns, app)
-    mounted = {
-        "volumeMounts": [{"name": "app", "mountPath": "/home/ray/app"}],
-        "env": [{"name": "PYTHONPATH", "value": "/home/ray/app"}],
-    }
-    spec = cluster_spec(0, **mounted)
-    spec["headGroupSpec"]["template"]["spec"]["volumes"] = [
-        {"name": "app", "configMap": {"name": "echo-app"}}
-    ]
-    serve_config = "applications:\n- name: echo\n  import_path: echo:app\n  route_prefix: /\n"
-    server_side_apply(real_cluster, ns, {
-        "apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "echo"},
-        "spec": {"serveConfigV2": serve_config, "rayClusterConfig": spec},
-    })  # fmt: skip
-
-    def running() -> bool:
-        conditions = real_cluster.get_json("-n", ns, "rayservice", "echo").get(
-            "status", {}).get("conditions", [])  # fmt: skip
-        return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-    wait_for("the RayService to be Ready", running, timeout=SERVE_SECONDS, interval=2.0,
-             explain=lambda: pod_states(real_cluster, ns))  # fmt: skip
-    client = {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "serve-client"},
-        "spec": {"restartPolicy": "Never", "containers": [{
-            "name": "client", "image": OPERATOR_IMAGE, "imagePullPolicy": "IfNotPresent",
-            "command": ["python3.11", "-c", GET_ONCE_ROUTED + "print(*get_once_routed("
-                        f"'http://echo-serve-svc.{ns}.svc.cluster.local:8000/'))"],
-        }]},
-    }  # fmt: skip
-    server_side_apply(real_cluster, ns, client)
-    wait_for(
-        "the client pod to finish",
-        lambda: real_cluster.get_json("-n", ns, "pod", "serve-client")["status"].get("phase")
-        in ("Succeeded", "Failed"),
-        timeout=120 + ROUTED_SECONDS, interval=1.0,
-    )  # fmt: skip
-    logs = real_cluster.kubectl("-n", ns, "logs", "serve-client").stdout
-    print(f"\nserve client: {logs.strip()!r}")
-    assert "echo from serve" in logs, logs
 
 
 COLLECTOR = "ray-history-collector"

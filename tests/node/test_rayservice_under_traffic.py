@@ -5,7 +5,9 @@ logs each call's wall-clock time and outcome. Meanwhile, one after another: a
 ``serveConfigV2`` change (redeployed in place), a ``rayClusterConfig`` change (a new
 cluster, traffic switched, the old one deleted after its delay), a worker pod deleted
 and the head pod deleted. The promise of zero-downtime upgrades is zero failed calls in
-the first two; the last two are reported as figures. KubeRay's users report the serve
+the first two; the last two are reported as figures. The client's first answers, before
+any change, are the tier's proof that a RayService answers through its serve Service
+from another pod. KubeRay's users report the serve
 Service losing its endpoints during upgrades (KubeRay #5148); a failed call in the
 first two windows would show it.
 """
@@ -37,8 +39,8 @@ OPERATORS = operators(compared_in_make_test=False)
 """KubeRay's side of these scenarios runs under ``make node-compare``."""
 
 SERVE_SECONDS = 600.0
-"""A RayService's cluster to Ready with its app RUNNING, on two loaded cores (as in
-test_ray_on_the_node.py)."""
+"""A RayService's cluster to Ready with its app RUNNING, on two loaded cores (a head and a
+worker start, as RAY_READY_SECONDS in test_ray_on_the_node.py, then Serve deploys)."""
 CLIENT_SECONDS = 1800
 """The client's own bound: it stops calling after this long whatever happens."""
 RATE = 10.0
