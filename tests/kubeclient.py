@@ -24,9 +24,13 @@ from operator_runtime.runtime.kinds import (
     Object,
     ResourceKind,
 )
+from operator_runtime.runtime.transport import UrllibTransport, load_configuration
 from tests.waiting import wait_for
 
 _SHARED: dict[str, KubeClient] = {}
+_TRANSPORTS: dict[str, UrllibTransport] = {}
+LOG_STARTING = 400
+"""What the API server answers for the log of a pod whose container has not started."""
 
 
 def shared_client(cluster: LocalCluster) -> KubeClient:
@@ -35,6 +39,25 @@ def shared_client(cluster: LocalCluster) -> KubeClient:
     if key not in _SHARED:
         _SHARED[key] = make_client(cluster)
     return _SHARED[key]
+
+
+def pod_log(cluster: LocalCluster, namespace: str, pod: str) -> str | None:
+    """The log of ``pod``'s one container, as ``kubectl logs`` prints it, on this process's
+    kept connection (a test polls it every second, and a kubectl per look is a process
+    start, a TLS handshake and a discovery); None while the container has not started."""
+    key = str(cluster.kubeconfig)
+    if key not in _TRANSPORTS:
+        _TRANSPORTS[key] = UrllibTransport(load_configuration(key))
+    response = _TRANSPORTS[key].request(
+        "GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
+        query=[], body=None, headers={}, timeout=(5.0, 30.0),
+    )  # fmt: skip
+    if response.status == LOG_STARTING:
+        return None
+    if response.status != 200:
+        raise AssertionError(f"log of pod {namespace}/{pod}: HTTP {response.status} "
+                             f"{response.body[:300]!r}")  # fmt: skip
+    return response.body.decode(errors="replace")
 
 
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ from hack.localcluster.versions import KUBERNETES
 from hack.node import images
 from hack.node.cluster import start_real_node_cluster as start_cluster
 from hack.node.node import RealNode
-from operator_runtime.runtime.kinds import POD
+from operator_runtime.runtime.kinds import POD, ResourceKind
 from tests import tierscope
 from tests.integration.tenancy import RenderedOperator, apply, render_operator
 from tests.kubeclient import shared_client
@@ -262,11 +262,9 @@ RAY_PODS_GONE_SECONDS = 120.0
 grace, and the kubelet's report of it, on a loaded machine."""
 
 
-def gone(cluster: LocalCluster, namespace: str, kind: str, name: str) -> bool:
-    """Whether ``kind`` ``name`` no longer exists in ``namespace``."""
-    found = cluster.kubectl("-n", namespace, "get", kind, name, "--ignore-not-found", "-o",
-                            "name", check=False)  # fmt: skip
-    return found.returncode == 0 and not found.stdout.strip()
+def gone(cluster: LocalCluster, namespace: str, kind: ResourceKind, name: str) -> bool:
+    """Whether ``kind`` ``name`` no longer exists in ``namespace`` (polled, as ``pods``)."""
+    return shared_client(cluster).find(kind, name, namespace) is None
 
 
 def ray_gone(cluster: LocalCluster, namespace: str) -> None:

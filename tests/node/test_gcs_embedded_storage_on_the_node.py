@@ -28,6 +28,7 @@ import pytest
 from hack.image.ray import NEWER
 from hack.localcluster import LocalCluster
 from hack.node import images
+from operator_runtime.runtime.kinds import PERSISTENT_VOLUME_CLAIM, RAY_CLUSTER
 from tests.node.harness import (
     RAY_PODS_GONE_SECONDS,
     all_ready,
@@ -113,7 +114,8 @@ def test_a_new_head_recovers_from_its_volume_and_the_claim_goes_with_the_cluster
     real_cluster.kubectl("-n", ns, "delete", "raycluster", name, "--wait=false")
     wait_for(
         "the RayCluster and its claim gone",
-        lambda: gone(real_cluster, ns, "raycluster", name) and gone(real_cluster, ns, "pvc", claim),
+        lambda: gone(real_cluster, ns, RAY_CLUSTER, name)
+        and gone(real_cluster, ns, PERSISTENT_VOLUME_CLAIM, claim),
         timeout=DELETION_SECONDS, interval=1.0, explain=lambda: pod_states(real_cluster, ns),
     )  # fmt: skip
     print(f"ours, embedded GCS storage: the cluster and its claim gone "

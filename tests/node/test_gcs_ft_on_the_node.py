@@ -35,7 +35,7 @@ import pytest
 
 from hack.image.redis import REDIS_IMAGE
 from hack.localcluster import LocalCluster
-from operator_runtime.runtime.kinds import JOB, POD
+from operator_runtime.runtime.kinds import JOB, POD, RAY_CLUSTER
 from tests.kubeclient import shared_client
 from tests.node.harness import (
     RAY_PODS_GONE_SECONDS,
@@ -199,7 +199,7 @@ def delete_cluster(cluster: LocalCluster, namespace: str, name: str) -> Deletion
     ):  # fmt: skip
         started = time.monotonic()
         cluster.kubectl("-n", namespace, "delete", "raycluster", name, "--wait=false")
-        wait_for("the RayCluster gone", lambda: gone(cluster, namespace, "raycluster", name),
+        wait_for("the RayCluster gone", lambda: gone(cluster, namespace, RAY_CLUSTER, name),
                  timeout=DELETION_SECONDS, interval=1.0,
                  explain=lambda: (pod_states(cluster, namespace), [
                      (e.type, e.object.get("status")) for e in jobs.events]))  # fmt: skip

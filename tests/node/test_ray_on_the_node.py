@@ -23,9 +23,12 @@ import pytest
 from hack.image.collector import COLLECTOR_IMAGE
 from hack.localcluster import LocalCluster
 from hack.raystatus import ray_status
+from operator_runtime.runtime.kinds import RAY_CLUSTER, RAY_JOB
+from tests.kubeclient import shared_client
 from tests.node.harness import (
     all_ready,
     cluster_spec,
+    gone,
     operators,
     pod_states,
     pods,
@@ -109,7 +112,7 @@ def test_a_rayjob_runs_to_complete_and_its_cluster_goes(
     })  # fmt: skip
 
     def finished() -> dict[str, Any] | None:
-        status = real_cluster.get_json("-n", ns, "rayjob", name).get("status", {})
+        status = shared_client(real_cluster).get(RAY_JOB, name, ns).get("status", {})
         return status if status.get("jobDeploymentStatus") in ("Complete", "Failed") else None
 
     status = wait_for(f"the {mode} RayJob to finish", finished, timeout=JOB_SECONDS,
@@ -122,8 +125,7 @@ def test_a_rayjob_runs_to_complete_and_its_cluster_goes(
     cluster_name = status["rayClusterName"]
     wait_for(
         "the RayJob's cluster to be deleted",
-        lambda: real_cluster.kubectl("-n", ns, "get", "raycluster", cluster_name,
-                                     check=False).returncode != 0,
+        lambda: gone(real_cluster, ns, RAY_CLUSTER, cluster_name),
         timeout=120, interval=1.0,
     )  # fmt: skip
 

@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 
 from hack.localcluster import LocalCluster
+from operator_runtime.runtime.kinds import RAY_CLUSTER, RAY_SERVICE
+from tests.kubeclient import pod_log, shared_client
 from tests.node.harness import (
     OPERATOR_IMAGE,
     cluster_spec,
@@ -143,11 +145,10 @@ def made_in(window: Window, made: list[Call]) -> list[Call]:
 
 
 def calls(cluster: LocalCluster, namespace: str) -> list[Call]:
-    result = cluster.kubectl("-n", namespace, "logs", "client", check=False)
-    if result.returncode != 0:  # not started yet
+    logs = pod_log(cluster, namespace, "client")
+    if logs is None:  # not started yet
         return []
     found = []
-    logs = result.stdout
     for line in logs.splitlines():
         at, outcome, seconds, said = [*line.split(" ", 3), "", "", ""][:4]
         found.append(Call(float(at), outcome == "ok", float(seconds), said))
@@ -155,10 +156,8 @@ def calls(cluster: LocalCluster, namespace: str) -> list[Call]:
 
 
 def status(cluster: LocalCluster, namespace: str) -> dict[str, Any]:
-    found: dict[str, Any] = cluster.get_json("-n", namespace, "rayservice", "echo").get(
-        "status", {}
-    )
-    return found
+    found: dict[str, Any] = shared_client(cluster).get(RAY_SERVICE, "echo", namespace)
+    return found.get("status", {})
 
 
 def ready(cluster: LocalCluster, namespace: str) -> bool:
@@ -167,7 +166,8 @@ def ready(cluster: LocalCluster, namespace: str) -> bool:
 
 
 def clusters(cluster: LocalCluster, namespace: str) -> set[str]:
-    return {c["metadata"]["name"] for c in cluster.get_json("-n", namespace, "raycluster")["items"]}
+    found = shared_client(cluster).list(RAY_CLUSTER, namespace)["items"]
+    return {c["metadata"]["name"] for c in found}
 
 
 def events_since(cluster: LocalCluster, namespace: str, since: float) -> list[str]:
