@@ -7,9 +7,8 @@ cluster, traffic switched, the old one deleted after its delay), a worker pod de
 and the head pod deleted. The promise of zero-downtime upgrades is zero failed calls in
 the first two; the last two are reported as figures. The client's first answers, before
 any change, are the tier's proof that a RayService answers through its serve Service
-from another pod. KubeRay's users report the serve
-Service losing its endpoints during upgrades (KubeRay #5148); a failed call in the
-first two windows would show it.
+from another pod. KubeRay's users report the serve Service losing its endpoints during
+upgrades (KubeRay #5148); a failed call in the first two windows would show it.
 """
 
 from __future__ import annotations
