@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from hack.localcluster import LocalCluster
-from hack.localcluster.client import make_client
+from hack.localcluster.client import make_client, make_transport
 from operator_runtime.runtime.client import KubeClient
 from operator_runtime.runtime.errors import ApiError, Conflict, NotFound
 from operator_runtime.runtime.kinds import (
@@ -24,7 +24,7 @@ from operator_runtime.runtime.kinds import (
     Object,
     ResourceKind,
 )
-from operator_runtime.runtime.transport import UrllibTransport, load_configuration
+from operator_runtime.runtime.transport import UrllibTransport
 from tests.waiting import wait_for
 
 _SHARED: dict[str, KubeClient] = {}
@@ -47,7 +47,7 @@ def pod_log(cluster: LocalCluster, namespace: str, pod: str) -> str | None:
     start, a TLS handshake and a discovery); None while the container has not started."""
     key = str(cluster.kubeconfig)
     if key not in _TRANSPORTS:
-        _TRANSPORTS[key] = UrllibTransport(load_configuration(key))
+        _TRANSPORTS[key] = make_transport(cluster)
     response = _TRANSPORTS[key].request(
         "GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
         query=[], body=None, headers={}, timeout=(5.0, 30.0),

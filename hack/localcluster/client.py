@@ -16,6 +16,12 @@ from operator_runtime.runtime.ratelimit import TokenBucket
 from operator_runtime.runtime.transport import UrllibTransport, load_configuration
 
 
+def make_transport(cluster: LocalCluster) -> UrllibTransport:
+    """A kept-alive connection to ``cluster``'s API server as its admin: what a client is
+    built on, and what a caller reads a subresource the client has no verb for through
+    (a pod's ``log``)."""
+    return UrllibTransport(load_configuration(str(cluster.kubeconfig)))
+
+
 def make_client(cluster: LocalCluster, **kwargs: Any) -> KubeClient:
-    transport = UrllibTransport(load_configuration(str(cluster.kubeconfig)))
-    return KubeClient(transport, limiter=TokenBucket(1000, 2000), **kwargs)
+    return KubeClient(make_transport(cluster), limiter=TokenBucket(1000, 2000), **kwargs)
