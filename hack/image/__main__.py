@@ -1,7 +1,9 @@
 """``python -m hack.image build|push|sign|verify|lock*``: the operator image (hack/image).
 
-build          download the locked inputs (cached) and write dist/image/ (make image);
-               then fetch the arm64 proof's emulator, build the scanner and cosign
+build          download the locked inputs (cached) and write dist/image/ (make image), or
+               copy the build kept for the same sources, pins and recipe
+               (hack/image/reuse.py); then fetch the arm64 proof's emulator, build the
+               scanner and cosign
 push REF       push dist/image/ to REF (registry/repository:tag) and print REF@sha256:...
 sign REF --key KEY
                sign the pushed index REF (registry/repository@sha256:..., as push printed
@@ -23,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hack.image import DIST_DIR, built, debian, emulator, oci, pylock, scan, sign
+from hack.image import DIST_DIR, built, debian, emulator, oci, pylock, reuse, scan, sign
 from hack.image import build as image_build
 from hack.image.platform import PLATFORMS
 
@@ -63,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
                 "review and commit it"
             )
     elif arguments.command == "build":
-        image = image_build.build(DIST_DIR)
+        image = reuse.built_or_reused(
+            "operator", DIST_DIR, reuse.recipe_key(*image_build.recipe_facts()),
+            lambda: image_build.build(DIST_DIR), built, image_build.KEPT,
+        )  # fmt: skip
         print(image.describe())
         # What the image tests (tests/integration/image) run in the sandbox, made while
         # online: the arm64 proof's emulator, the scanner and cosign (each built once).

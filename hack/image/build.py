@@ -19,7 +19,7 @@ from pathlib import Path
 
 from components.operator.deployment import OPERATOR_COMMAND
 from hack import gobuild, sandbox
-from hack.image import REPO_ROOT, ImageBuild, debian, pylock, sbom
+from hack.image import BUILD_FACTS, LAYOUT_DIR, REPO_ROOT, ImageBuild, debian, pylock, sbom
 from hack.image.oci import (
     FAMILY,
     Layer,
@@ -258,6 +258,24 @@ def _platform_layers(
     sbom_file = sbom_path(out, platform)
     sbom_file.write_bytes(document)
     return PlatformLayers(platform, layers, sbom_file)
+
+
+KEPT = (LAYOUT_DIR, BUILD_FACTS, *(sbom_path(Path(), p).name for p in PLATFORMS))
+"""What a build leaves in its dist directory that the build cache keeps (``reuse.py``)."""
+
+
+def recipe_facts() -> list[str]:
+    """What the image is made of besides ``hack/image`` (which ``reuse.recipe_key`` reads
+    itself): ``operator_runtime``'s files as the image gets them, the project's metadata
+    and pins, the command it runs, and the commit it is labelled with and dated by."""
+    sources = [*_package_files(), PYPROJECT, CONSTRAINTS]
+    return [
+        *(f"{path.relative_to(REPO_ROOT)} {hashlib.sha256(path.read_bytes()).hexdigest()}"
+          for path in sources),
+        " ".join(OPERATOR_COMMAND),
+        git("rev-parse", "HEAD"),
+        source_date().isoformat(),
+    ]  # fmt: skip
 
 
 def build(out: Path) -> ImageBuild:

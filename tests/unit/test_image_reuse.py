@@ -1,0 +1,78 @@
+"""hack/image/reuse.py: an image build kept in the build cache is copied out only under
+the key it was built with, and the operator image's key follows what the image holds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from hack.image import REPO_ROOT, ImageBuild, reuse
+from hack.image import build as operator_build
+
+
+def _write_build(dist_dir: Path, digest: str) -> ImageBuild:
+    """A stand-in build's output: the parts ``make image`` leaves in its dist directory."""
+    (dist_dir / "oci").mkdir(parents=True, exist_ok=True)
+    (dist_dir / "oci" / "index.json").write_text(json.dumps({"digest": digest}))
+    (dist_dir / "build.json").write_text(json.dumps({"digest": digest}))
+    (dist_dir / "sbom.json").write_text(digest)
+    return _read(dist_dir)
+
+
+def _read(dist_dir: Path) -> ImageBuild:
+    digest = json.loads((dist_dir / "build.json").read_text())["digest"]
+    return ImageBuild(layout=dist_dir / "oci", digest=digest, compressed_bytes=0,
+                      unpacked_bytes=0)  # fmt: skip
+
+
+PARTS = ("oci", "build.json", "sbom.json")
+
+
+def test_a_kept_build_is_copied_under_its_key_and_replaced_under_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PULUMI_RAY_CACHE", str(tmp_path / "cache"))
+    dist_dir = tmp_path / "dist"
+    builds: list[str] = []
+
+    def build(digest: str) -> ImageBuild:
+        builds.append(digest)
+        return _write_build(dist_dir, digest)
+
+    def reused(key: str, digest: str) -> ImageBuild:
+        return reuse.built_or_reused(
+            "operator", dist_dir, key, lambda: build(digest), lambda: _read(dist_dir), PARTS
+        )
+
+    assert reused("k1", "sha256:one").digest == "sha256:one"
+    (dist_dir / "sbom.json").write_text("changed since")  # the copy is the cache's, whole
+    assert reused("k1", "sha256:ignored").digest == "sha256:one"
+    assert (dist_dir / "sbom.json").read_text() == "sha256:one"
+    assert builds == ["sha256:one"]
+
+    assert reused("k2", "sha256:two").digest == "sha256:two"
+    assert builds == ["sha256:one", "sha256:two"]
+    kept = sorted(p.name for p in (tmp_path / "cache" / "image").iterdir())
+    assert kept == ["operator-built-k2"], kept
+
+
+def test_the_operator_images_key_reads_its_sources_pins_and_commit() -> None:
+    facts = operator_build.recipe_facts()
+    for path in (REPO_ROOT / "operator_runtime" / "__init__.py", operator_build.PYPROJECT,
+                 operator_build.CONSTRAINTS):  # fmt: skip
+        line = f"{path.relative_to(REPO_ROOT)} {hashlib.sha256(path.read_bytes()).hexdigest()}"
+        assert line in facts, (line, facts[:5])
+    modules = sorted((REPO_ROOT / "operator_runtime").rglob("*.py"))
+    named = {fact.split(" ", 1)[0] for fact in facts}
+    assert {str(m.relative_to(REPO_ROOT)) for m in modules} <= named
+    assert "operator_runtime/py.typed" in named  # its package data too
+    assert operator_build.git("rev-parse", "HEAD") in facts
+    assert reuse.recipe_key(*facts) != reuse.recipe_key(*facts[1:])
+
+
+def test_the_operator_image_keeps_its_sboms() -> None:
+    assert set(operator_build.KEPT) == {"oci", "build.json", "sbom-amd64.spdx.json",
+                                        "sbom-arm64.spdx.json"}  # fmt: skip
