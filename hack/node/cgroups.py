@@ -47,9 +47,22 @@ def hierarchies() -> list[Path]:
     return sorted(path for path in CGROUP_FS.iterdir() if (path / "cgroup.procs").is_file())
 
 
+NODE_CPU_WEIGHT: Final = 4
+"""How many processes' worth of CPU a node's root weighs against the processes beside it
+(cgroup v1's ``cpu.shares``, 1024 each; v2's ``cpu.weight``, 100 each). The kubelet
+weighs the pods inside the root by their requests, but the root itself competes with
+every process at the machine's top level, and by default as one of them: under
+``make test`` (load average 7 on two cores) the Ray pods got a seventh of the CPU they
+could use, and the real node's tier, which one worker runs from the start of the run to
+its end, set the run's length (1,180 s of 1,191). Four lets the pods take what their
+limits allow when they want it; the other workers take the rest, so the CPU the run uses
+is the same."""
+
+
 def create_root(name: str) -> list[Path]:
     """``/<name>`` in every hierarchy; cpuset's gets its parent's CPUs and memory nodes,
-    without which no process may join it."""
+    without which no process may join it, and the CPU controller's weight gets
+    ``NODE_CPU_WEIGHT``."""
     made = []
     for hierarchy in hierarchies():
         root = hierarchy / name
@@ -59,6 +72,10 @@ def create_root(name: str) -> list[Path]:
             inherited = hierarchy / setting
             if inherited.is_file():
                 (root / setting).write_text(inherited.read_text())
+        for setting, one_process in (("cpu.shares", 1024), ("cpu.weight", 100)):
+            # cpu.weight exists only where v2's cpu controller is enabled for the root.
+            if (root / setting).is_file():
+                (root / setting).write_text(f"{NODE_CPU_WEIGHT * one_process}\n")
     return made
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hack.localcluster import LocalCluster
-from hack.node import configs
+from hack.node import cgroups, configs
 from hack.node.node import NODE_IP, NODE_NAME, POD_SUBNET
 from tests.node.harness import OPERATOR_IMAGE, real_node
 from tests.node.routed import GET_ONCE_ROUTED
@@ -138,6 +138,24 @@ def test_a_pod_runs_ready_by_its_probes_with_logs_exec_and_its_own_address(
         PYTHON, "-c", "import os, socket; print(socket.gethostname(), os.getuid())",
     ).stdout.split()  # fmt: skip
     assert whoami == ["server", "65532"]  # the image's numeric non-root user
+
+
+def test_the_nodes_pods_weigh_as_several_processes_beside_the_machines(
+    real_cluster: LocalCluster,
+) -> None:
+    """The node's cgroup root, where the kubelet puts every pod, competes for the CPU with
+    the machine's top-level processes with ``NODE_CPU_WEIGHT`` processes' weight, not
+    the one process' weight a new cgroup gets (hack/node/cgroups.py)."""
+    root = real_node(real_cluster).cgroup_root
+    weights = {
+        setting: int((hierarchy / root / setting).read_text())
+        for hierarchy in cgroups.hierarchies()
+        for setting in ("cpu.shares", "cpu.weight")
+        if (hierarchy / root / setting).is_file()
+    }
+    assert weights, f"no CPU controller weighs {root} here: {cgroups.hierarchies()}"
+    expected = {"cpu.shares": 1024, "cpu.weight": 100}
+    assert weights == {k: cgroups.NODE_CPU_WEIGHT * expected[k] for k in weights}, weights
 
 
 def test_a_service_answers_by_its_dns_name_through_kube_proxy(
