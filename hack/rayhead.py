@@ -143,7 +143,7 @@ def start_ray_head(
     assert process is not None
     head = RayHead(process, temp_dir, dashboard_port, 0.0, dict(env or {}))
     try:
-        _wait_until_ready(head, started)
+        _wait_until_ready(head, started, ports["--dashboard-agent-listen-port"])
     except BaseException:
         head.stop()
         raise
@@ -191,8 +191,14 @@ def gcs_healthy(dashboard_url: str, timeout: float = 10.0) -> bool:
     return health.status_code == 200 and "success" in health.text
 
 
-def _wait_until_ready(head: RayHead, started: float) -> None:
-    """The dashboard answers and reports the GCS healthy."""
+def _wait_until_ready(head: RayHead, started: float, agent_port: int) -> None:
+    """The head passes what KubeRay's readiness probe of a head checks: the dashboard
+    reports the GCS healthy and the dashboard agent reports its raylet healthy. The agent
+    matters to jobs: it runs them, and registers itself for the dashboard to find right
+    after its HTTP server starts; a job submitted before that waits 10 s for it and is
+    refused ("No available agent", HTTP 500), which a loaded machine made happen to a
+    test's first job on a head whose GCS had answered healthy 35 s after ``ray start``."""
+    agent_health = f"http://127.0.0.1:{agent_port}/api/local_raylet_healthz"
     while True:
         if head.process.poll() is not None:
             lines = (head.temp_dir / "ray-start.log").read_text(errors="replace").splitlines()
@@ -200,11 +206,20 @@ def _wait_until_ready(head: RayHead, started: float) -> None:
             said = [line for line in lines if "ERROR" in line or "Failed" in line]
             text = "\n".join([*said[:10], "...", *lines[-30:]])
             raise RuntimeError(f"ray start exited {head.process.returncode}:\n{text}")
-        if gcs_healthy(head.dashboard_url, timeout=2.0):
+        if gcs_healthy(head.dashboard_url, timeout=2.0) and _answers_ok(agent_health):
             return
         if time.monotonic() - started > START_TIMEOUT:
-            raise TimeoutError(f"the Ray dashboard did not answer in {START_TIMEOUT:.0f} s")
+            raise TimeoutError(
+                f"the Ray dashboard and its agent did not answer healthy in {START_TIMEOUT:.0f} s"
+            )
         time.sleep(0.25)
+
+
+def _answers_ok(url: str) -> bool:
+    try:
+        return LOCAL_HTTP.get(url, timeout=2.0).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 def _kill_session(session_id: int) -> None:
