@@ -184,11 +184,16 @@ def revive(head: RayHead) -> bool:
 def gcs_healthy(dashboard_url: str, timeout: float = 10.0) -> bool:
     """The dashboard answers that its GCS is healthy (what KubeRay's submitter waits for);
     it answers 503 while its own check of the GCS runs out of time."""
+    return _healthy(f"{dashboard_url}/api/gcs_healthz", timeout, says="success")
+
+
+def _healthy(url: str, timeout: float, says: str = "") -> bool:
+    """``url`` answers 200 within ``timeout``, with ``says`` in its text."""
     try:
-        health = LOCAL_HTTP.get(f"{dashboard_url}/api/gcs_healthz", timeout=timeout)
+        answer = LOCAL_HTTP.get(url, timeout=timeout)
     except httpx.TransportError:
         return False
-    return health.status_code == 200 and "success" in health.text
+    return answer.status_code == 200 and says in answer.text
 
 
 def _wait_until_ready(head: RayHead, started: float, agent_port: int) -> None:
@@ -206,20 +211,13 @@ def _wait_until_ready(head: RayHead, started: float, agent_port: int) -> None:
             said = [line for line in lines if "ERROR" in line or "Failed" in line]
             text = "\n".join([*said[:10], "...", *lines[-30:]])
             raise RuntimeError(f"ray start exited {head.process.returncode}:\n{text}")
-        if gcs_healthy(head.dashboard_url, timeout=2.0) and _answers_ok(agent_health):
+        if gcs_healthy(head.dashboard_url, timeout=2.0) and _healthy(agent_health, 2.0):
             return
         if time.monotonic() - started > START_TIMEOUT:
             raise TimeoutError(
                 f"the Ray dashboard and its agent did not answer healthy in {START_TIMEOUT:.0f} s"
             )
         time.sleep(0.25)
-
-
-def _answers_ok(url: str) -> bool:
-    try:
-        return LOCAL_HTTP.get(url, timeout=2.0).status_code == 200
-    except httpx.TransportError:
-        return False
 
 
 def _kill_session(session_id: int) -> None:
