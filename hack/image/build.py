@@ -36,6 +36,7 @@ from hack.image.python import (
     SITE_DIR,
     base_tree,
     compile_bytecode,
+    remove_programs,
     target_flags,
     wheel_platforms,
 )
@@ -122,8 +123,7 @@ def install_dependencies(wheels: Path, tree: Path, platform: Platform) -> None:
          *_pip_target_flags(platform)],
         check=True,
     )  # fmt: skip
-    # Console scripts carry this machine's interpreter path; the image runs none of them.
-    shutil.rmtree(target / "bin", ignore_errors=True)
+    remove_programs(target)
 
 
 # --- the operator -----------------------------------------------------------------------

@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from hack.image import debian
@@ -154,19 +155,43 @@ def _record_programs(site: Path, target: Path, programs: set[str]) -> None:
     program as the image has it. pip recorded the scripts it wrote, whose shebang named
     the build's scratch directory, so their hash (and the image's digest) changed with
     where the checkout was; and the path, relative to a directory that was pip's."""
+
+    def as_installed(row: list[str]) -> list[str] | None:
+        path = PurePosixPath(row[0])
+        if not (row[0].startswith("../") and path.parent.name == "bin" and path.name in programs):
+            return row
+        data = (target / path.name).read_bytes()
+        hashed = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+        return [
+            os.path.relpath(target / path.name, site),
+            f"sha256={hashed.decode()}",
+            str(len(data)),
+        ]
+
+    _rewrite_records(site, as_installed)
+
+
+def remove_programs(site: Path) -> None:
+    """Remove the programs pip put in ``site``'s ``bin/`` and their RECORD rows, for an
+    image that runs none of them. Left in RECORD, a console script's row hashed a shebang
+    naming this machine's interpreter, so the layer's digest changed with the checkout's
+    path: a build kept from a clone at one path was not what a build at another gave."""
+    shutil.rmtree(site / "bin", ignore_errors=True)
+
+    def outside_bin(row: list[str]) -> list[str] | None:
+        path = PurePosixPath(row[0])
+        return None if row[0].startswith("../") and path.parent.name == "bin" else row
+
+    _rewrite_records(site, outside_bin)
+
+
+def _rewrite_records(site: Path, change: Callable[[list[str]], list[str] | None]) -> None:
+    """Every RECORD under ``site`` with each row ``change``d (``None`` drops it); a
+    RECORD whose rows all stay as they were is not written again."""
     for record in sorted(site.glob("*.dist-info/RECORD")):
         rows = list(csv.reader(record.read_text().splitlines()))
-        rewritten = False
-        for row in rows:
-            path = PurePosixPath(row[0])
-            if row[0].startswith("../") and path.parent.name == "bin" and path.name in programs:
-                program = target / path.name
-                data = program.read_bytes()
-                hashed = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-                digest = f"sha256={hashed.decode()}"
-                row[:] = [os.path.relpath(program, site), digest, str(len(data))]
-                rewritten = True
-        if not rewritten:  # most distributions install no program
+        changed = [new for row in rows if (new := change(list(row))) is not None]
+        if changed == rows:  # most distributions install no program
             continue
         with record.open("w", newline="") as stream:
-            csv.writer(stream, lineterminator="\n").writerows(rows)
+            csv.writer(stream, lineterminator="\n").writerows(changed)

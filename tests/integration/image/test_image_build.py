@@ -26,6 +26,7 @@ from hack.image import ImageBuild, built, config_document, root_filesystem
 from hack.image import build as image_build
 from hack.image.oci import source_date
 from tests.integration.image.rebuild import assert_builds_again_the_same
+from tests.integration.image.records import record_mismatches
 from tests.integration.image.registry import loopback_registry
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -52,6 +53,14 @@ def test_assembling_again_from_the_cached_inputs_gives_the_same_digest(
     assert_builds_again_the_same(
         image, image_build.build, tmp_path / "again", "HEAD moved since `make image`?"
     )
+
+
+def test_every_installed_files_record_is_borne_out_by_the_image(rootfs: Path) -> None:
+    # pip's rows for the console scripts the build removes hashed a shebang naming this
+    # machine's interpreter, so the digest changed with the checkout's path.
+    site = rootfs / "usr/lib/python3/dist-packages"
+    assert len(list(site.glob("*.dist-info/RECORD"))) > 20
+    assert record_mismatches(site) == []
 
 
 def test_the_config_runs_the_deployments_command_as_nonroot(config: dict[str, Any]) -> None:

@@ -35,6 +35,7 @@ from operator_runtime.api.labels import NodeType
 from operator_runtime.render import PodParams, build_pod
 from tests.integration.image.containers import Ran, run_to_end
 from tests.integration.image.rebuild import assert_builds_again_the_same
+from tests.integration.image.records import record_mismatches
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 RUN_SECONDS = 120.0
@@ -127,6 +128,14 @@ def test_building_again_from_the_cached_inputs_gives_the_same_digest(
     assert_builds_again_the_same(
         image, ray_build.build, tmp_path / "again", "was the recipe changed since `make ray-image`?"
     )
+
+
+def test_every_installed_files_record_is_borne_out_by_the_image(image: ImageBuild) -> None:
+    # The programs' rows are written again for the scripts the build writes (their
+    # shebang names the image's python, not this machine's).
+    root = root_filesystem(image)
+    assert (root / "usr/local/bin/ray").is_file()
+    assert record_mismatches(root / "usr/lib/python3/dist-packages") == []
 
 
 def test_the_config_is_ray_images(image: ImageBuild) -> None:
