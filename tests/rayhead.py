@@ -77,7 +77,8 @@ def serving(head: RayHead, port: int) -> Iterator[None]:
 
 
 def _shut_serve_down(head: RayHead, port: int) -> None:
-    with httpx.Client(base_url=head.dashboard_url, timeout=60.0) as client:
+    # Plain HTTP: no TLS context (reading the CA bundle) for a client of one request.
+    with httpx.Client(base_url=head.dashboard_url, timeout=60.0, verify=False) as client:
         client.delete("/api/serve/applications/").raise_for_status()
     deadline = time.monotonic() + FORGET_TIMEOUT
     while _listens(port):

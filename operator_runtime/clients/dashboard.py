@@ -25,6 +25,7 @@ echo user values (a runtime env, a serve config) into Events.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import ssl
@@ -253,6 +254,14 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
+@functools.cache
+def _default_context(verify: bool) -> ssl.SSLContext:
+    """The TLS context of a pool given no CA of its own, made once per process: making
+    one reads the whole CA bundle (some 30 ms of CPU), and a context only wraps sockets,
+    which many threads and pools may do with one."""
+    return httpx.create_ssl_context(verify=verify, trust_env=False)
+
+
 class _Transport(httpx.HTTPTransport):
     """httpx's own transport over a connection pool whose sockets keep the deadline.
 
@@ -261,7 +270,7 @@ class _Transport(httpx.HTTPTransport):
     """
 
     def __init__(self, verify: ssl.SSLContext | bool) -> None:
-        context = httpx.create_ssl_context(verify=verify, trust_env=False)
+        context = verify if isinstance(verify, ssl.SSLContext) else _default_context(verify)
         super().__init__(verify=context, trust_env=False)
         self.connections = httpcore.ConnectionPool(
             ssl_context=context,
