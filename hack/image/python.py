@@ -150,6 +150,12 @@ def install_scripts(tree: Path, bin_dir: str) -> list[str]:
     return sorted(p.name for p in target.iterdir())
 
 
+def record_hash(data: bytes) -> str:
+    """A file's hash as a wheel's RECORD writes it: ``sha256=`` and the unpadded
+    URL-safe base64 of the digest."""
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
 def _record_programs(site: Path, target: Path, programs: set[str]) -> None:
     """Each RECORD row of a program pip put in its ``bin/``: the path and hash of the
     program as the image has it. pip recorded the scripts it wrote, whose shebang named
@@ -161,12 +167,7 @@ def _record_programs(site: Path, target: Path, programs: set[str]) -> None:
         if not (row[0].startswith("../") and path.parent.name == "bin" and path.name in programs):
             return row
         data = (target / path.name).read_bytes()
-        hashed = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-        return [
-            os.path.relpath(target / path.name, site),
-            f"sha256={hashed.decode()}",
-            str(len(data)),
-        ]
+        return [os.path.relpath(target / path.name, site), record_hash(data), str(len(data))]
 
     _rewrite_records(site, as_installed)
 

@@ -8,12 +8,10 @@ another differed in that file alone)."""
 
 from __future__ import annotations
 
-import base64
 import csv
-import hashlib
 from pathlib import Path
 
-from hack.image.python import SITE_DIR, install_scripts
+from hack.image.python import SITE_DIR, install_scripts, record_hash
 
 BIN_DIR = "usr/local/bin"
 
@@ -32,15 +30,11 @@ def pip_installed(tree: Path, interpreter: str) -> None:
     (pip_bin / "helper").write_bytes(b"\x7fELF compiled")
     rows = [["tool/__init__.py", "sha256=abc", "1"]]
     for program in sorted(pip_bin.iterdir()):
-        rows.append([f"../../bin/{program.name}", _hash(program.read_bytes()),
+        rows.append([f"../../bin/{program.name}", record_hash(program.read_bytes()),
                      str(program.stat().st_size)])  # fmt: skip
     rows.append(["tool-1.0.dist-info/RECORD", "", ""])
     with (info / "RECORD").open("w", newline="") as stream:
         csv.writer(stream, lineterminator="\n").writerows(rows)
-
-
-def _hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
 def record(tree: Path) -> list[list[str]]:
@@ -58,7 +52,7 @@ def test_the_record_names_each_program_where_the_image_has_it_with_its_hash(
     for name in ("helper", "tool"):
         program = tree / BIN_DIR / name
         data = program.read_bytes()
-        assert rows[f"../../../local/bin/{name}"][1:] == [_hash(data), str(len(data))]
+        assert rows[f"../../../local/bin/{name}"][1:] == [record_hash(data), str(len(data))]
     assert (tree / BIN_DIR / "tool").read_text().startswith("#!/usr/bin/python3.11\n")
     assert "tool/__init__.py" in rows and "tool-1.0.dist-info/RECORD" in rows
 

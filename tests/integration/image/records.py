@@ -4,10 +4,10 @@ package directory, where a build writes the image's own scripts) its hash too.""
 
 from __future__ import annotations
 
-import base64
 import csv
-import hashlib
 from pathlib import Path
+
+from hack.image.python import record_hash
 
 
 def record_mismatches(site: Path) -> list[str]:
@@ -23,8 +23,7 @@ def record_mismatches(site: Path) -> list[str]:
             elif size and path.stat().st_size != int(size):
                 found.append(f"{where} has {path.stat().st_size} bytes, RECORD says {size}")
             elif name.startswith("../") and digest:
-                hashed = hashlib.sha256(path.read_bytes()).digest()
-                actual = "sha256=" + base64.urlsafe_b64encode(hashed).rstrip(b"=").decode()
+                actual = record_hash(path.read_bytes())
                 if actual != digest:
                     found.append(f"{where} hashes to {actual}, RECORD says {digest}")
     return found
