@@ -86,9 +86,9 @@ def calculate_status(
                     status[PENDING]["targetCapacity"] = 100
             else:
                 status[PENDING]["targetCapacity"] = 0
-    endpoints = _serve_endpoints(run, _serve_service_name(run, active))
+    endpoints = serve_endpoints(run, _serve_service_name(run, active))
     if run.incremental and pending is not None:
-        endpoints += _serve_endpoints(run, f"{pending['metadata']['name']}-serve-svc")
+        endpoints += serve_endpoints(run, f"{pending['metadata']['name']}-serve-svc")
     status["numServeEndpoints"] = endpoints
     _conditions(run)
     service_status: ServiceStatus = "Running" if run.is_true(READY) else ""
@@ -131,17 +131,35 @@ def _serve_service_name(run: ServiceRun, active: Object | None) -> str:
     return str(named or f"{run.name}-serve-svc")
 
 
-def _serve_endpoints(run: ServiceRun, service_name: str) -> int:
-    """Distinct ready pods across the Service's EndpointSlices."""
+def serve_endpoints(run: ServiceRun, service_name: str) -> int:
+    """Distinct ready pods across the EndpointSlices of the Service as it is now.
+
+    Better than KubeRay, which counts every slice labelled with the Service's name: a
+    suspend deletes the serve Service, and its slices stay until the garbage collector
+    removes them, so a RayService resumed within that window was Ready, with no serve
+    Service at all, on the endpoints of a head deleted seconds before (seen in a test
+    run under load). A slice counts only while its Service exists and it belongs to
+    that Service (its owner reference's uid), not to an earlier one of the same name."""
+    service = run.tools.caches.services.get(run.namespace, service_name)
+    if service is None:
+        return 0
+    service_uid = (service.get("metadata") or {}).get("uid")
     ready: set[str] = set()
     for endpoint_slice in run.tools.caches.endpoint_slices.list(run.namespace):
-        labels = (endpoint_slice.get("metadata") or {}).get("labels") or {}
-        if labels.get(SERVICE_NAME_LABEL) != service_name:
+        metadata = endpoint_slice.get("metadata") or {}
+        if (metadata.get("labels") or {}).get(SERVICE_NAME_LABEL) != service_name:
+            continue
+        owners = {
+            owner.get("uid")
+            for owner in metadata.get("ownerReferences") or ()
+            if owner.get("kind") == "Service"
+        }
+        if owners and service_uid not in owners:
             continue
         for endpoint in endpoint_slice.get("endpoints") or ():
-            uid = (endpoint.get("targetRef") or {}).get("uid")
-            if (endpoint.get("conditions") or {}).get("ready") and uid:
-                ready.add(str(uid))
+            pod_uid = (endpoint.get("targetRef") or {}).get("uid")
+            if (endpoint.get("conditions") or {}).get("ready") and pod_uid:
+                ready.add(str(pod_uid))
     return len(ready)
 
 

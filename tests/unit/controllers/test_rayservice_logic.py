@@ -23,9 +23,12 @@ from operator_runtime.controllers.rayservice.serve import (
 )
 from operator_runtime.controllers.rayservice.status import (
     initializing_timeout_seconds,
+    serve_endpoints,
     status_changed,
 )
 from operator_runtime.controllers.rayservice.traffic import traffic_weights, weights_of
+from operator_runtime.runtime import kinds
+from operator_runtime.runtime.cache import Cache
 from operator_runtime.runtime.clock import FakeClock, format_time
 from operator_runtime.runtime.reconcile import ObjectKey
 
@@ -176,6 +179,47 @@ def test_a_traffic_move_is_worth_a_write() -> None:
     run = run_with(sides({"trafficRoutedPercent": 100}, {"trafficRoutedPercent": 0}))
     run.side("pendingServiceStatus")["trafficRoutedPercent"] = 25
     assert status_changed(run)
+
+
+def _serve_slice(name: str, owner_uid: str | None, *pods: tuple[str, bool]) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": name, "namespace": "ns",
+        "labels": {"kubernetes.io/service-name": "s-serve-svc", "ray.io/serve": "s-serve-svc"},
+    }  # fmt: skip
+    if owner_uid is not None:
+        metadata["ownerReferences"] = [{"kind": "Service", "name": "s-serve-svc", "uid": owner_uid}]
+    endpoints = [{"targetRef": {"uid": uid}, "conditions": {"ready": ok}} for uid, ok in pods]
+    return {"metadata": metadata, "endpoints": endpoints}
+
+
+@pytest.mark.parametrize(
+    ("service_uid", "slices", "expected"),
+    [
+        # Distinct ready pods across the Service's slices.
+        ("now", [_serve_slice("a", "now", ("p1", True), ("p2", False)),
+                 _serve_slice("b", "now", ("p1", True), ("p3", True))], 2),
+        # A slice without an owner reference (mirrored by hand) still counts.
+        ("now", [_serve_slice("a", None, ("p1", True))], 1),
+        # Suspended and resumed: the old Service's slice, not yet collected, is not its.
+        ("now", [_serve_slice("old", "before", ("p1", True))], 0),
+        # The Service itself gone: nothing serves, whatever slices are left.
+        (None, [_serve_slice("old", "before", ("p1", True))], 0),
+    ],
+)  # fmt: skip
+def test_serve_endpoints_are_those_of_the_serve_service_that_exists_now(
+    service_uid: str | None, slices: list[dict[str, Any]], expected: int
+) -> None:
+    run = run_with({})
+    services, endpoint_slices = Cache(kinds.SERVICE), Cache(kinds.ENDPOINT_SLICE)
+    if service_uid is not None:
+        services.upsert(
+            {"metadata": {"name": "s-serve-svc", "namespace": "ns", "uid": service_uid}}
+        )
+    for endpoint_slice in slices:
+        endpoint_slices.upsert(endpoint_slice)
+    caches = type("Caches", (), {"services": services, "endpoint_slices": endpoint_slices})
+    run.tools.caches = caches  # type: ignore[attr-defined]
+    assert serve_endpoints(run, "s-serve-svc") == expected
 
 
 def test_time_format_round_trips() -> None:
