@@ -1,6 +1,6 @@
 """The RayService controller's pure decisions: traffic steps, the initializing timeout,
-the serve config cache and when a status is worth writing. The real-server proofs are
-in tests/integration/rayservice."""
+the serve config cache, which serve endpoints count and when a status is worth writing.
+The real-server proofs are in tests/integration/rayservice."""
 
 from __future__ import annotations
 
