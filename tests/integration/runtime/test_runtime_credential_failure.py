@@ -18,8 +18,6 @@ import pytest
 from hack.localcluster import LocalCluster
 from tests.integration.runtime.conftest import make_client
 from tests.integration.runtime.test_runtime_leader_faults import (
-    LEASE_DURATION,
-    RENEW_DEADLINE,
     _exit_code,
     _logged,
     flags,
@@ -29,10 +27,16 @@ from tests.integration.runtime.test_runtime_leader_faults import (
 from tests.waiting import wait_for
 
 TOKEN_LIFETIME = 2
+"""Seconds each credential holds, so the plugin runs again every few renewals."""
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 15, 10, 2
+"""controller-runtime's defaults, not the leader-fault tests' 6, 4 and 1: here a renewal
+may first start the plugin, a Python process, and on a saturated two-core machine a
+leader whose plugin still worked missed a 4 s deadline and exited before the test made
+the plugin fail (a clean-clone run, 2026-12-03), so the failure under test never came."""
 SCHEDULING_SLACK = 6
 """Seconds a process on a saturated two-core machine may wait to be scheduled, over the
 lease duration the exit is otherwise bounded by."""
-"""Seconds each credential holds, so the plugin runs again every few renewals."""
+TIMING = (LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD)
 
 PLUGIN = """\
 import datetime, json, os, sys, time
@@ -83,11 +87,11 @@ def test_a_leader_whose_exec_plugin_fails_exits_and_the_standby_takes_over(
     client = make_client(local_cluster)
     path, fail = exec_kubeconfig(local_cluster, namespace, tmp_path, mode)
     try:
-        old = start_operator(*flags(namespace, lease), f"--kubeconfig={path}", name="exec")
+        old = start_operator(*flags(namespace, lease, TIMING), f"--kubeconfig={path}", name="exec")
         wait_for("the exec operator leads",
                  lambda: lease_spec(client, namespace, lease).get("holderIdentity"),
                  60)  # fmt: skip
-        new = start_operator(*flags(namespace, lease), name="standby")
+        new = start_operator(*flags(namespace, lease, TIMING), name="standby")
         wait_for("a warm standby", lambda: _logged(new, "waiting to lead"), 30)
         assert lease_spec(client, namespace, lease)["holderIdentity"] == old.identity()
         exited: list[float] = []
@@ -114,10 +118,11 @@ def test_a_leader_whose_exec_plugin_fails_exits_and_the_standby_takes_over(
               f"the last renewal (lease duration {LEASE_DURATION}s), standby acquired "
               f"{wall(spec['acquireTime']) - last_renewed:.2f}s after it")  # fmt: skip
         assert exit_code == 1, "could not renew: exit non-zero, to be restarted"
-        # The process looks for the lapse every 0.1 s and the renew deadline is 4 s, so
-        # it exits within the lease duration when it gets the CPU; 7.9 s after the last
-        # renewal once, on a run with the CPU saturated. What the bound must tell apart
-        # is the wedge this test was written for: a process alive and silent for good.
+        # The process looks for the lapse every 0.1 s and the renew deadline is shorter
+        # than the lease, so it exits within the lease duration when it gets the CPU
+        # (with a 6 s lease, 7.9 s after the last renewal once, on a run with the CPU
+        # saturated). What the bound must tell apart is the wedge this test was written
+        # for: a process alive and silent for good.
         assert exit_after <= LEASE_DURATION + SCHEDULING_SLACK, "exited, a lease or so on"
         if mode == "fails":
             assert _logged(old, "the SSO session has expired"), "the plugin's reason is logged"

@@ -36,13 +36,20 @@ from tests.waiting import wait_for
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 6, 4, 1
 
 
-def flags(namespace: str, lease: str) -> tuple[str, ...]:
+def flags(
+    namespace: str,
+    lease: str,
+    timing: tuple[int, int, int] = (LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD),
+) -> tuple[str, ...]:
+    """An operator of ``namespace`` electing its leader on ``lease``; ``timing``: the
+    lease duration, renew deadline and retry period in seconds."""
+    duration, deadline, retry = timing
     return (f"--watch-namespace={namespace}", f"--leader-election-namespace={namespace}",
             "--reconcile-concurrency=2",
             f"--leader-election-id={lease}",
-            f"--leader-election-lease-duration={LEASE_DURATION}",
-            f"--leader-election-renew-deadline={RENEW_DEADLINE}",
-            f"--leader-election-retry-period={RETRY_PERIOD}")  # fmt: skip
+            f"--leader-election-lease-duration={duration}",
+            f"--leader-election-renew-deadline={deadline}",
+            f"--leader-election-retry-period={retry}")  # fmt: skip
 
 
 def lease_spec(client: KubeClient, namespace: str, lease: str) -> dict[str, Any]:
