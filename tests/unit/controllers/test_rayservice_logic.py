@@ -15,7 +15,7 @@ from operator_runtime.api import RayService
 from operator_runtime.api.annotations import AnnotationKey
 from operator_runtime.controllers.rayservice import serve, traffic
 from operator_runtime.controllers.rayservice.options import RayServiceOptions
-from operator_runtime.controllers.rayservice.run import ServeConfigCache, ServiceRun
+from operator_runtime.controllers.rayservice.run import ServeConfigCache, ServiceCaches, ServiceRun
 from operator_runtime.controllers.rayservice.serve import (
     config_hash,
     given_config,
@@ -36,13 +36,18 @@ CONTAINER = {"name": "ray-head", "image": "rayproject/ray:2.52.1"}
 
 
 class Tools:
-    """Only what the functions under test read: the clock and the options."""
+    """Only what the functions under test read: the clock, the options and empty caches."""
 
     def __init__(self) -> None:
         self.clock = FakeClock()
         self.options = RayServiceOptions()
         self.rng = random.Random(0)
         self.serve_configs = ServeConfigCache()
+        self.caches = ServiceCaches(
+            rayservices=Cache(kinds.RAY_SERVICE), clusters=Cache(kinds.RAY_CLUSTER),
+            services=Cache(kinds.SERVICE), pods=Cache(kinds.POD),
+            endpoint_slices=Cache(kinds.ENDPOINT_SLICE),
+        )  # fmt: skip
 
 
 def run_with(status: dict[str, Any], *, step: int = 25, interval: int = 10) -> ServiceRun:
@@ -210,15 +215,12 @@ def test_serve_endpoints_are_those_of_the_serve_service_that_exists_now(
     service_uid: str | None, slices: list[dict[str, Any]], expected: int
 ) -> None:
     run = run_with({})
-    services, endpoint_slices = Cache(kinds.SERVICE), Cache(kinds.ENDPOINT_SLICE)
     if service_uid is not None:
-        services.upsert(
+        run.tools.caches.services.upsert(
             {"metadata": {"name": "s-serve-svc", "namespace": "ns", "uid": service_uid}}
         )
     for endpoint_slice in slices:
-        endpoint_slices.upsert(endpoint_slice)
-    caches = type("Caches", (), {"services": services, "endpoint_slices": endpoint_slices})
-    run.tools.caches = caches  # type: ignore[attr-defined]
+        run.tools.caches.endpoint_slices.upsert(endpoint_slice)
     assert serve_endpoints(run, "s-serve-svc") == expected
 
 
