@@ -157,10 +157,16 @@ ray-image-newer: venv
 redis-image: venv
 	$(PY) -m hack.image.redis build
 
+# mypy's cache lives in the build cache, not the checkout: a clean clone (CI) otherwise
+# checks every module from scratch, 14 s of one core, where a kept cache takes under a
+# second. mypy checks each cached module's hash when its path or mtime differs (another
+# clone), so a cache made by another checkout never passes a changed file unchecked.
+MYPY_CACHE := $(CACHE)/mypy
+
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy
+	$(PY) -m mypy --cache-dir $(MYPY_CACHE)
 	$(VENV)/bin/lint-imports
 	$(PY) -m hack.deadcode
 	$(PY) -m operator_runtime.controllers.permission_table --check
