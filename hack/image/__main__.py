@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     elif arguments.command == "build":
         image = reuse.built_or_reused(
             "operator", DIST_DIR, reuse.recipe_key(*image_build.recipe_facts()),
-            lambda: image_build.build(DIST_DIR), built, image_build.KEPT,
+            lambda: image_build.build(DIST_DIR, kept_trees=True), built, image_build.KEPT,
         )  # fmt: skip
         print(image.describe())
         # What the image tests (tests/integration/image) run in the sandbox, made while

@@ -11,6 +11,7 @@ filesystem is read-only; the build machine's base compiles every platform's, whi
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from components.operator.deployment import OPERATOR_COMMAND
 from hack import gobuild, sandbox
-from hack.image import BUILD_FACTS, LAYOUT_DIR, REPO_ROOT, ImageBuild, debian, pylock, sbom
+from hack.image import BUILD_FACTS, LAYOUT_DIR, REPO_ROOT, ImageBuild, debian, pylock, reuse, sbom
 from hack.image.oci import (
     FAMILY,
     Layer,
@@ -226,20 +227,18 @@ def sbom_path(out: Path, platform: Platform) -> Path:
 
 
 def _platform_layers(
-    platform: Platform, scratch: Path, compiler: Path, out: Path
+    platform: Platform, scratch: Path, compiler: Path, out: Path, kept_trees: bool
 ) -> PlatformLayers:
     """``platform``'s three layers under ``scratch/<arch>`` and its SBOM beside the
     layout; ``compiler`` is the build machine's base (its own platform's is built first
-    and compiles itself)."""
+    and compiles itself). ``kept_trees``: the base and dependency trees come from the
+    build cache (``_trees``)."""
     wheels = fetch_wheels(platform)
     root = scratch / platform.arch
     root.mkdir()
-    base, deps, operator = root / "base", root / "deps", root / "operator"
-    base_tree(debian.OPERATOR, base, platform, None if platform == BUILD else compiler)
-    _entrypoint_in(base)
-    progress(f"installing the Python dependencies ({platform.arch})")
-    install_dependencies(wheels, deps, platform)
-    compile_bytecode(compiler, deps, SITE_DIR)
+    base, deps = _trees(platform, root, compiler, wheels, kept_trees)
+    compiler = base if platform == BUILD else compiler
+    operator = root / "operator"
     install_operator(operator)
     compile_bytecode(compiler, operator, SITE_DIR)
     lock_name = debian.OPERATOR.lock_path(platform.arch).name
@@ -278,12 +277,49 @@ def recipe_facts() -> list[str]:
     ]  # fmt: skip
 
 
-def build(out: Path) -> ImageBuild:
-    """Assemble the image from the cached inputs into ``out`` (its layout and facts)."""
+def _trees(
+    platform: Platform, root: Path, compiler: Path, wheels: Path, kept_trees: bool
+) -> tuple[Path, Path]:
+    """``platform``'s Debian base and its Python dependencies, bytecode compiled: made
+    under ``root``, or with ``kept_trees`` taken from the build cache, made there first if
+    missing. Neither holds anything of the operator's, so a new commit needs neither
+    made again: of a clean clone's 20 to 32 s `make image`, they were 16 to 24. Each is
+    keyed by everything it is made from: ``hack/image`` (its locks included), the
+    platform, and the pip that installs the wheels. The image tests' rebuild makes them
+    afresh, and its digest must equal the one made from the kept trees."""
+
+    def make_base(tree: Path) -> None:
+        base_tree(debian.OPERATOR, tree, platform, None if platform == BUILD else compiler)
+        _entrypoint_in(tree)
+
+    def make_deps(tree: Path) -> None:
+        progress(f"installing the Python dependencies ({platform.arch})")
+        install_dependencies(wheels, tree, platform)
+        compile_bytecode(base if platform == BUILD else compiler, tree, SITE_DIR)
+
+    if not kept_trees:
+        base, deps = root / "base", root / "deps"
+        make_base(base)
+        make_deps(deps)
+        return base, deps
+    pip = importlib.metadata.version("pip")
+    key = reuse.recipe_key(platform.arch, f"pip {pip}", f"python {sys.version}")
+    base = reuse.kept_tree(f"operator-base-{platform.arch}", key, make_base)
+    return base, reuse.kept_tree(f"operator-deps-{platform.arch}", key, make_deps)
+
+
+def build(out: Path, *, kept_trees: bool = False) -> ImageBuild:
+    """Assemble the image from the cached inputs into ``out`` (its layout and facts);
+    ``kept_trees``: the base and dependency layers' trees from the build cache
+    (``_trees``), as ``make image`` does."""
     _same_interpreter()
     with building(out) as scratch:
-        compiler = scratch / BUILD.arch / "base"
         ordered = sorted(PLATFORMS, key=lambda p: p != BUILD)
-        built = {p: _platform_layers(p, scratch, compiler, out) for p in ordered}
+        compiler = scratch / BUILD.arch / "base"
+        built: dict[Platform, PlatformLayers] = {}
+        for platform in ordered:
+            built[platform] = _platform_layers(platform, scratch, compiler, out, kept_trees)
+            if platform == BUILD:
+                compiler = built[platform].layers[0].tree
         images = [built[p] for p in PLATFORMS]
         return assemble_index(out, images, image_config(), USER, scratch, source_date())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,38 @@ def test_the_operator_images_key_reads_its_sources_pins_and_commit() -> None:
 def test_the_operator_image_keeps_its_sboms() -> None:
     assert set(operator_build.KEPT) == {"oci", "build.json", "sbom-amd64.spdx.json",
                                         "sbom-arm64.spdx.json"}  # fmt: skip
+
+
+def test_a_kept_tree_is_made_once_per_key_and_a_failed_make_keeps_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PULUMI_RAY_CACHE", str(tmp_path / "cache"))
+    made: list[str] = []
+
+    def make(content: str) -> Callable[[Path], None]:
+        def into(tree: Path) -> None:
+            made.append(content)
+            tree.mkdir()
+            (tree / "file").write_text(content)
+
+        return into
+
+    first = reuse.kept_tree("deps-amd64", "k1", make("one"))
+    assert reuse.kept_tree("deps-amd64", "k1", make("ignored")) == first
+    assert (first / "file").read_text() == "one"
+    assert made == ["one"]
+
+    def fails(tree: Path) -> None:
+        tree.mkdir()
+        raise RuntimeError("pip failed")
+
+    with pytest.raises(RuntimeError, match="pip failed"):
+        reuse.kept_tree("deps-amd64", "k2", fails)
+    assert sorted(p.name for p in (tmp_path / "cache" / "image").iterdir()) == [
+        "deps-amd64-tree-k1"
+    ]
+    second = reuse.kept_tree("deps-amd64", "k2", make("two"))
+    assert (second / "file").read_text() == "two"
+    assert made == ["one", "two"]
+    kept = sorted(p.name for p in (tmp_path / "cache" / "image").iterdir())
+    assert kept == ["deps-amd64-tree-k2"], kept
