@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -92,17 +93,21 @@ def kept_tree(name: str, key: str, make: Callable[[Path], None]) -> Path:
     if kept.is_dir():
         progress(f"reused {kept.name} (its recipe and inputs are unchanged)")
         return kept
-    partial = kept.with_name(kept.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.parent.mkdir(parents=True, exist_ok=True)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    # A partial of this process's own: another build (a CI clone beside a checkout) may
+    # be making the same tree, and the first to finish keeps it.
+    partial = Path(tempfile.mkdtemp(prefix=f"{kept.name}.partial-", dir=kept.parent))
     try:
-        make(partial)
-    except BaseException:
+        make(partial / "tree")
+        try:
+            (partial / "tree").rename(kept)
+        except OSError:
+            if not kept.is_dir():
+                raise
+    finally:
         shutil.rmtree(partial, ignore_errors=True)
-        raise
-    partial.rename(kept)
     for older in kept.parent.glob(f"{name}-tree-*"):
-        if older != kept and not older.name.endswith(".partial"):
+        if older != kept and ".partial-" not in older.name:
             shutil.rmtree(older, ignore_errors=True)
     return kept
 

@@ -112,3 +112,20 @@ def test_a_kept_tree_is_made_once_per_key_and_a_failed_make_keeps_nothing(
     assert made == ["one", "two"]
     kept = sorted(p.name for p in (tmp_path / "cache" / "image").iterdir())
     assert kept == ["deps-amd64-tree-k2"], kept
+
+
+def test_a_tree_another_build_kept_first_is_the_one_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PULUMI_RAY_CACHE", str(tmp_path / "cache"))
+    kept = tmp_path / "cache" / "image" / "base-arm64-tree-k1"
+
+    def make_while_another_finishes(tree: Path) -> None:
+        tree.mkdir()
+        (tree / "file").write_text("ours")
+        kept.mkdir()  # the other build renames its tree into place first
+        (kept / "file").write_text("theirs")
+
+    assert reuse.kept_tree("base-arm64", "k1", make_while_another_finishes) == kept
+    assert (kept / "file").read_text() == "theirs"
+    assert [p.name for p in kept.parent.iterdir()] == [kept.name]  # no partial left
