@@ -61,55 +61,67 @@ def built_or_reused(
     parts: Sequence[str] = KEPT,
 ) -> ImageBuild:
     """``read()`` of ``dist_dir`` after copying a build kept under ``key`` into it, or
-    ``build()`` into it and keep a copy (its ``parts``) in place of any older one. The
-    copy is made beside the cache's entry and renamed into place, so a build stopped
-    midway leaves no entry."""
-    kept = gobuild.cache_root() / "image" / f"{name}-built-{key}"
+    ``build()`` into it and keep a copy (its ``parts``) in place of any older one
+    (``_keep``: one kept build per image, each some 180 MB)."""
+    kind = f"{name}-built-"
+    kept = _entry(kind, key)
     if all((kept / part).exists() for part in parts):
         for part in parts:
             _replace(kept / part, dist_dir / part)
         progress(f"reused the build kept in {kept} (its recipe and inputs are unchanged)")
         return read()
     image = build()
-    partial = kept.with_name(kept.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    for part in parts:
-        _replace(dist_dir / part, partial / part)
-    shutil.rmtree(kept, ignore_errors=True)
-    partial.rename(kept)
-    for older in kept.parent.glob(f"{name}-built-*"):
-        if older != kept:  # one kept build per image: each is some 180 MB
-            shutil.rmtree(older, ignore_errors=True)
+    shutil.rmtree(kept, ignore_errors=True)  # an entry without every part (older parts)
+
+    def copy(partial: Path) -> None:
+        for part in parts:
+            _replace(dist_dir / part, partial / part)
+
+    _keep(kind, kept, copy)
     return image
 
 
 def kept_tree(name: str, key: str, make: Callable[[Path], None]) -> Path:
     """A tree kept in the build cache under ``name`` and ``key``, made by ``make(path)``
-    if it is not there yet; the caller only reads it. Made beside its entry and renamed
-    into place, so a build stopped midway leaves none; an older key's tree of the same
-    ``name`` is removed (the operator's dependency trees are some 150 MB a platform)."""
-    kept = gobuild.cache_root() / "image" / f"{name}-tree-{key}"
+    if it is not there yet, in place of an older key's (``_keep``: the operator's
+    dependency trees are some 150 MB a platform); the caller only reads it."""
+    kind = f"{name}-tree-"
+    kept = _entry(kind, key)
     if kept.is_dir():
         progress(f"reused {kept.name} (its recipe and inputs are unchanged)")
-        return kept
+    else:
+        _keep(kind, kept, make)
+    return kept
+
+
+def _entry(kind: str, key: str) -> Path:
+    """Where the cache keeps the entry of ``kind`` (a name's prefix) under ``key``."""
+    return gobuild.cache_root() / "image" / f"{kind}{key}"
+
+
+PARTIAL = ".partial-"
+
+
+def _keep(kind: str, kept: Path, fill: Callable[[Path], None]) -> None:
+    """Make the cache entry ``kept`` whole or not at all, and remove the other entries of
+    its ``kind`` (older keys'). ``fill`` writes a new directory beside it, which is
+    then renamed into place: a build stopped midway leaves no entry, and of two builds at
+    once (a CI clone beside a checkout, sharing one cache) the first to finish keeps its
+    own and neither removes the other's work."""
     kept.parent.mkdir(parents=True, exist_ok=True)
-    # A partial of this process's own: another build (a CI clone beside a checkout) may
-    # be making the same tree, and the first to finish keeps it.
-    partial = Path(tempfile.mkdtemp(prefix=f"{kept.name}.partial-", dir=kept.parent))
+    partial = Path(tempfile.mkdtemp(prefix=f"{kept.name}{PARTIAL}", dir=kept.parent))
     try:
-        make(partial / "tree")
+        fill(partial / "entry")
         try:
-            (partial / "tree").rename(kept)
+            (partial / "entry").rename(kept)
         except OSError:
             if not kept.is_dir():
                 raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)
-    for older in kept.parent.glob(f"{name}-tree-*"):
-        if older != kept and ".partial-" not in older.name:
+    for older in kept.parent.glob(f"{kind}*"):
+        if older != kept and PARTIAL not in older.name:
             shutil.rmtree(older, ignore_errors=True)
-    return kept
 
 
 def _replace(source: Path, target: Path) -> None:
