@@ -31,6 +31,10 @@ _SHARED: dict[str, KubeClient] = {}
 _TRANSPORTS: dict[str, UrllibTransport] = {}
 LOG_STARTING = 400
 """What the API server answers for the log of a pod whose container has not started."""
+LOG_UNSCHEDULED = 204
+"""What it answers, with no body, for the log of a pod not yet bound to a node (its
+``LogLocation`` has no node to ask): on a loaded machine the scheduler can take longer
+than a test takes to look."""
 
 
 def shared_client(cluster: LocalCluster) -> KubeClient:
@@ -44,7 +48,8 @@ def shared_client(cluster: LocalCluster) -> KubeClient:
 def pod_log(cluster: LocalCluster, namespace: str, pod: str) -> str | None:
     """The log of ``pod``'s one container, as ``kubectl logs`` prints it, on this process's
     kept connection (a test polls it every second, and a kubectl per look is a process
-    start, a TLS handshake and a discovery); None while the container has not started."""
+    start, a TLS handshake and a discovery); None while the pod is not yet on a node or
+    its container has not started."""
     key = str(cluster.kubeconfig)
     if key not in _TRANSPORTS:
         _TRANSPORTS[key] = make_transport(cluster)
@@ -52,7 +57,7 @@ def pod_log(cluster: LocalCluster, namespace: str, pod: str) -> str | None:
         "GET", f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
         query=[], body=None, headers={}, timeout=(5.0, 30.0),
     )  # fmt: skip
-    if response.status == LOG_STARTING:
+    if response.status in (LOG_STARTING, LOG_UNSCHEDULED):
         return None
     if response.status != 200:
         raise AssertionError(f"log of pod {namespace}/{pod}: HTTP {response.status} "

@@ -14,6 +14,8 @@ from typing import Any
 
 from hack.gobuild import LESS_GC_ENV, ONE_PROC_ENV
 from hack.localcluster import TEST_GO_RUNTIME, LocalCluster
+from hack.localcluster.client import make_transport
+from tests.kubeclient import LOG_UNSCHEDULED, pod_log
 from tests.waiting import wait_for
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +65,31 @@ def test_pod_is_scheduled_onto_a_kwok_node_and_becomes_ready(
     assert status["status"]["podIP"].startswith("10.244.")
     node = local_cluster.get_json("node", status["spec"]["nodeName"])
     assert "nvidia.com/gpu" in node["status"]["capacity"], "a GPU pod landed on a CPU node"
+
+
+def test_the_log_of_a_pod_on_no_node_is_not_yet_there(
+    local_cluster: LocalCluster, namespace: str
+) -> None:
+    """The API server answers 204 with no body for the log of a pod the scheduler has not
+    bound (no node to ask): ``pod_log`` reads that as not started, as a test polling a
+    pod it just made on a loaded machine must."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "nowhere"},
+        "spec": {
+            "nodeSelector": {"example.com/no-such-node": "true"},
+            "containers": [{"name": "c", "image": "busybox"}],
+        },
+    }
+    _apply(local_cluster, namespace, pod)
+    transport = make_transport(local_cluster)
+    response = transport.request(
+        "GET", f"/api/v1/namespaces/{namespace}/pods/nowhere/log",
+        query=[], body=None, headers={}, timeout=(5.0, 30.0),
+    )  # fmt: skip
+    assert (response.status, response.body) == (LOG_UNSCHEDULED, b"")
+    assert pod_log(local_cluster, namespace, "nowhere") is None
 
 
 def test_garbage_collector_deletes_dependents_of_a_deleted_owner(
