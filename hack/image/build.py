@@ -227,20 +227,19 @@ def sbom_path(out: Path, platform: Platform) -> Path:
 
 
 def _platform_layers(
-    platform: Platform, scratch: Path, compiler: Path, out: Path, kept_trees: bool
+    platform: Platform, scratch: Path, compiler: Path | None, out: Path, kept_trees: bool
 ) -> PlatformLayers:
     """``platform``'s three layers under ``scratch/<arch>`` and its SBOM beside the
-    layout; ``compiler`` is the build machine's base (its own platform's is built first
-    and compiles itself). ``kept_trees``: the base and dependency trees come from the
-    build cache (``_trees``)."""
+    layout; ``compiler`` is the build machine's base, None for that platform itself (built
+    first, its base compiles itself). ``kept_trees``: the base and dependency trees come
+    from the build cache (``_trees``)."""
     wheels = fetch_wheels(platform)
     root = scratch / platform.arch
     root.mkdir()
     base, deps = _trees(platform, root, compiler, wheels, kept_trees)
-    compiler = base if platform == BUILD else compiler
     operator = root / "operator"
     install_operator(operator)
-    compile_bytecode(compiler, operator, SITE_DIR)
+    compile_bytecode(compiler or base, operator, SITE_DIR)
     lock_name = debian.OPERATOR.lock_path(platform.arch).name
     layers = (
         Layer(base, f"Debian bookworm packages (hack/image/{lock_name})"),
@@ -278,7 +277,7 @@ def recipe_facts() -> list[str]:
 
 
 def _trees(
-    platform: Platform, root: Path, compiler: Path, wheels: Path, kept_trees: bool
+    platform: Platform, root: Path, compiler: Path | None, wheels: Path, kept_trees: bool
 ) -> tuple[Path, Path]:
     """``platform``'s Debian base and its Python dependencies, bytecode compiled: made
     under ``root``, or with ``kept_trees`` taken from the build cache, made there first if
@@ -289,13 +288,13 @@ def _trees(
     afresh, and its digest must equal the one made from the kept trees."""
 
     def make_base(tree: Path) -> None:
-        base_tree(debian.OPERATOR, tree, platform, None if platform == BUILD else compiler)
+        base_tree(debian.OPERATOR, tree, platform, compiler)
         _entrypoint_in(tree)
 
     def make_deps(tree: Path) -> None:
         progress(f"installing the Python dependencies ({platform.arch})")
         install_dependencies(wheels, tree, platform)
-        compile_bytecode(base if platform == BUILD else compiler, tree, SITE_DIR)
+        compile_bytecode(compiler or base, tree, SITE_DIR)
 
     if not kept_trees:
         base, deps = root / "base", root / "deps"
@@ -315,11 +314,10 @@ def build(out: Path, *, kept_trees: bool = False) -> ImageBuild:
     _same_interpreter()
     with building(out) as scratch:
         ordered = sorted(PLATFORMS, key=lambda p: p != BUILD)
-        compiler = scratch / BUILD.arch / "base"
+        compiler: Path | None = None  # the build machine's base, once it is made
         built: dict[Platform, PlatformLayers] = {}
         for platform in ordered:
             built[platform] = _platform_layers(platform, scratch, compiler, out, kept_trees)
-            if platform == BUILD:
-                compiler = built[platform].layers[0].tree
+            compiler = compiler or built[platform].layers[0].tree
         images = [built[p] for p in PLATFORMS]
         return assemble_index(out, images, image_config(), USER, scratch, source_date())
