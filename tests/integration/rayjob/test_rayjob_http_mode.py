@@ -3,6 +3,7 @@ the dashboard's Jobs API, by service name and through the API server's proxy."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -44,6 +45,8 @@ def test_entrypoint_runs_on_the_real_head_and_completes(
         )
         elapsed = time.monotonic() - started
     print(f"\nHTTPMode ({addressing}): RayJob created -> Complete in {elapsed:.1f} s")
+    if status["jobDeploymentStatus"] != "Complete":  # what Ray said, whole, for the report
+        print(json.dumps(status, indent=1), _logs(ray_head, str(status.get("jobId"))), sep="\n")
     assert status["jobDeploymentStatus"] == "Complete", status
     assert status["jobStatus"] == "SUCCEEDED"
     assert status["succeeded"] == 1 and status["failed"] == 0
